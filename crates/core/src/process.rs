@@ -1,0 +1,167 @@
+//! The process contract: events in, effects out.
+
+use crate::{NodeId, ParamError, Params, Peers, Time};
+use rand_core::RngCore;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::Duration;
+
+/// A protocol message. `kind()` names the variant as the notes do ("Request", "Reply"...) and is
+/// what metrics count by.
+pub trait Message: Clone + Debug + Eq + Hash + Serialize + DeserializeOwned {
+    /// The variant's name, for `messages.by_kind` in reports.
+    fn kind(&self) -> &'static str;
+}
+
+/// The timer type of a process that sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NoTimer {}
+
+/// An algorithm as a state machine. The runtime calls the handlers one at a time; a handler
+/// answers only through its [`Ctx`].
+pub trait Process {
+    /// What processes send each other.
+    type Msg: Message;
+    /// What the application asks of the process (e.g. request the critical section).
+    type Input: Clone + Debug + Serialize;
+    /// What the process reports to the application (e.g. it entered the critical section).
+    type Output: Clone + Debug + Serialize;
+    /// Named timeouts. Setting a timer that is already set moves its deadline.
+    type Timer: Clone + Debug + Eq + Hash + Serialize;
+
+    /// Called once when the process starts, and again after a recovery (`ctx.recovered()`).
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>);
+    /// The application asks something.
+    fn on_input(&mut self, input: Self::Input, ctx: &mut Ctx<'_, Self>);
+    /// A message arrived from `from`.
+    fn on_message(&mut self, from: NodeId, msg: Self::Msg, ctx: &mut Ctx<'_, Self>);
+    /// A timer set earlier expired.
+    fn on_timer(&mut self, timer: Self::Timer, ctx: &mut Ctx<'_, Self>) {
+        let _ = (timer, ctx);
+    }
+}
+
+/// How a runtime builds an algorithm's processes from a scenario or cluster file.
+pub trait Algorithm: Process + Sized {
+    /// Checks the parameters against the membership once, before any process is built, so that
+    /// a bad `coordinator = 9` is reported as input error instead of failing later.
+    fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
+        let _ = (params, peers);
+        Ok(())
+    }
+    /// A fresh process `id`, at start or after a crash (all state is lost in a crash).
+    fn new(id: NodeId, peers: &Peers, params: &Params) -> Self;
+}
+
+/// One thing a process asked the runtime to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect<M, O, T> {
+    /// Send `msg` to `to`.
+    Send { to: NodeId, msg: M },
+    /// Call `on_timer(timer)` after `after` on the local clock, replacing any pending one.
+    SetTimer { timer: T, after: Duration },
+    /// Forget a pending timer.
+    CancelTimer { timer: T },
+    /// Report to the application.
+    Output(O),
+}
+
+/// The effect type of process `P`.
+pub type EffectOf<P> =
+    Effect<<P as Process>::Msg, <P as Process>::Output, <P as Process>::Timer>;
+
+/// What a handler may see and do: its id, the membership, the local clock, randomness, and the
+/// effects it records for the runtime to carry out after the handler returns.
+pub struct Ctx<'a, P: Process + ?Sized> {
+    id: NodeId,
+    peers: &'a Peers,
+    now: Time,
+    recovered: bool,
+    rng: &'a mut dyn RngCore,
+    effects: &'a mut Vec<EffectOf<P>>,
+}
+
+impl<'a, P: Process + ?Sized> Ctx<'a, P> {
+    /// A context for one handler call. Runtimes build it; algorithms only use it.
+    pub fn new(
+        id: NodeId,
+        peers: &'a Peers,
+        now: Time,
+        recovered: bool,
+        rng: &'a mut dyn RngCore,
+        effects: &'a mut Vec<EffectOf<P>>,
+    ) -> Self {
+        Ctx {
+            id,
+            peers,
+            now,
+            recovered,
+            rng,
+            effects,
+        }
+    }
+
+    /// This process's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Every process id, in ring order.
+    pub fn peers(&self) -> &'a Peers {
+        self.peers
+    }
+
+    /// The local clock reading.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// True in `on_start` after a crash and recovery.
+    pub fn recovered(&self) -> bool {
+        self.recovered
+    }
+
+    /// The seeded randomness of the run.
+    pub fn rng(&mut self) -> &mut dyn RngCore {
+        self.rng
+    }
+
+    /// Sends `msg` to `to`. A message to oneself is a bug in the algorithm (the conventions do
+    /// not count such messages), so it is refused in debug builds and dropped otherwise.
+    pub fn send(&mut self, to: NodeId, msg: P::Msg) {
+        debug_assert_ne!(to, self.id, "a process must not send to itself");
+        if to != self.id {
+            self.effects.push(Effect::Send { to, msg });
+        }
+    }
+
+    /// Sends `msg` to every other process (N-1 messages).
+    pub fn broadcast(&mut self, msg: P::Msg) {
+        let me = self.id;
+        for &to in self.peers.ids() {
+            if to != me {
+                self.effects.push(Effect::Send {
+                    to,
+                    msg: msg.clone(),
+                });
+            }
+        }
+    }
+
+    /// Asks for `on_timer(timer)` after `after`, replacing a pending timer of the same name.
+    pub fn set_timer(&mut self, timer: P::Timer, after: Duration) {
+        self.effects.push(Effect::SetTimer { timer, after });
+    }
+
+    /// Cancels a pending timer; nothing happens if it is not pending.
+    pub fn cancel_timer(&mut self, timer: P::Timer) {
+        self.effects.push(Effect::CancelTimer { timer });
+    }
+
+    /// Reports to the application.
+    pub fn output(&mut self, output: P::Output) {
+        self.effects.push(Effect::Output(output));
+    }
+}
