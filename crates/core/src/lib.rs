@@ -48,10 +48,11 @@ mod id;
 pub mod mutex;
 mod params;
 mod process;
+pub mod testing;
 mod time;
 
 pub use clock::{Causality, LamportClock, Stamp, VectorClock};
 pub use id::{NodeId, Peers, PeersError};
 pub use params::{ParamError, Params, QuorumKind};
-pub use process::{Algorithm, Ctx, Effect, Message, NoTimer, Process};
+pub use process::{Algorithm, Ctx, Effect, EffectOf, Message, NoTimer, Process};
 pub use time::{format_duration, parse_duration, serde_duration, DurationError, Time};

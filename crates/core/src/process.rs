@@ -69,8 +69,7 @@ pub enum Effect<M, O, T> {
 }
 
 /// The effect type of process `P`.
-pub type EffectOf<P> =
-    Effect<<P as Process>::Msg, <P as Process>::Output, <P as Process>::Timer>;
+pub type EffectOf<P> = Effect<<P as Process>::Msg, <P as Process>::Output, <P as Process>::Timer>;
 
 /// What a handler may see and do: its id, the membership, the local clock, randomness, and the
 /// effects it records for the runtime to carry out after the handler returns.

@@ -36,7 +36,10 @@ impl Time {
 impl Add<Duration> for Time {
     type Output = Time;
     fn add(self, d: Duration) -> Time {
-        Time(self.0.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+        Time(
+            self.0
+                .saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        )
     }
 }
 
@@ -129,7 +132,8 @@ fn parse_fraction(text: &str) -> Option<Duration> {
         _ => return None,
     };
     let ns = value * scale;
-    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64).then(|| Duration::from_nanos(ns.round() as u64))
+    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64)
+        .then(|| Duration::from_nanos(ns.round() as u64))
 }
 
 /// Formats a duration compactly with the largest fitting unit: "250us", "1.5ms", "2s".
@@ -190,7 +194,10 @@ pub mod serde_duration {
     impl Visitor<'_> for DurationVisitor {
         type Value = Duration;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "a duration with a unit, like \"250us\", \"10ms\" or \"2s\"")
+            write!(
+                f,
+                "a duration with a unit, like \"250us\", \"10ms\" or \"2s\""
+            )
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
             parse_duration(v).map_err(E::custom)
@@ -248,9 +255,13 @@ mod tests {
         assert_eq!(h.d, Duration::from_secs(2));
         let e = toml::from_str::<Holder>("d = 10").unwrap_err().to_string();
         assert!(e.contains("add a unit"), "{e}");
-        let e = toml::from_str::<Holder>("d = \"-1ms\"").unwrap_err().to_string();
+        let e = toml::from_str::<Holder>("d = \"-1ms\"")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("negative"), "{e}");
-        let e = toml::from_str::<Holder>("d = \"10 parsecs\"").unwrap_err().to_string();
+        let e = toml::from_str::<Holder>("d = \"10 parsecs\"")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a duration"), "{e}");
     }
 
@@ -263,7 +274,15 @@ mod tests {
 
     #[test]
     fn format_round_trips_through_parse() {
-        for ns in [1u64, 999, 1_000, 250_000, 1_500_000, 2_000_000_000, 12_345_678] {
+        for ns in [
+            1u64,
+            999,
+            1_000,
+            250_000,
+            1_500_000,
+            2_000_000_000,
+            12_345_678,
+        ] {
             let d = Duration::from_nanos(ns);
             let back = parse_duration(&format_duration(d)).unwrap();
             let err = (back.as_nanos() as i128 - d.as_nanos() as i128).abs();

@@ -1,0 +1,222 @@
+//! Ricart-Agrawala 1981: permission from all, with deferred replies.
+//!
+//! Source: seed 000 "The Ricart-Agrawala Algorithm", seed 001 "Ricart & Agrawala's Algorithm",
+//! seed 003 "Ricart-Agrawala Algorithm" steps 1-4. Rules:
+//! 1. To request: send a timestamped REQUEST (ts, i) to every other site.
+//! 2. On REQUEST (ts, j): reply at once unless inside the CS, or requesting with a request
+//!    earlier than (ts, j) by (timestamp, id); otherwise defer the reply.
+//! 3. Enter the CS with a REPLY from every other site.
+//! 4. On exit, send the deferred replies.
+//!
+//! 2(N-1) messages per entry; synchronization delay T; FIFO channels are not needed.
+
+use distsync_core::mutex::{Input, MutualExclusion, Output};
+use distsync_core::{
+    Algorithm, Ctx, LamportClock, Message, NoTimer, NodeId, Params, Peers, Process, Stamp,
+};
+use serde::{Deserialize, Serialize};
+
+/// Messages, named as in the notes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// REQUEST (ts, i): the sender wants the CS; its id is the message's sender.
+    Request { ts: u64 },
+    /// REPLY: permission.
+    Reply,
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Request { .. } => "Request",
+            Msg::Reply => "Reply",
+        }
+    }
+}
+
+/// One site's state.
+#[derive(Clone, Debug)]
+pub struct RicartAgrawala {
+    id: NodeId,
+    clock: LamportClock,
+    /// Our outstanding request, from the Request input to the Exit.
+    request: Option<Stamp>,
+    in_cs: bool,
+    /// `replied[k]`: the site at membership position k has replied to our current request.
+    replied: Vec<bool>,
+    replies_missing: usize,
+    /// Requests we answer only when we leave the CS.
+    deferred_replies: Vec<NodeId>,
+}
+
+impl Algorithm for RicartAgrawala {
+    fn new(id: NodeId, peers: &Peers, _params: &Params) -> Self {
+        RicartAgrawala {
+            id,
+            clock: LamportClock::default(),
+            request: None,
+            in_cs: false,
+            replied: vec![false; peers.len()],
+            replies_missing: 0,
+            deferred_replies: Vec::new(),
+        }
+    }
+}
+
+impl MutualExclusion for RicartAgrawala {
+    fn in_critical_section(&self) -> bool {
+        self.in_cs
+    }
+}
+
+impl Process for RicartAgrawala {
+    type Msg = Msg;
+    type Input = Input;
+    type Output = Output;
+    type Timer = NoTimer;
+
+    fn on_start(&mut self, _ctx: &mut Ctx<'_, Self>) {}
+
+    fn on_input(&mut self, input: Input, ctx: &mut Ctx<'_, Self>) {
+        match input {
+            // Rule 1.
+            Input::Request if self.request.is_none() => {
+                let ts = self.clock.tick();
+                self.request = Some(Stamp {
+                    time: ts,
+                    node: self.id,
+                });
+                self.replied.iter_mut().for_each(|r| *r = false);
+                self.replies_missing = ctx.peers().len() - 1;
+                ctx.broadcast(Msg::Request { ts });
+                self.enter_if_permitted(ctx);
+            }
+            // Rule 4.
+            Input::Release if self.in_cs => {
+                self.in_cs = false;
+                self.request = None;
+                for j in std::mem::take(&mut self.deferred_replies) {
+                    ctx.send(j, Msg::Reply);
+                }
+                ctx.output(Output::Exit);
+            }
+            // A second Request while one is outstanding, or a Release outside the CS: the
+            // application broke the contract; ignoring it keeps the state consistent.
+            _ => {}
+        }
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
+        match msg {
+            // Rule 2.
+            Msg::Request { ts } => {
+                self.clock.observe(ts);
+                let theirs = Stamp {
+                    time: ts,
+                    node: from,
+                };
+                let ours_first = self.request.is_some_and(|ours| ours < theirs);
+                if self.in_cs || ours_first {
+                    self.deferred_replies.push(from);
+                } else {
+                    ctx.send(from, Msg::Reply);
+                }
+            }
+            // Rule 3. Counting each site once keeps a duplicated REPLY from opening the CS early.
+            Msg::Reply => {
+                if self.request.is_some() {
+                    if let Some(k) = ctx.peers().position(from) {
+                        if !self.replied[k] {
+                            self.replied[k] = true;
+                            self.replies_missing -= 1;
+                        }
+                    }
+                    self.enter_if_permitted(ctx);
+                }
+            }
+        }
+    }
+}
+
+impl RicartAgrawala {
+    fn enter_if_permitted(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if self.request.is_some() && !self.in_cs && self.replies_missing == 0 {
+            self.in_cs = true;
+            ctx.output(Output::Enter);
+        }
+    }
+
+    /// The sites whose requests wait for our exit.
+    pub fn deferred_replies(&self) -> &[NodeId] {
+        &self.deferred_replies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use distsync_core::testing::Driver;
+
+    fn site(id: u32, peers: &Peers) -> Driver<'_, RicartAgrawala> {
+        Driver::new(
+            RicartAgrawala::new(NodeId(id), peers, &Params::default()),
+            NodeId(id),
+            peers,
+        )
+    }
+
+    #[test]
+    fn request_goes_to_all_others_and_all_replies_open_the_cs() {
+        let peers = Peers::range(3);
+        let mut s = site(0, &peers);
+        s.input(Input::Request);
+        assert_eq!(
+            s.sent(),
+            vec![
+                (NodeId(1), Msg::Request { ts: 1 }),
+                (NodeId(2), Msg::Request { ts: 1 })
+            ]
+        );
+        s.receive(1, Msg::Reply);
+        assert!(s.outputs().is_empty());
+        s.receive(1, Msg::Reply); // a duplicate counts once
+        assert!(s.outputs().is_empty());
+        s.receive(2, Msg::Reply);
+        assert_eq!(s.outputs(), vec![Output::Enter]);
+    }
+
+    #[test]
+    fn an_idle_site_replies_at_once() {
+        let peers = Peers::range(3);
+        let mut s = site(1, &peers);
+        s.receive(0, Msg::Request { ts: 5 });
+        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply)]);
+    }
+
+    #[test]
+    fn the_earlier_request_wins_and_ties_go_to_the_lower_id() {
+        let peers = Peers::range(3);
+        let mut s = site(1, &peers);
+        s.input(Input::Request); // (1, 1)
+        s.receive(2, Msg::Request { ts: 1 }); // (1, 2) is later: defer
+        assert!(s.sent().is_empty());
+        s.receive(0, Msg::Request { ts: 1 }); // (1, 0) is earlier: reply
+        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply)]);
+        assert_eq!(s.process.deferred_replies(), &[NodeId(2)]);
+    }
+
+    #[test]
+    fn a_site_in_the_cs_defers_and_replies_on_exit() {
+        let peers = Peers::range(2);
+        let mut s = site(0, &peers);
+        s.input(Input::Request);
+        s.receive(1, Msg::Reply);
+        assert!(s.process.in_critical_section());
+        s.receive(1, Msg::Request { ts: 1 }); // earlier than nothing we hold: we are in the CS
+        assert!(s.sent().is_empty());
+        s.input(Input::Release);
+        assert_eq!(s.sent(), vec![(NodeId(1), Msg::Reply)]);
+        assert_eq!(s.outputs(), vec![Output::Exit]);
+        assert!(s.process.deferred_replies().is_empty());
+    }
+}
