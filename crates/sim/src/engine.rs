@@ -1,0 +1,764 @@
+//! The discrete-event engine, generic over the algorithm and over a family harness.
+//!
+//! Events are ordered by (time, sequence number); one seeded generator drives every random
+//! choice (delays, loss, duplication, workload arrivals, the algorithms' own randomness), so a
+//! scenario and a seed determine the run. The engine owns the network, timers, crashes and the
+//! trace; the family harness (`Harness`) owns workloads, monitors and the family's report.
+
+use crate::network::{Fate, Network};
+use crate::report::{MessageStats, Report, Violation};
+use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
+use crate::trace::{Line, MsgStamp, Tracer};
+use distsync_core::{
+    Algorithm, Ctx, Effect, EffectOf, Message, NodeId, Params, Peers, Process, Time,
+};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::io::Write;
+
+/// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
+/// family's part of the report.
+pub trait Harness<P: Process> {
+    /// Called once at time zero, after every process started.
+    fn start(&mut self, ctl: &mut Control<'_, P>);
+    /// A process reported `output`.
+    fn on_output(&mut self, node: NodeId, output: &P::Output, ctl: &mut Control<'_, P>);
+    /// A wake-up this harness asked for with [`Control::wake`].
+    fn on_wake(&mut self, node: NodeId, tag: u64, ctl: &mut Control<'_, P>) {
+        let _ = (node, tag, ctl);
+    }
+    /// A scripted action the engine does not handle itself (e.g. `request`).
+    fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, P>) {
+        let _ = (action, ctl);
+    }
+    /// A node crashed (its state is gone).
+    fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
+        let _ = (node, ctl);
+    }
+    /// A node recovered with fresh state.
+    fn on_recover(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
+        let _ = (node, ctl);
+    }
+    /// Nothing is left to happen: no message, timer, input or scripted event is pending.
+    fn on_idle(&mut self, ctl: &mut Control<'_, P>) {
+        let _ = ctl;
+    }
+    /// True when the harness's work is complete and the run may stop early.
+    fn done(&self) -> bool {
+        false
+    }
+    /// At the end: add final checks and the family's section to the report.
+    fn finish(&mut self, ctl: &mut Control<'_, P>, report: &mut Report);
+}
+
+enum Kind<P: Process> {
+    Deliver {
+        from: usize,
+        to: usize,
+        msg: P::Msg,
+        msg_id: u64,
+        duplicate: bool,
+        chain: u64,
+        stamp: Option<MsgStamp>,
+    },
+    /// A lost copy, noted (in the trace) at the time it would have arrived.
+    Lost {
+        from: usize,
+        to: usize,
+        msg_id: u64,
+        kind: &'static str,
+        reason: &'static str,
+    },
+    Timer {
+        pos: usize,
+        timer: P::Timer,
+        generation: u64,
+    },
+    Input {
+        pos: usize,
+        input: P::Input,
+    },
+    Wake {
+        pos: usize,
+        tag: u64,
+    },
+    Action(usize),
+}
+
+struct Event<P: Process> {
+    time: Time,
+    seq: u64,
+    kind: Kind<P>,
+}
+
+impl<P: Process> PartialEq for Event<P> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl<P: Process> Eq for Event<P> {}
+impl<P: Process> PartialOrd for Event<P> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<P: Process> Ord for Event<P> {
+    // Reversed: BinaryHeap is a max-heap and the earliest event must come out first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+struct Slot<P: Process> {
+    process: Option<P>,
+    timers: HashMap<P::Timer, u64>,
+    /// Longest causal chain of messages ending at this node.
+    chain: u64,
+}
+
+/// The engine's state, which harnesses reach through [`Control`].
+pub struct Core<P: Process> {
+    peers: Peers,
+    params: Params,
+    now: Time,
+    seq: u64,
+    queue: BinaryHeap<Event<P>>,
+    slots: Vec<Slot<P>>,
+    network: Network,
+    rng: Xoshiro256PlusPlus,
+    effects: Vec<EffectOf<P>>,
+    actions: Vec<Action>,
+    pending_actions: usize,
+    next_msg_id: u64,
+    next_timer_generation: u64,
+    in_flight: u64,
+    by_kind: Vec<(&'static str, u64)>,
+    violations: Vec<Violation>,
+    suppressed_violations: u64,
+    tracer: Option<Tracer>,
+    messages: MessageStats,
+    report: Report,
+}
+
+/// The most violations a report lists; further ones are counted in a final entry.
+const MAX_VIOLATIONS: usize = 100;
+
+/// What a harness may do: read the time and the processes, schedule inputs and wake-ups, and
+/// record violations.
+pub struct Control<'c, P: Process> {
+    core: &'c mut Core<P>,
+}
+
+impl<'c, P: Process> Control<'c, P> {
+    /// The current (true) time.
+    pub fn now(&self) -> Time {
+        self.core.now
+    }
+
+    /// The membership.
+    pub fn peers(&self) -> &Peers {
+        &self.core.peers
+    }
+
+    /// The algorithm parameters.
+    pub fn params(&self) -> &Params {
+        &self.core.params
+    }
+
+    /// The seeded generator of the run.
+    pub fn rng(&mut self) -> &mut Xoshiro256PlusPlus {
+        &mut self.core.rng
+    }
+
+    /// The state of a live node's process; `None` while it is crashed.
+    pub fn process(&self, node: NodeId) -> Option<&P> {
+        let pos = self.core.peers.position(node)?;
+        self.core.slots[pos].process.as_ref()
+    }
+
+    /// Whether `node` is up.
+    pub fn alive(&self, node: NodeId) -> bool {
+        self.process(node).is_some()
+    }
+
+    /// Message copies scheduled to arrive and not yet arrived.
+    pub fn in_flight(&self) -> u64 {
+        self.core.in_flight
+    }
+
+    /// Messages sent so far.
+    pub fn messages_sent(&self) -> u64 {
+        self.core.messages.total
+    }
+
+    /// Gives `node` the input `input` at time `at` (not before now).
+    pub fn input_at(&mut self, at: Time, node: NodeId, input: P::Input) {
+        let pos = self.core.peers.index_of(node);
+        self.core
+            .push(at.max(self.core.now), Kind::Input { pos, input });
+    }
+
+    /// Calls the harness's `on_wake(node, tag)` at time `at`.
+    pub fn wake(&mut self, at: Time, node: NodeId, tag: u64) {
+        let pos = self.core.peers.index_of(node);
+        self.core
+            .push(at.max(self.core.now), Kind::Wake { pos, tag });
+    }
+
+    /// Records that `property` failed now.
+    pub fn violation(&mut self, property: &str, detail: String) {
+        let now = self.core.now;
+        self.core.violation(now, property, detail);
+    }
+}
+
+impl<P: Process> Core<P> {
+    fn push(&mut self, time: Time, kind: Kind<P>) {
+        self.seq += 1;
+        self.queue.push(Event {
+            time,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn violation(&mut self, time: Time, property: &str, detail: String) {
+        if self.violations.len() < MAX_VIOLATIONS {
+            self.violations.push(Violation {
+                property: property.to_string(),
+                time_ns: time.as_nanos(),
+                detail,
+            });
+        } else {
+            self.suppressed_violations += 1;
+        }
+    }
+
+    fn count_kind(&mut self, kind: &'static str) {
+        // Few kinds per algorithm: a linear scan beats hashing on the hot path.
+        match self.by_kind.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => self.by_kind.push((kind, 1)),
+        }
+    }
+
+    fn send(&mut self, from: usize, to: NodeId, msg: P::Msg) {
+        let from_id = self.peers.ids()[from];
+        let Some(to_pos) = self.peers.position(to) else {
+            let now = self.now;
+            self.violation(
+                now,
+                "contract",
+                format!("node {from_id} sent {msg:?} to {to}, which is not a member"),
+            );
+            return;
+        };
+        let kind = msg.kind();
+        self.messages.total += 1;
+        self.count_kind(kind);
+        self.next_msg_id += 1;
+        let msg_id = self.next_msg_id;
+        let stamp = self.tracer.as_mut().map(|t| {
+            t.process_event(
+                self.now,
+                "send",
+                from_id,
+                from,
+                None,
+                Line {
+                    to: Some(to),
+                    msg_id: Some(msg_id),
+                    kind: Some(kind),
+                    msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                    ..Line::default()
+                },
+            )
+        });
+        let chain = self.slots[from].chain + 1;
+        let fates = self.network.route(self.now, from, to_pos, &mut self.rng);
+        let copies = fates.iter().flatten().count();
+        if copies == 2 {
+            self.messages.duplicated += 1;
+        }
+        let mut msg = Some(msg);
+        let mut stamp = stamp;
+        for (i, fate) in fates.into_iter().flatten().enumerate() {
+            let last = i + 1 == copies;
+            match fate {
+                Fate::Arrive(at) => {
+                    let m = if last {
+                        msg.take().expect("one move")
+                    } else {
+                        msg.clone().expect("kept")
+                    };
+                    let s = if last { stamp.take() } else { stamp.clone() };
+                    self.in_flight += 1;
+                    self.push(
+                        at,
+                        Kind::Deliver {
+                            from,
+                            to: to_pos,
+                            msg: m,
+                            msg_id,
+                            duplicate: i == 1,
+                            chain,
+                            stamp: s,
+                        },
+                    );
+                }
+                Fate::Lost(at) => {
+                    self.messages.dropped += 1;
+                    if self.tracer.is_some() {
+                        let reason = if self.network.connected(from, to_pos) {
+                            "loss"
+                        } else {
+                            "partition"
+                        };
+                        self.push(
+                            at,
+                            Kind::Lost {
+                                from,
+                                to: to_pos,
+                                msg_id,
+                                kind,
+                                reason,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One run: the engine, the algorithm `A` and the family harness `H`.
+pub struct Engine<A: Algorithm, H: Harness<A>> {
+    core: Core<A>,
+    harness: H,
+    until: Time,
+}
+
+impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
+    /// Prepares a run of a checked scenario with `seed`, writing the trace to `trace` if given.
+    pub fn new(
+        checked: &Checked,
+        family: &str,
+        seed: u64,
+        harness: H,
+        trace: Option<Box<dyn Write>>,
+    ) -> Self {
+        let scenario = &checked.scenario;
+        let peers = checked.peers.clone();
+        let n = peers.len();
+        let tracer =
+            trace.map(|out| Tracer::new(out, &scenario.algorithm, family, peers.ids(), seed));
+        let actions: Vec<Action> = checked.actions.iter().map(|(_, _, a)| a.clone()).collect();
+        let mut core = Core {
+            params: scenario.params(),
+            now: Time::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            slots: (0..n)
+                .map(|_| Slot {
+                    process: None,
+                    timers: HashMap::new(),
+                    chain: 0,
+                })
+                .collect(),
+            network: Network::new(&scenario.network, n),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            effects: Vec::new(),
+            pending_actions: actions.len(),
+            actions,
+            next_msg_id: 0,
+            next_timer_generation: 0,
+            in_flight: 0,
+            by_kind: Vec::new(),
+            violations: Vec::new(),
+            suppressed_violations: 0,
+            tracer,
+            messages: MessageStats::default(),
+            report: Report {
+                name: scenario.name.clone(),
+                algorithm: scenario.algorithm.clone(),
+                family: family.to_string(),
+                nodes: n,
+                seed,
+                ..Report::default()
+            },
+            peers,
+        };
+        for (i, (at, _, _)) in checked.actions.iter().enumerate() {
+            core.push(Time::ZERO + *at, Kind::Action(i));
+        }
+        Engine {
+            core,
+            harness,
+            until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
+        }
+    }
+
+    /// Runs to the end and returns the report; the trace, if any, is flushed.
+    pub fn run(mut self) -> std::io::Result<Report> {
+        let n = self.core.peers.len();
+        for pos in 0..n {
+            let id = self.core.peers.ids()[pos];
+            self.core.slots[pos].process = Some(A::new(id, &self.core.peers, &self.core.params));
+            if let Some(t) = self.core.tracer.as_mut() {
+                t.plain_event(Time::ZERO, "start", Some(id), Line::default());
+            }
+            self.call(pos, false, |p, ctx| p.on_start(ctx));
+        }
+        self.harness.start(&mut Control {
+            core: &mut self.core,
+        });
+        let mut ended_by = "idle";
+        let mut events: u64 = 0;
+        loop {
+            if self.harness.done() && self.core.pending_actions == 0 {
+                ended_by = "done";
+                break;
+            }
+            let Some(event) = self.core.queue.pop() else {
+                self.harness.on_idle(&mut Control {
+                    core: &mut self.core,
+                });
+                if self.core.queue.is_empty() {
+                    break;
+                }
+                continue;
+            };
+            if event.time > self.until {
+                self.core.now = self.until;
+                ended_by = "horizon";
+                break;
+            }
+            self.core.now = event.time;
+            events += 1;
+            self.dispatch(event.kind);
+        }
+        self.core.report.events_processed = events;
+        self.core.report.end_time_ns = self.core.now.as_nanos();
+        self.core.report.ended_by = ended_by.to_string();
+        let mut report = std::mem::take(&mut self.core.report);
+        self.harness.finish(
+            &mut Control {
+                core: &mut self.core,
+            },
+            &mut report,
+        );
+        let core = &mut self.core;
+        report.longest_chain = core.slots.iter().map(|s| s.chain).max().unwrap_or(0);
+        let mut by_kind: Vec<_> = core
+            .by_kind
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect();
+        by_kind.sort();
+        report.messages = std::mem::take(&mut core.messages);
+        report.messages.by_kind = by_kind.into_iter().collect();
+        report.violations.append(&mut core.violations);
+        if core.suppressed_violations > 0 {
+            report.violations.push(Violation {
+                property: "more".to_string(),
+                time_ns: report.end_time_ns,
+                detail: format!(
+                    "{} further violations were not listed",
+                    core.suppressed_violations
+                ),
+            });
+        }
+        if let Some(t) = core.tracer.take() {
+            t.finish()?;
+        }
+        Ok(report)
+    }
+
+    fn dispatch(&mut self, kind: Kind<A>) {
+        match kind {
+            Kind::Deliver {
+                from,
+                to,
+                msg,
+                msg_id,
+                duplicate,
+                chain,
+                stamp,
+            } => {
+                self.core.in_flight -= 1;
+                let from_id = self.core.peers.ids()[from];
+                let to_id = self.core.peers.ids()[to];
+                let reason = if self.core.slots[to].process.is_none() {
+                    Some("crashed")
+                } else if !self.core.network.connected(from, to) {
+                    Some("partition")
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    self.core.messages.dropped += 1;
+                    if let Some(t) = self.core.tracer.as_mut() {
+                        t.plain_event(
+                            self.core.now,
+                            "drop",
+                            Some(to_id),
+                            Line {
+                                from: Some(from_id),
+                                msg_id: Some(msg_id),
+                                kind: Some(msg.kind()),
+                                reason: Some(reason),
+                                ..Line::default()
+                            },
+                        );
+                    }
+                    return;
+                }
+                self.core.messages.delivered += 1;
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.process_event(
+                        self.core.now,
+                        "deliver",
+                        to_id,
+                        to,
+                        stamp.as_deref(),
+                        Line {
+                            from: Some(from_id),
+                            msg_id: Some(msg_id),
+                            kind: Some(msg.kind()),
+                            msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                            duplicate: Some(duplicate),
+                            ..Line::default()
+                        },
+                    );
+                }
+                let slot = &mut self.core.slots[to];
+                slot.chain = slot.chain.max(chain);
+                self.call(to, false, |p, ctx| p.on_message(from_id, msg, ctx));
+            }
+            Kind::Lost {
+                from,
+                to,
+                msg_id,
+                kind,
+                reason,
+            } => {
+                let from_id = self.core.peers.ids()[from];
+                let to_id = self.core.peers.ids()[to];
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.plain_event(
+                        self.core.now,
+                        "drop",
+                        Some(to_id),
+                        Line {
+                            from: Some(from_id),
+                            msg_id: Some(msg_id),
+                            kind: Some(kind),
+                            reason: Some(reason),
+                            ..Line::default()
+                        },
+                    );
+                }
+            }
+            Kind::Timer {
+                pos,
+                timer,
+                generation,
+            } => {
+                let slot = &mut self.core.slots[pos];
+                if slot.process.is_none() || slot.timers.get(&timer) != Some(&generation) {
+                    return; // cancelled, replaced, or lost in a crash
+                }
+                slot.timers.remove(&timer);
+                let id = self.core.peers.ids()[pos];
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.process_event(
+                        self.core.now,
+                        "timer",
+                        id,
+                        pos,
+                        None,
+                        Line {
+                            timer: Some(serde_json::to_value(&timer).unwrap_or_default()),
+                            ..Line::default()
+                        },
+                    );
+                }
+                self.call(pos, false, |p, ctx| p.on_timer(timer, ctx));
+            }
+            Kind::Input { pos, input } => {
+                if self.core.slots[pos].process.is_none() {
+                    return; // the application on a crashed node asks nothing
+                }
+                let id = self.core.peers.ids()[pos];
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.process_event(
+                        self.core.now,
+                        "input",
+                        id,
+                        pos,
+                        None,
+                        Line {
+                            input: Some(serde_json::to_value(&input).unwrap_or_default()),
+                            ..Line::default()
+                        },
+                    );
+                }
+                self.call(pos, false, |p, ctx| p.on_input(input, ctx));
+            }
+            Kind::Wake { pos, tag } => {
+                let id = self.core.peers.ids()[pos];
+                self.harness.on_wake(
+                    id,
+                    tag,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
+            }
+            Kind::Action(i) => {
+                self.core.pending_actions -= 1;
+                let action = self.core.actions[i].clone();
+                self.act(&action);
+            }
+        }
+    }
+
+    fn act(&mut self, action: &Action) {
+        let now = self.core.now;
+        match action {
+            Action::Crash(id) => {
+                let pos = self.core.peers.index_of(*id);
+                if self.core.slots[pos].process.take().is_none() {
+                    return; // already down
+                }
+                self.core.slots[pos].timers.clear();
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.plain_event(now, "crash", Some(*id), Line::default());
+                }
+                self.harness.on_crash(
+                    *id,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
+            }
+            Action::Recover(id) => {
+                let pos = self.core.peers.index_of(*id);
+                if self.core.slots[pos].process.is_some() {
+                    return; // it never went down
+                }
+                self.core.slots[pos].process =
+                    Some(A::new(*id, &self.core.peers, &self.core.params));
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.plain_event(now, "recover", Some(*id), Line::default());
+                }
+                self.call(pos, true, |p, ctx| p.on_start(ctx));
+                self.harness.on_recover(
+                    *id,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
+            }
+            Action::Partition(groups) => {
+                let positions: Vec<Vec<usize>> = groups
+                    .iter()
+                    .map(|g| g.iter().map(|id| self.core.peers.index_of(*id)).collect())
+                    .collect();
+                self.core.network.partition(&positions);
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.plain_event(
+                        now,
+                        "partition",
+                        None,
+                        Line {
+                            groups: Some(groups.clone()),
+                            ..Line::default()
+                        },
+                    );
+                }
+            }
+            Action::Heal => {
+                self.core.network.heal();
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.plain_event(now, "heal", None, Line::default());
+                }
+            }
+            other => self.harness.on_action(
+                other,
+                &mut Control {
+                    core: &mut self.core,
+                },
+            ),
+        }
+    }
+
+    /// Runs one handler of the process at `pos` and carries out its effects in order.
+    fn call(&mut self, pos: usize, recovered: bool, handler: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let core = &mut self.core;
+        let id = core.peers.ids()[pos];
+        let Some(process) = core.slots[pos].process.as_mut() else {
+            return;
+        };
+        let mut effects = std::mem::take(&mut core.effects);
+        {
+            let mut ctx = Ctx::new(
+                id,
+                &core.peers,
+                core.now,
+                recovered,
+                &mut core.rng,
+                &mut effects,
+            );
+            handler(process, &mut ctx);
+        }
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Send { to, msg } => self.core.send(pos, to, msg),
+                Effect::SetTimer { timer, after } => {
+                    let core = &mut self.core;
+                    core.next_timer_generation += 1;
+                    let generation = core.next_timer_generation;
+                    core.slots[pos].timers.insert(timer.clone(), generation);
+                    let at = core.now + after;
+                    core.push(
+                        at,
+                        Kind::Timer {
+                            pos,
+                            timer,
+                            generation,
+                        },
+                    );
+                }
+                Effect::CancelTimer { timer } => {
+                    self.core.slots[pos].timers.remove(&timer);
+                }
+                Effect::Output(output) => {
+                    if let Some(t) = self.core.tracer.as_mut() {
+                        t.process_event(
+                            self.core.now,
+                            "output",
+                            id,
+                            pos,
+                            None,
+                            Line {
+                                output: Some(serde_json::to_value(&output).unwrap_or_default()),
+                                ..Line::default()
+                            },
+                        );
+                    }
+                    self.harness.on_output(
+                        id,
+                        &output,
+                        &mut Control {
+                            core: &mut self.core,
+                        },
+                    );
+                }
+            }
+        }
+        self.core.effects = effects;
+    }
+}

@@ -1,0 +1,141 @@
+//! A deterministic, seeded, discrete-event simulator for distsync's algorithms.
+//!
+//! A [`Scenario`] names an algorithm, a membership, a network model, a workload and scripted
+//! faults; [`run`] plays it and returns a [`Report`]. One seed drives every random choice, so the
+//! same scenario, seed and binary give the same report and trace, byte for byte.
+//!
+//! ```
+//! use distsync_sim::{run, RunOptions, Scenario};
+//! let scenario = Scenario::from_toml(r#"
+//!     algorithm = "ricart-agrawala"
+//!     nodes = 5
+//!     [network]
+//!     delay = "1ms"
+//!     [workload]
+//!     kind = "light"
+//!     cs = "10ms"
+//!     requests = 4
+//! "#, "example.toml").unwrap();
+//! let report = run(&scenario, RunOptions::default()).unwrap();
+//! let mutex = report.mutex.unwrap();
+//! assert_eq!(mutex.entries, 20);
+//! assert_eq!(mutex.messages_per_entry, 8.0);               // 2(N-1)
+//! assert_eq!(mutex.response_time_ns.max, 12_000_000);      // 2T + E
+//! assert!(report.violations.is_empty());
+//! ```
+
+mod engine;
+mod mutex;
+mod network;
+mod report;
+pub mod scenario;
+mod trace;
+
+pub use engine::{Control, Engine, Harness};
+pub use mutex::MutexHarness;
+pub use report::{MessageStats, MutexReport, Report, Stats, Violation};
+pub use scenario::{
+    Action, Checked, DelaySpec, NetworkSpec, Scenario, ScenarioError, WorkloadKind, WorkloadSpec,
+};
+
+use distsync_algorithms::registry::{self, Entry, Family, MutexVisitor};
+use distsync_core::mutex::MutualExclusion;
+use std::fmt;
+use std::io::Write;
+
+/// How to run a scenario.
+#[derive(Default)]
+pub struct RunOptions {
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// Where to write the trace (JSON lines), if anywhere.
+    pub trace: Option<Box<dyn Write>>,
+    /// The scenario's file name, for error messages ("<scenario>" when empty).
+    pub origin: String,
+}
+
+/// Why a run could not be made.
+#[derive(Debug)]
+pub enum SimError {
+    /// The scenario is not valid for this algorithm.
+    Scenario(ScenarioError),
+    /// The trace could not be written.
+    Trace(std::io::Error),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Scenario(e) => write!(f, "{e}"),
+            SimError::Trace(e) => write!(f, "cannot write the trace: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<ScenarioError> for SimError {
+    fn from(e: ScenarioError) -> Self {
+        SimError::Scenario(e)
+    }
+}
+
+/// Checks and runs a scenario.
+pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError> {
+    let origin = if options.origin.is_empty() {
+        "<scenario>".to_string()
+    } else {
+        options.origin.clone()
+    };
+    let checked = scenario.check(&origin)?;
+    let Some(entry) = registry::lookup(&scenario.algorithm) else {
+        let hint = match registry::suggest(&scenario.algorithm) {
+            Some(s) => format!("; did you mean `{s}`?"),
+            None => String::new(),
+        };
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field: "algorithm".into(),
+            message: format!(
+                "unknown algorithm `{}`{hint} (`distsync list` shows every algorithm)",
+                scenario.algorithm
+            ),
+        }));
+    };
+    let seed = options.seed.unwrap_or(scenario.seed);
+    match entry.family {
+        Family::Mutex => registry::visit_mutex(
+            &scenario.algorithm,
+            MutexRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+            },
+        )
+        .expect("the registry lists it as mutex"),
+    }
+}
+
+struct MutexRun<'a> {
+    checked: &'a Checked,
+    origin: &'a str,
+    seed: u64,
+    trace: Option<Box<dyn Write>>,
+}
+
+impl MutexVisitor for MutexRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output {
+        let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
+        Engine::<A, _>::new(
+            self.checked,
+            entry.family.name(),
+            self.seed,
+            harness,
+            self.trace,
+        )
+        .run()
+        .map_err(SimError::Trace)
+    }
+}

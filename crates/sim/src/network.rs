@@ -1,0 +1,144 @@
+//! The network model: delays, per-link FIFO order, loss, duplication and partitions.
+
+use crate::scenario::{DelaySpec, NetworkSpec};
+use distsync_core::Time;
+use rand::Rng;
+use rand_distr::{Distribution, Exp};
+use std::collections::HashMap;
+
+/// Where the fate of one message is decided.
+pub(crate) struct Network {
+    delay: DelaySpec,
+    exp: Option<Exp<f64>>,
+    fifo: bool,
+    loss: f64,
+    duplicate: f64,
+    n: usize,
+    /// Latest arrival scheduled on each link, so that FIFO links never reorder.
+    last_arrival: LinkTimes,
+    /// `group[k]`: the partition group of the node at position k; `None` when healed.
+    group: Option<Vec<u32>>,
+}
+
+enum LinkTimes {
+    Dense(Vec<u64>),
+    Sparse(HashMap<(u32, u32), u64>),
+}
+
+/// What happens to one copy of a message.
+pub(crate) enum Fate {
+    /// It arrives at this time.
+    Arrive(Time),
+    /// It is lost; the loss is noted at the time it would have arrived.
+    Lost(Time),
+}
+
+impl Network {
+    pub(crate) fn new(spec: &NetworkSpec, n: usize) -> Network {
+        let exp = match spec.delay {
+            DelaySpec::Exponential(mean) if !mean.is_zero() => {
+                Some(Exp::new(1.0 / mean.as_nanos() as f64).expect("positive rate"))
+            }
+            _ => None,
+        };
+        Network {
+            delay: spec.delay,
+            exp,
+            fifo: spec.fifo,
+            loss: spec.loss,
+            duplicate: spec.duplicate,
+            n,
+            last_arrival: if n <= 1024 {
+                LinkTimes::Dense(vec![0; n * n])
+            } else {
+                LinkTimes::Sparse(HashMap::new())
+            },
+            group: None,
+        }
+    }
+
+    fn sample_delay<R: Rng>(&self, rng: &mut R) -> u64 {
+        match self.delay {
+            DelaySpec::Constant(d) => d.as_nanos() as u64,
+            DelaySpec::Uniform(lo, hi) => {
+                rng.gen_range(lo.as_nanos() as u64..=hi.as_nanos() as u64)
+            }
+            DelaySpec::Exponential(_) => match &self.exp {
+                Some(exp) => exp.sample(rng).round() as u64,
+                None => 0,
+            },
+        }
+    }
+
+    /// The copies of a message sent now from position `from` to position `to`: one normally,
+    /// two when duplicated, each arriving or lost.
+    pub(crate) fn route<R: Rng>(
+        &mut self,
+        now: Time,
+        from: usize,
+        to: usize,
+        rng: &mut R,
+    ) -> [Option<Fate>; 2] {
+        let copies = if self.duplicate > 0.0 && rng.gen_bool(self.duplicate) {
+            2
+        } else {
+            1
+        };
+        let mut fates = [None, None];
+        for fate in fates.iter_mut().take(copies) {
+            let mut at = now.as_nanos().saturating_add(self.sample_delay(rng));
+            if self.fifo {
+                let last = self.last_arrival(from, to);
+                at = at.max(last);
+                self.set_last_arrival(from, to, at);
+            }
+            let lost = (self.loss > 0.0 && rng.gen_bool(self.loss)) || !self.connected(from, to);
+            *fate = Some(if lost {
+                Fate::Lost(Time(at))
+            } else {
+                Fate::Arrive(Time(at))
+            });
+        }
+        fates
+    }
+
+    fn last_arrival(&self, from: usize, to: usize) -> u64 {
+        match &self.last_arrival {
+            LinkTimes::Dense(v) => v[from * self.n + to],
+            LinkTimes::Sparse(m) => m.get(&(from as u32, to as u32)).copied().unwrap_or(0),
+        }
+    }
+
+    fn set_last_arrival(&mut self, from: usize, to: usize, at: u64) {
+        match &mut self.last_arrival {
+            LinkTimes::Dense(v) => v[from * self.n + to] = at,
+            LinkTimes::Sparse(m) => {
+                m.insert((from as u32, to as u32), at);
+            }
+        }
+    }
+
+    /// Whether the link between two positions delivers now.
+    pub(crate) fn connected(&self, a: usize, b: usize) -> bool {
+        match &self.group {
+            None => true,
+            Some(g) => g[a] == g[b],
+        }
+    }
+
+    /// Splits the nodes into groups (positions); unlisted positions form one more group.
+    pub(crate) fn partition(&mut self, groups: &[Vec<usize>]) {
+        let mut g = vec![u32::MAX; self.n];
+        for (i, members) in groups.iter().enumerate() {
+            for &p in members {
+                g[p] = i as u32;
+            }
+        }
+        self.group = Some(g);
+    }
+
+    /// Ends any partition.
+    pub(crate) fn heal(&mut self) {
+        self.group = None;
+    }
+}

@@ -1,0 +1,133 @@
+//! The JSON report of a run (DESIGN.md's field names are a public contract).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything a run measured and checked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The scenario's name, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The registry name of the algorithm.
+    pub algorithm: String,
+    /// Its family ("mutex", ...).
+    pub family: String,
+    /// How many processes.
+    pub nodes: usize,
+    /// The seed that reproduces this run.
+    pub seed: u64,
+    /// Simulated time when the run ended.
+    pub end_time_ns: u64,
+    /// Why it ended: "done" (the workload was served), "idle" (nothing left to happen) or
+    /// "horizon" (`until` was reached).
+    pub ended_by: String,
+    /// How many events the simulator processed.
+    pub events_processed: u64,
+    /// Message counts.
+    pub messages: MessageStats,
+    /// The longest causal chain of messages (each message one link).
+    pub longest_chain: u64,
+    /// Every monitored property that failed; empty when all held.
+    pub violations: Vec<Violation>,
+    /// Mutual-exclusion figures, for mutex algorithms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutex: Option<MutexReport>,
+}
+
+/// Message counts. A broadcast counts N-1; nothing is sent to oneself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageStats {
+    /// Messages sent.
+    pub total: u64,
+    /// Messages sent, by kind (the notes' names).
+    pub by_kind: BTreeMap<String, u64>,
+    /// Copies delivered (duplicates included).
+    pub delivered: u64,
+    /// Copies lost to loss, partitions or a crashed receiver.
+    pub dropped: u64,
+    /// Extra copies made by duplication.
+    pub duplicated: u64,
+}
+
+/// One failed property.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Which property: "mutual-exclusion", "deadlock", "starvation", ...
+    pub property: String,
+    /// When it was seen.
+    pub time_ns: u64,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// Figures for mutual exclusion (ORACLES.md's conventions).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MutexReport {
+    /// Critical-section entries.
+    pub entries: u64,
+    /// All messages of the run divided by the entries.
+    pub messages_per_entry: f64,
+    /// From an Exit to the next Enter, when some request was waiting at that Exit.
+    pub sync_delay_ns: Stats,
+    /// From the Request input to the Exit.
+    pub response_time_ns: Stats,
+    /// Entries per second, from the first request to the last exit.
+    pub throughput_per_s: f64,
+    /// Requests made and not yet served when the run ended.
+    pub unserved_requests: u64,
+    /// The most times one request was overtaken by a request made after it.
+    pub max_bypass: u64,
+    /// Requests lost because their node crashed.
+    pub abandoned_requests: u64,
+}
+
+/// A distribution of durations in nanoseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// How many samples.
+    pub count: u64,
+    /// Their mean.
+    pub mean: f64,
+    /// The median (nearest rank).
+    pub p50: u64,
+    /// The 99th percentile (nearest rank).
+    pub p99: u64,
+    /// The largest.
+    pub max: u64,
+}
+
+impl Stats {
+    /// The statistics of `samples` (sorted in place).
+    pub fn of(samples: &mut [u64]) -> Stats {
+        if samples.is_empty() {
+            return Stats::default();
+        }
+        samples.sort_unstable();
+        let rank = |q: f64| {
+            samples[((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1]
+        };
+        Stats {
+            count: samples.len() as u64,
+            mean: samples.iter().map(|&s| s as f64).sum::<f64>() / samples.len() as f64,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: *samples.last().expect("non-empty"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v: Vec<u64> = (1..=100).rev().collect();
+        let s = Stats::of(&mut v);
+        assert_eq!((s.count, s.p50, s.p99, s.max), (100, 50, 99, 100));
+        assert_eq!(s.mean, 50.5);
+        assert_eq!(Stats::of(&mut []), Stats::default());
+        assert_eq!(Stats::of(&mut [7]).p99, 7);
+    }
+}

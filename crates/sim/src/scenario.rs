@@ -1,0 +1,617 @@
+//! Scenario files: what to run, on which network, under which workload and faults.
+//!
+//! The field names are a public contract (DESIGN.md). Every field is checked: an unknown or
+//! misspelled field, a duration without a unit, a probability outside [0, 1] or a node id that is
+//! not a member is refused with a message naming the file and the field.
+
+use distsync_core::{serde_duration, NodeId, Params, Peers, QuorumKind};
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+/// A scenario, as read from a TOML file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A name for reports.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A registry name, see `distsync list`.
+    pub algorithm: String,
+    /// How many processes, with ids 0..nodes-1. Give either this or `ids`.
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    /// The process ids in ring order. Give either this or `nodes`.
+    #[serde(default)]
+    pub ids: Option<Vec<NodeId>>,
+    /// The seed of every random choice.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The simulated-time horizon (default 60s).
+    #[serde(default, with = "serde_duration::option")]
+    pub until: Option<Duration>,
+    /// The central algorithm's lock manager.
+    #[serde(default)]
+    pub coordinator: Option<NodeId>,
+    /// The initial token holder of token algorithms.
+    #[serde(default)]
+    pub holder: Option<NodeId>,
+    /// Tree edges for tree algorithms.
+    #[serde(default)]
+    pub tree: Option<Vec<[NodeId; 2]>>,
+    /// Quorum construction for quorum algorithms.
+    #[serde(default)]
+    pub quorums: Option<QuorumKind>,
+    /// The network model.
+    #[serde(default)]
+    pub network: NetworkSpec,
+    /// The mutual-exclusion workload.
+    #[serde(default)]
+    pub workload: Option<WorkloadSpec>,
+    /// Scripted inputs and faults.
+    #[serde(default, rename = "event")]
+    pub events: Vec<EventSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// The default horizon when a scenario names none.
+pub const DEFAULT_UNTIL: Duration = Duration::from_secs(60);
+
+/// How messages travel.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// One-way delay of each message.
+    #[serde(default)]
+    pub delay: DelaySpec,
+    /// Per-link FIFO delivery.
+    #[serde(default = "yes")]
+    pub fifo: bool,
+    /// Probability that a message is dropped.
+    #[serde(default)]
+    pub loss: f64,
+    /// Probability that a message is delivered twice.
+    #[serde(default)]
+    pub duplicate: f64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            delay: DelaySpec::default(),
+            fifo: true,
+            loss: 0.0,
+            duplicate: 0.0,
+        }
+    }
+}
+
+/// A delay distribution: `"1ms"`, `{ uniform = ["1ms", "5ms"] }` or `{ exponential = "2ms" }`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DelaySpec {
+    /// Always the same delay T.
+    Constant(Duration),
+    /// Uniform between the two bounds.
+    Uniform(Duration, Duration),
+    /// Exponential with the given mean.
+    Exponential(Duration),
+}
+
+impl Default for DelaySpec {
+    fn default() -> Self {
+        DelaySpec::Constant(Duration::from_millis(1))
+    }
+}
+
+impl DelaySpec {
+    /// The mean delay.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            DelaySpec::Constant(d) | DelaySpec::Exponential(d) => d,
+            DelaySpec::Uniform(lo, hi) => (lo + hi) / 2,
+        }
+    }
+
+    /// The largest delay that can occur, or a generous bound for the exponential.
+    pub fn bound(&self) -> Duration {
+        match *self {
+            DelaySpec::Constant(d) => d,
+            DelaySpec::Uniform(_, hi) => hi,
+            DelaySpec::Exponential(mean) => mean * 20,
+        }
+    }
+}
+
+impl Serialize for DelaySpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use distsync_core::format_duration as f;
+        use serde::ser::SerializeMap;
+        match *self {
+            DelaySpec::Constant(d) => s.serialize_str(&f(d)),
+            DelaySpec::Uniform(lo, hi) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("uniform", &[f(lo), f(hi)])?;
+                m.end()
+            }
+            DelaySpec::Exponential(d) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("exponential", &f(d))?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DelaySpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DelaySpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a duration like \"1ms\", {{ uniform = [\"1ms\", \"5ms\"] }} or {{ exponential = \"2ms\" }}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DelaySpec, E> {
+                distsync_core::parse_duration(v)
+                    .map(DelaySpec::Constant)
+                    .map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DelaySpec, E> {
+                Err(E::custom(format!(
+                    "the bare number {v} is not a duration: add a unit, like \"{v}ms\""
+                )))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DelaySpec, E> {
+                self.visit_i64(v as i64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DelaySpec, E> {
+                Err(E::custom(format!(
+                    "the bare number {v} is not a duration: add a unit, like \"{v}ms\""
+                )))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DelaySpec, A::Error> {
+                #[derive(Deserialize)]
+                struct D(#[serde(with = "serde_duration")] Duration);
+                let Some(key) = map.next_key::<String>()? else {
+                    return Err(de::Error::custom("an empty table is not a delay: use { uniform = [\"1ms\", \"5ms\"] } or { exponential = \"2ms\" }"));
+                };
+                let spec = match key.as_str() {
+                    "uniform" => {
+                        let [D(lo), D(hi)] = map.next_value::<[D; 2]>()?;
+                        if lo > hi {
+                            return Err(de::Error::custom(format!(
+                                "uniform bounds must be [low, high], got [{}, {}]",
+                                distsync_core::format_duration(lo),
+                                distsync_core::format_duration(hi)
+                            )));
+                        }
+                        DelaySpec::Uniform(lo, hi)
+                    }
+                    "exponential" => DelaySpec::Exponential(map.next_value::<D>()?.0),
+                    other => {
+                        return Err(de::Error::custom(format!(
+                        "unknown delay distribution `{other}`, expected `uniform` or `exponential`"
+                    )))
+                    }
+                };
+                if let Some(extra) = map.next_key::<String>()? {
+                    return Err(de::Error::custom(format!(
+                        "a delay has one distribution, found a second key `{extra}`"
+                    )));
+                }
+                Ok(spec)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What the application asks of mutual-exclusion processes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// How requests arrive.
+    pub kind: WorkloadKind,
+    /// Requests per second per node (`poisson`).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Time spent inside the critical section (E); default 10ms.
+    #[serde(default = "default_cs", with = "serde_duration")]
+    pub cs: Duration,
+    /// Requests per node, after which the node stops requesting; unlimited when absent.
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// `light`: quiet time between one request's exit and the next request (default: 20 x the
+    /// largest message delay, so that every message of the previous request has arrived).
+    #[serde(default, with = "serde_duration::option")]
+    pub gap: Option<Duration>,
+}
+
+fn default_cs() -> Duration {
+    Duration::from_millis(10)
+}
+
+/// How mutual-exclusion requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// Independent Poisson arrivals at `rate` per node.
+    Poisson,
+    /// Every node always has a request pending (heavy load).
+    Saturated,
+    /// One request in the whole system at a time (light load).
+    Light,
+    /// Only scripted `request` events.
+    None,
+}
+
+/// One scripted event: `at` and exactly one action.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    /// When, in simulated time.
+    #[serde(with = "serde_duration")]
+    pub at: Duration,
+    /// Node asks for the critical section (mutex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<NodeId>,
+    /// Node crashes and loses its state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<NodeId>,
+    /// Node restarts with fresh state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recover: Option<NodeId>,
+    /// Links between these groups stop delivering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Vec<Vec<NodeId>>>,
+    /// Every link delivers again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<bool>,
+}
+
+/// A scripted event, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Node asks for the critical section.
+    Request(NodeId),
+    /// Node crashes.
+    Crash(NodeId),
+    /// Node recovers.
+    Recover(NodeId),
+    /// Groups that can talk only among themselves; unlisted nodes form one more group.
+    Partition(Vec<Vec<NodeId>>),
+    /// Partition ends.
+    Heal,
+}
+
+impl EventSpec {
+    fn action(&self) -> Result<Action, String> {
+        let mut found = Vec::new();
+        if let Some(n) = self.request {
+            found.push(("request", Action::Request(n)));
+        }
+        if let Some(n) = self.crash {
+            found.push(("crash", Action::Crash(n)));
+        }
+        if let Some(n) = self.recover {
+            found.push(("recover", Action::Recover(n)));
+        }
+        if let Some(groups) = &self.partition {
+            found.push(("partition", Action::Partition(groups.clone())));
+        }
+        match self.heal {
+            Some(true) => found.push(("heal", Action::Heal)),
+            Some(false) => {
+                return Err(
+                    "`heal = false` means nothing: write `heal = true` or leave it out".into(),
+                )
+            }
+            None => {}
+        }
+        match found.len() {
+            1 => Ok(found.pop().expect("one").1),
+            0 => {
+                Err("an event needs one action: request, crash, recover, partition or heal".into())
+            }
+            _ => Err(format!(
+                "an event has exactly one action, this one has {}",
+                found
+                    .iter()
+                    .map(|(k, _)| *k)
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )),
+        }
+    }
+}
+
+/// A scenario that cannot be run, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    /// The file (or "command line") the scenario came from.
+    pub origin: String,
+    /// The field at fault, like `network.loss` or `event[2].crash`; empty for a syntax error.
+    pub field: String,
+    /// What was expected.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(f, "{}: `{}`: {}", self.origin, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A checked scenario: the membership is built and the events are in time order.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The scenario as written.
+    pub scenario: Scenario,
+    /// The membership, in ring order.
+    pub peers: Peers,
+    /// The scripted events, sorted by time (stable).
+    pub actions: Vec<(Duration, usize, Action)>,
+}
+
+impl Scenario {
+    /// Parses TOML text; `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        toml::from_str(text).map_err(|e| ScenarioError {
+            origin: origin.to_string(),
+            field: String::new(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            origin: origin.clone(),
+            field: String::new(),
+            message: format!("cannot read the scenario file: {e}"),
+        })?;
+        Scenario::from_toml(&text, &origin)
+    }
+
+    /// The algorithm parameters the scenario sets.
+    pub fn params(&self) -> Params {
+        Params {
+            coordinator: self.coordinator,
+            holder: self.holder,
+            tree: self.tree.clone(),
+            quorums: self.quorums,
+        }
+    }
+
+    /// Checks everything that does not depend on the algorithm; `origin` names the file.
+    pub fn check(&self, origin: &str) -> Result<Checked, ScenarioError> {
+        let err = |field: &str, message: String| ScenarioError {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let ids = match (&self.nodes, &self.ids) {
+            (Some(_), Some(_)) => {
+                return Err(err("ids", "give either `nodes` or `ids`, not both".into()))
+            }
+            (None, None) => {
+                return Err(err(
+                    "nodes",
+                    "missing: give `nodes = N` (ids 0..N-1) or `ids = [...]` (in ring order)"
+                        .into(),
+                ))
+            }
+            (Some(0), None) => return Err(err("nodes", "expected at least 1 node, got 0".into())),
+            (Some(n), None) => (0..*n).map(NodeId).collect(),
+            (None, Some(ids)) => ids.clone(),
+        };
+        let peers = Peers::new(ids).map_err(|e| err("ids", e.to_string()))?;
+        let member = |field: &str, id: NodeId| -> Result<(), ScenarioError> {
+            if peers.contains(id) {
+                Ok(())
+            } else {
+                Err(err(
+                    field,
+                    format!(
+                        "node {id} is not one of the scenario's node ids ({})",
+                        describe_ids(&peers)
+                    ),
+                ))
+            }
+        };
+        if let Some(c) = self.coordinator {
+            member("coordinator", c)?;
+        }
+        if let Some(h) = self.holder {
+            member("holder", h)?;
+        }
+        if let Some(tree) = &self.tree {
+            for (i, [a, b]) in tree.iter().enumerate() {
+                member(&format!("tree[{i}]"), *a)?;
+                member(&format!("tree[{i}]"), *b)?;
+            }
+        }
+        for (field, p) in [
+            ("network.loss", self.network.loss),
+            ("network.duplicate", self.network.duplicate),
+        ] {
+            if !(0.0..=1.0).contains(&p) || p.is_nan() {
+                return Err(err(
+                    field,
+                    format!("expected a probability between 0 and 1, got {p}"),
+                ));
+            }
+        }
+        if let Some(until) = self.until {
+            if until.is_zero() {
+                return Err(err("until", "the horizon must be later than 0s".into()));
+            }
+        }
+        if let Some(w) = &self.workload {
+            match (w.kind, w.rate) {
+                (WorkloadKind::Poisson, None) => {
+                    return Err(err(
+                        "workload.rate",
+                        "a poisson workload needs `rate` (requests per second per node)".into(),
+                    ))
+                }
+                (WorkloadKind::Poisson, Some(r)) if !(r > 0.0 && r.is_finite()) => {
+                    return Err(err(
+                        "workload.rate",
+                        format!("expected a positive number of requests per second, got {r}"),
+                    ))
+                }
+                (WorkloadKind::Poisson, _) => {}
+                (kind, Some(_)) => {
+                    return Err(err(
+                        "workload.rate",
+                        format!("`rate` applies to the poisson workload, not to {kind:?}")
+                            .to_lowercase(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let mut actions = Vec::with_capacity(self.events.len());
+        for (i, spec) in self.events.iter().enumerate() {
+            let field = format!("event[{i}]");
+            let action = spec.action().map_err(|m| err(&field, m))?;
+            match &action {
+                Action::Request(n) => member(&format!("{field}.request"), *n)?,
+                Action::Crash(n) => member(&format!("{field}.crash"), *n)?,
+                Action::Recover(n) => member(&format!("{field}.recover"), *n)?,
+                Action::Partition(groups) => {
+                    let mut seen = std::collections::BTreeSet::new();
+                    for n in groups.iter().flatten() {
+                        member(&format!("{field}.partition"), *n)?;
+                        if !seen.insert(*n) {
+                            return Err(err(
+                                &format!("{field}.partition"),
+                                format!("node {n} is in two groups"),
+                            ));
+                        }
+                    }
+                }
+                Action::Heal => {}
+            }
+            actions.push((spec.at, i, action));
+        }
+        actions.sort_by_key(|(at, i, _)| (*at, *i));
+        Ok(Checked {
+            scenario: self.clone(),
+            peers,
+            actions,
+        })
+    }
+}
+
+fn describe_ids(peers: &Peers) -> String {
+    let ids = peers.ids();
+    let mut sorted: Vec<u32> = ids.iter().map(|i| i.0).collect();
+    sorted.sort_unstable();
+    if sorted.windows(2).all(|w| w[1] == w[0] + 1) {
+        format!("{}..{}", sorted[0], sorted[sorted.len() - 1])
+    } else if ids.len() <= 12 {
+        format!("{:?}", sorted)
+    } else {
+        format!("{} ids", ids.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Checked, ScenarioError> {
+        Scenario::from_toml(text, "t.toml")?.check("t.toml")
+    }
+
+    #[test]
+    fn the_design_example_parses() {
+        let c = parse(
+            r#"
+            name = "bully-eight-processes"
+            algorithm = "ricart-agrawala"
+            nodes = 8
+            seed = 1
+            until = "10s"
+            [network]
+            delay = { uniform = ["1ms", "5ms"] }
+            fifo = true
+            loss = 0.0
+            duplicate = 0.0
+            [workload]
+            kind = "poisson"
+            rate = 5.0
+            cs = "10ms"
+            requests = 100
+            [[event]]
+            at = "0ms"
+            crash = 7
+            [[event]]
+            at = "1ms"
+            partition = [[0, 1, 2], [3, 4]]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.peers.len(), 8);
+        assert_eq!(
+            c.scenario.network.delay,
+            DelaySpec::Uniform(Duration::from_millis(1), Duration::from_millis(5))
+        );
+        assert_eq!(c.actions.len(), 2);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[network]\nfifoo = true").unwrap_err();
+        assert!(e.to_string().contains("unknown field `fifoo`"), "{e}");
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[network]\nloss = 1.5").unwrap_err();
+        assert_eq!(e.field, "network.loss");
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[network]\ndelay = \"-1ms\"").unwrap_err();
+        assert!(e.message.contains("negative"), "{e}");
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[network]\ndelay = 5").unwrap_err();
+        assert!(e.message.contains("add a unit"), "{e}");
+        let e =
+            parse("algorithm = \"x\"\nnodes = 3\n[[event]]\nat = \"1ms\"\ncrash = 3").unwrap_err();
+        assert_eq!(e.field, "event[0].crash");
+        assert!(e.message.contains("0..2"), "{e}");
+        let e =
+            parse("algorithm = \"x\"\nnodes = 3\n[[event]]\nat = \"1ms\"\ncrash = 1\nrecover = 1")
+                .unwrap_err();
+        assert!(e.message.contains("crash and recover"), "{e}");
+        let e = parse("algorithm = \"x\"\n[workload]\nkind = \"poisson\"").unwrap_err();
+        assert_eq!(e.field, "nodes");
+        let e = parse("algorithm = \"x\"\nnodes = 2\n[workload]\nkind = \"poisson\"").unwrap_err();
+        assert_eq!(e.field, "workload.rate");
+        let e =
+            parse("algorithm = \"x\"\nnodes = 2\nnetwork.delay = { uniform = [\"5ms\", \"1ms\"] }")
+                .unwrap_err();
+        assert!(e.message.contains("[low, high]"), "{e}");
+    }
+
+    #[test]
+    fn events_are_sorted_stably_by_time() {
+        let c = parse(
+            "algorithm = \"x\"\nnodes = 3\n[[event]]\nat = \"2ms\"\ncrash = 1\n[[event]]\nat = \"1ms\"\nrecover = 2\n[[event]]\nat = \"1ms\"\nheal = true",
+        )
+        .unwrap();
+        let order: Vec<usize> = c.actions.iter().map(|(_, i, _)| *i).collect();
+        assert_eq!(order, vec![1, 2, 0]);
+    }
+}

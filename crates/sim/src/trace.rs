@@ -1,0 +1,167 @@
+//! The trace recorder: every event as a JSON line, with the observer's Lamport and vector
+//! timestamps (docs/trace-format.md).
+
+use distsync_core::{NodeId, Time};
+use serde::Serialize;
+use serde_json::Value;
+use std::io::{self, BufWriter, Write};
+
+/// A message's stamp while it travels: the sender's Lamport and vector timestamps at the send.
+pub(crate) type MsgStamp = Box<(u64, Vec<u64>)>;
+
+/// The header line.
+#[derive(Serialize)]
+struct Header<'a> {
+    pub(crate) event: &'static str,
+    version: u32,
+    algorithm: &'a str,
+    family: &'a str,
+    ids: &'a [NodeId],
+    seed: u64,
+}
+
+/// One event line; absent fields are left out.
+#[derive(Serialize, Default)]
+pub(crate) struct Line<'a> {
+    pub(crate) seq: u64,
+    pub(crate) time_ns: u64,
+    pub(crate) event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) node: Option<NodeId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) lamport: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) vector: Option<&'a [u64]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<NodeId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) to: Option<NodeId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) msg_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) msg: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duplicate: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timer: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) groups: Option<Vec<Vec<NodeId>>>,
+}
+
+/// Writes the trace and keeps the observer's clocks.
+pub(crate) struct Tracer {
+    out: BufWriter<Box<dyn Write>>,
+    seq: u64,
+    lamport: Vec<u64>,
+    vector: Vec<Vec<u64>>,
+    error: Option<io::Error>,
+}
+
+impl Tracer {
+    pub(crate) fn new(
+        out: Box<dyn Write>,
+        algorithm: &str,
+        family: &str,
+        ids: &[NodeId],
+        seed: u64,
+    ) -> Tracer {
+        let mut t = Tracer {
+            out: BufWriter::new(out),
+            seq: 0,
+            lamport: vec![0; ids.len()],
+            vector: vec![vec![0; ids.len()]; ids.len()],
+            error: None,
+        };
+        let header = Header {
+            event: "header",
+            version: 1,
+            algorithm,
+            family,
+            ids,
+            seed,
+        };
+        t.write(&header);
+        t
+    }
+
+    fn write<S: Serialize>(&mut self, line: &S) {
+        if self.error.is_some() {
+            return;
+        }
+        let result = serde_json::to_writer(&mut self.out, line)
+            .map_err(io::Error::from)
+            .and_then(|()| self.out.write_all(b"\n"));
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    /// A process event at position `pos`: ticks its clocks (merging `received` first) and writes
+    /// the line with the new stamps. Returns the stamp, for messages.
+    pub(crate) fn process_event(
+        &mut self,
+        time: Time,
+        event: &'static str,
+        node: NodeId,
+        pos: usize,
+        received: Option<&(u64, Vec<u64>)>,
+        fill: Line<'_>,
+    ) -> MsgStamp {
+        if let Some((lamport, vector)) = received {
+            self.lamport[pos] = self.lamport[pos].max(*lamport);
+            for (mine, theirs) in self.vector[pos].iter_mut().zip(vector) {
+                *mine = (*mine).max(*theirs);
+            }
+        }
+        self.lamport[pos] += 1;
+        self.vector[pos][pos] += 1;
+        let stamp = Box::new((self.lamport[pos], self.vector[pos].clone()));
+        let line = Line {
+            seq: self.seq,
+            time_ns: time.as_nanos(),
+            event,
+            node: Some(node),
+            lamport: Some(stamp.0),
+            vector: Some(&stamp.1),
+            ..fill
+        };
+        self.write(&line);
+        self.seq += 1;
+        stamp
+    }
+
+    /// An event that is not a process event (start, crash, drop, partition...): no clock ticks.
+    pub(crate) fn plain_event(
+        &mut self,
+        time: Time,
+        event: &'static str,
+        node: Option<NodeId>,
+        fill: Line<'_>,
+    ) {
+        let line = Line {
+            seq: self.seq,
+            time_ns: time.as_nanos(),
+            event,
+            node,
+            ..fill
+        };
+        self.write(&line);
+        self.seq += 1;
+    }
+
+    /// Flushes, and reports the first write error if any.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
