@@ -338,6 +338,7 @@ pub struct Engine<A: Algorithm, H: Harness<A>> {
     core: Core<A>,
     harness: H,
     until: Time,
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
 }
 
 impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
@@ -397,7 +398,14 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
+            progress: None,
         }
+    }
+
+    /// Calls `progress(now_ns, until_ns)` every 65,536 events.
+    pub fn with_progress(mut self, progress: Option<Box<dyn FnMut(u64, u64)>>) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// Runs to the end and returns the report; the trace, if any, is flushed.
@@ -437,6 +445,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             }
             self.core.now = event.time;
             events += 1;
+            if events & 0xFFFF == 0 {
+                if let Some(progress) = self.progress.as_mut() {
+                    progress(self.core.now.as_nanos(), self.until.as_nanos());
+                }
+            }
             self.dispatch(event.kind);
         }
         self.core.report.events_processed = events;

@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub trace: Option<Box<dyn Write>>,
     /// The scenario's file name, for error messages ("<scenario>" when empty).
     pub origin: String,
+    /// Called now and then with the simulated time and the horizon, in nanoseconds, so that a
+    /// terminal can show progress.
+    pub progress: Option<Box<dyn FnMut(u64, u64)>>,
 }
 
 /// Why a run could not be made.
@@ -111,6 +114,7 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
                 origin: &origin,
                 seed,
                 trace: options.trace,
+                progress: options.progress,
             },
         )
         .expect("the registry lists it as mutex"),
@@ -122,6 +126,7 @@ struct MutexRun<'a> {
     origin: &'a str,
     seed: u64,
     trace: Option<Box<dyn Write>>,
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
 }
 
 impl MutexVisitor for MutexRun<'_> {
@@ -135,6 +140,7 @@ impl MutexVisitor for MutexRun<'_> {
             harness,
             self.trace,
         )
+        .with_progress(self.progress)
         .run()
         .map_err(SimError::Trace)
     }

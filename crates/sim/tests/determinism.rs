@@ -62,7 +62,7 @@ fn the_trace_follows_the_documented_format() {
     assert_eq!(lines[0]["event"], "header");
     assert_eq!(lines[0]["ids"], serde_json::json!([0, 1, 2, 3, 4]));
     let mut sends = std::collections::HashMap::new();
-    let mut last_lamport = vec![0u64; 5];
+    let mut last_lamport = [0u64; 5];
     for (i, line) in lines[1..].iter().enumerate() {
         assert_eq!(line["seq"], i as u64, "seq numbers run 0, 1, 2, ...");
         let event = line["event"].as_str().unwrap();

@@ -1,0 +1,89 @@
+//! The human summary of a report.
+
+use distsync_core::format_duration;
+use distsync_sim::{Report, Stats};
+use std::fmt::Write;
+use std::time::Duration;
+
+fn dur(ns: f64) -> String {
+    format_duration(Duration::from_nanos(ns.round() as u64))
+}
+
+fn stats(s: &Stats) -> String {
+    if s.count == 0 {
+        return "none measured".to_string();
+    }
+    format!(
+        "mean {} (p50 {}, p99 {}, max {}; {} samples)",
+        dur(s.mean),
+        dur(s.p50 as f64),
+        dur(s.p99 as f64),
+        dur(s.max as f64),
+        s.count
+    )
+}
+
+/// A few lines a person reads after a run.
+pub fn summary(r: &Report) -> String {
+    let mut out = String::new();
+    let name = r
+        .name
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{}{name}: {} nodes, seed {}, ended ({}) at {} after {} events",
+        r.algorithm,
+        r.nodes,
+        r.seed,
+        r.ended_by,
+        dur(r.end_time_ns as f64),
+        r.events_processed
+    );
+    let kinds: Vec<String> = r
+        .messages
+        .by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "messages:   {} sent ({}); {} delivered, {} dropped, {} duplicated; longest causal chain {}",
+        r.messages.total,
+        if kinds.is_empty() { "none".to_string() } else { kinds.join(", ") },
+        r.messages.delivered,
+        r.messages.dropped,
+        r.messages.duplicated,
+        r.longest_chain
+    );
+    if let Some(m) = &r.mutex {
+        let _ = writeln!(
+            out,
+            "entries:    {} ({:.2} messages per entry)",
+            m.entries, m.messages_per_entry
+        );
+        let _ = writeln!(out, "sync delay: {}", stats(&m.sync_delay_ns));
+        let _ = writeln!(out, "response:   {}", stats(&m.response_time_ns));
+        let _ = writeln!(
+            out,
+            "throughput: {:.1} entries/s; unserved {}, abandoned {}, max bypass {}",
+            m.throughput_per_s, m.unserved_requests, m.abandoned_requests, m.max_bypass
+        );
+    }
+    if r.violations.is_empty() {
+        let _ = writeln!(out, "violations: none");
+    } else {
+        let _ = writeln!(out, "violations: {}", r.violations.len());
+        for v in &r.violations {
+            let _ = writeln!(
+                out,
+                "  {} at {}: {}",
+                v.property,
+                dur(v.time_ns as f64),
+                v.detail
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,266 @@
+//! `distsync run` and `distsync simulate`: one simulated run, summarized or as JSON.
+
+use crate::output;
+use crate::{InputError, Outcome};
+use distsync_core::{parse_duration, NodeId};
+use distsync_sim::{run, DelaySpec, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Arguments of `distsync run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    scenario: PathBuf,
+    /// Print the report as one JSON object instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Write every event as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Replace the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Arguments of `distsync simulate`.
+#[derive(clap::Args)]
+pub struct SimulateArgs {
+    /// The algorithm (see `distsync list`).
+    #[arg(long = "algo", value_name = "NAME")]
+    algorithm: String,
+    /// How many processes (ids 0..N-1).
+    #[arg(long, default_value_t = 5)]
+    nodes: u32,
+    /// light (one request at a time), heavy (every node always waiting) or poisson:RATE
+    /// (requests per second per node).
+    #[arg(long, default_value = "heavy", value_parser = parse_load)]
+    load: Load,
+    /// Requests per node.
+    #[arg(long, default_value_t = 20)]
+    requests: u64,
+    /// Message delay: "1ms", a uniform range "1ms..5ms", or an exponential mean "exp:2ms".
+    #[arg(long, default_value = "1ms", value_parser = parse_delay)]
+    delay: DelaySpec,
+    /// Time inside the critical section.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration_arg)]
+    cs: Duration,
+    /// Per-link FIFO delivery (the default).
+    #[arg(long, overrides_with = "no_fifo")]
+    fifo: bool,
+    /// Let messages on one link overtake each other.
+    #[arg(long)]
+    no_fifo: bool,
+    /// Probability that a message is lost.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
+    loss: f64,
+    /// Probability that a message is delivered twice.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
+    duplicate: f64,
+    /// Simulated-time horizon.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
+    until: Duration,
+    /// The central algorithm's coordinator (default: the highest id).
+    #[arg(long)]
+    coordinator: Option<u32>,
+    /// The initial token holder of token algorithms (default: node 0).
+    #[arg(long)]
+    holder: Option<u32>,
+    /// The seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as one JSON object instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Write every event as JSON lines to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+/// A load given on the command line.
+#[derive(Clone, Copy, Debug)]
+pub enum Load {
+    Light,
+    Heavy,
+    Poisson(f64),
+}
+
+fn parse_load(s: &str) -> Result<Load, String> {
+    match s {
+        "light" => Ok(Load::Light),
+        "heavy" | "saturated" => Ok(Load::Heavy),
+        _ => match s.strip_prefix("poisson:") {
+            Some(rate) => match rate.parse::<f64>() {
+                Ok(r) if r > 0.0 && r.is_finite() => Ok(Load::Poisson(r)),
+                _ => Err(format!(
+                    "expected a positive rate after `poisson:`, got `{rate}`"
+                )),
+            },
+            None => Err("expected light, heavy or poisson:RATE (e.g. poisson:5)".into()),
+        },
+    }
+}
+
+fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_delay(s: &str) -> Result<DelaySpec, String> {
+    if let Some(mean) = s.strip_prefix("exp:") {
+        return Ok(DelaySpec::Exponential(parse_duration_arg(mean)?));
+    }
+    if let Some((lo, hi)) = s.split_once("..") {
+        let (lo, hi) = (parse_duration_arg(lo)?, parse_duration_arg(hi)?);
+        if lo > hi {
+            return Err(format!("a range goes from low to high, got `{s}`"));
+        }
+        return Ok(DelaySpec::Uniform(lo, hi));
+    }
+    parse_duration_arg(s).map(DelaySpec::Constant)
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        Ok(p) => Err(format!("expected a probability between 0 and 1, got {p}")),
+        Err(_) => Err(format!("expected a probability between 0 and 1, got `{s}`")),
+    }
+}
+
+pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let origin = args.scenario.display().to_string();
+    execute(
+        &scenario,
+        &origin,
+        args.seed,
+        args.trace.as_deref(),
+        args.json,
+        Some(&args.scenario),
+    )
+}
+
+pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
+    let (kind, rate) = match args.load {
+        Load::Light => (WorkloadKind::Light, None),
+        Load::Heavy => (WorkloadKind::Saturated, None),
+        Load::Poisson(r) => (WorkloadKind::Poisson, Some(r)),
+    };
+    let scenario = Scenario {
+        name: None,
+        algorithm: args.algorithm,
+        nodes: Some(args.nodes),
+        ids: None,
+        seed: args.seed,
+        until: Some(args.until),
+        coordinator: args.coordinator.map(NodeId),
+        holder: args.holder.map(NodeId),
+        tree: None,
+        quorums: None,
+        network: NetworkSpec {
+            delay: args.delay,
+            fifo: !args.no_fifo,
+            loss: args.loss,
+            duplicate: args.duplicate,
+        },
+        workload: Some(WorkloadSpec {
+            kind,
+            rate,
+            cs: args.cs,
+            requests: Some(args.requests),
+            gap: None,
+        }),
+        events: Vec::new(),
+    };
+    execute(
+        &scenario,
+        "command line",
+        None,
+        args.trace.as_deref(),
+        args.json,
+        None,
+    )
+}
+
+fn execute(
+    scenario: &Scenario,
+    origin: &str,
+    seed: Option<u64>,
+    trace: Option<&Path>,
+    json: bool,
+    file: Option<&Path>,
+) -> Result<Outcome, InputError> {
+    // The trace goes to a temporary file first, so that a failed run never clobbers an
+    // existing trace.
+    let staged = trace.map(|t| {
+        let mut name = t.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".partial-{}", std::process::id()));
+        t.with_file_name(name)
+    });
+    let writer: Option<Box<dyn std::io::Write>> = match &staged {
+        Some(path) => Some(Box::new(std::fs::File::create(path).map_err(|e| {
+            format!("cannot write the trace {}: {e}", trace.unwrap().display())
+        })?)),
+        None => None,
+    };
+    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(1000);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} simulating {bar:40} {percent}% of simulated time",
+            )
+            .expect("valid template"),
+        );
+        bar
+    });
+    let progress: Option<Box<dyn FnMut(u64, u64)>> = bar.clone().map(|bar| {
+        Box::new(move |now: u64, until: u64| {
+            bar.set_position((now as f64 / until.max(1) as f64 * 1000.0) as u64)
+        }) as Box<dyn FnMut(u64, u64)>
+    });
+    let result = run(
+        scenario,
+        RunOptions {
+            seed,
+            trace: writer,
+            origin: origin.to_string(),
+            progress,
+        },
+    );
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => {
+            if let Some(path) = &staged {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e.into());
+        }
+    };
+    if let (Some(staged), Some(trace)) = (&staged, trace) {
+        std::fs::rename(staged, trace)
+            .map_err(|e| format!("cannot write the trace {}: {e}", trace.display()))?;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", output::summary(&report));
+    }
+    if report.violations.is_empty() {
+        Ok(Outcome::Ok)
+    } else {
+        let again = match file {
+            Some(path) => format!("distsync run {} --seed {}", path.display(), report.seed),
+            None => format!("the same flags with --seed {}", report.seed),
+        };
+        eprintln!(
+            "{} violation(s) found; reproduce with: {again}",
+            report.violations.len()
+        );
+        Ok(Outcome::Violation)
+    }
+}
