@@ -76,6 +76,22 @@ mutex_algorithms! {
         "Lamport 1978: replicated request queues, REPLY and RELEASE, entry by L1 and L2 (seeds 000, 003)";
     "ricart-agrawala" => crate::mutex::RicartAgrawala, fifo: false,
         "Ricart-Agrawala 1981: permission from all with deferred replies (seeds 000, 001, 003)";
+    "token-ring" => crate::mutex::TokenRing, fifo: false,
+        "token ring: the token circulates in membership order, kept only to enter (seeds 000, 001, 003)";
+    "ricart-agrawala-token" => crate::mutex::RicartAgrawalaToken, fifo: false,
+        "Ricart-Agrawala second algorithm: token array and request array, rules RI1-RR2 (seed 000)";
+    "suzuki-kasami" => crate::mutex::SuzukiKasami, fifo: false,
+        "Suzuki-Kasami 1985: broadcast sequence numbers RN, token with LN and queue Q (seed 003)";
+    "raymond" => crate::mutex::Raymond, fifo: false,
+        "Raymond 1989: token on a tree, holder pointers and FIFO request queues (seeds 001, 003)";
+    "maekawa" => crate::mutex::Maekawa, fifo: false,
+        "Maekawa 1985: quorum permission with FAILED/INQUIRE/YIELD against deadlock (seed 003)";
+    "maekawa-basic" => crate::mutex::MaekawaBasic, fifo: false,
+        "Maekawa as seed 003 states it: REQUEST/REPLY/RELEASE to a quorum, can deadlock (seed 003)";
+    "singhal" => crate::mutex::Singhal, fifo: false,
+        "Singhal 1992: dynamic request and inform sets (named in seed 000; from the 1992 paper)";
+    "majority-vote" => crate::mutex::MajorityVote, fifo: false,
+        "distributed lock manager: a majority of one-at-a-time votes, QUEUED, INQUIRE/YIELD (seed 001)";
 }
 
 /// Something to do with a leader-election algorithm type, chosen by name at run time.
