@@ -9,5 +9,6 @@
 //! assert!(registry::lookup("lamport-mutex").unwrap().needs_fifo);
 //! ```
 
+pub mod election;
 pub mod mutex;
 pub mod registry;

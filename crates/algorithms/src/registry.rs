@@ -3,6 +3,7 @@
 //! Runtimes are generic over the algorithm type; they reach the type for a name through a
 //! visitor (`visit_mutex`), so that adding an algorithm is one line in the table below.
 
+use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
 use serde::Serialize;
 
@@ -12,6 +13,8 @@ use serde::Serialize;
 pub enum Family {
     /// Distributed mutual exclusion.
     Mutex,
+    /// Leader election.
+    Election,
 }
 
 impl Family {
@@ -19,6 +22,7 @@ impl Family {
     pub fn name(self) -> &'static str {
         match self {
             Family::Mutex => "mutex",
+            Family::Election => "election",
         }
     }
 }
@@ -72,18 +76,77 @@ mutex_algorithms! {
         "Lamport 1978: replicated request queues, REPLY and RELEASE, entry by L1 and L2 (seeds 000, 003)";
     "ricart-agrawala" => crate::mutex::RicartAgrawala, fifo: false,
         "Ricart-Agrawala 1981: permission from all with deferred replies (seeds 000, 001, 003)";
+    "token-ring" => crate::mutex::TokenRing, fifo: false,
+        "token ring: the token circulates in membership order, kept only to enter (seeds 000, 001, 003)";
+    "ricart-agrawala-token" => crate::mutex::RicartAgrawalaToken, fifo: false,
+        "Ricart-Agrawala second algorithm: token array and request array, rules RI1-RR2 (seed 000)";
+    "suzuki-kasami" => crate::mutex::SuzukiKasami, fifo: false,
+        "Suzuki-Kasami 1985: broadcast sequence numbers RN, token with LN and queue Q (seed 003)";
+    "raymond" => crate::mutex::Raymond, fifo: false,
+        "Raymond 1989: token on a tree, holder pointers and FIFO request queues (seeds 001, 003)";
+    "maekawa" => crate::mutex::Maekawa, fifo: false,
+        "Maekawa 1985: quorum permission with FAILED/INQUIRE/YIELD against deadlock (seed 003)";
+    "maekawa-basic" => crate::mutex::MaekawaBasic, fifo: false,
+        "Maekawa as seed 003 states it: REQUEST/REPLY/RELEASE to a quorum, can deadlock (seed 003)";
+    "singhal" => crate::mutex::Singhal, fifo: false,
+        "Singhal 1992: dynamic request and inform sets (named in seed 000; from the 1992 paper)";
+    "majority-vote" => crate::mutex::MajorityVote, fifo: false,
+        "distributed lock manager: a majority of one-at-a-time votes, QUEUED, INQUIRE/YIELD (seed 001)";
+}
+
+/// Something to do with a leader-election algorithm type, chosen by name at run time.
+pub trait ElectionVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the algorithm type registered under the name.
+    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output;
+}
+
+macro_rules! election_algorithms {
+    ($($name:literal => $ty:ty, fifo: $fifo:literal, $desc:literal;)*) => {
+        const ELECTION: &[Entry] = &[$(Entry {
+            name: $name,
+            family: Family::Election,
+            needs_fifo: $fifo,
+            description: $desc,
+        }),*];
+
+        /// Calls `visitor` with the election algorithm named `name`; `None` if no election
+        /// algorithm has that name. Ring algorithms come wrapped in the
+        /// [`RingLink`](crate::election::RingLink) that skips crashed successors.
+        pub fn visit_election<V: ElectionVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+            let entry = lookup(name)?;
+            match name {
+                $($name => Some(visitor.visit::<$ty>(entry)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+election_algorithms! {
+    "bully" => crate::election::Bully, fifo: false,
+        "bully (Garcia-Molina 1982): ELECTION to higher ids, OK, COORDINATOR, timeouts T and T' (seeds 000-003)";
+    "ring" => crate::election::RingLink<crate::election::Ring>, fifo: false,
+        "ring with id lists: ELECTION collects the live ids, COORDINATOR carries the members (seeds 000, 001, 002)";
+    "chang-roberts" => crate::election::RingLink<crate::election::ChangRoberts>, fifo: false,
+        "Chang-Roberts 1979: participant states, ids replaced, forwarded or discarded, then elected (seed 000)";
+    "ring-active-list" => crate::election::RingLink<crate::election::RingActiveList>, fifo: true,
+        "ring with active lists: elect(i) then elect(j), the largest in the list wins (seed 000)";
+    "peterson" => crate::election::RingLink<crate::election::Peterson>, fifo: false,
+        "Peterson 1982, unidirectional ring: active and relay processes, tid/ntid/nntid, rounds (seed 004)";
 }
 
 /// Every registered algorithm, by family and then name.
 pub fn entries() -> Vec<&'static Entry> {
-    let mut all: Vec<&'static Entry> = MUTEX.iter().collect();
+    let mut all: Vec<&'static Entry> = MUTEX.iter().chain(ELECTION).collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
 }
 
 /// The algorithm registered under `name`.
 pub fn lookup(name: &str) -> Option<&'static Entry> {
-    MUTEX.iter().find(|e| e.name == name)
+    MUTEX.iter().chain(ELECTION).find(|e| e.name == name)
 }
 
 /// The registered name closest to a misspelled one, for "did you mean" hints.
@@ -121,6 +184,32 @@ mod tests {
             assert_eq!(visit_mutex(e.name, Name), Some(e.name));
         }
         assert_eq!(visit_mutex("no-such-thing", Name), None);
+    }
+
+    struct ElectionName;
+    impl ElectionVisitor for ElectionName {
+        type Output = (&'static str, bool);
+        fn visit<A: Election + 'static>(self, entry: &'static Entry) -> (&'static str, bool) {
+            (entry.name, A::uses_ring())
+        }
+    }
+
+    #[test]
+    fn every_election_entry_dispatches_to_its_type() {
+        let election: Vec<_> = entries()
+            .into_iter()
+            .filter(|e| e.family == Family::Election)
+            .collect();
+        assert_eq!(election.len(), 5);
+        for e in election {
+            let (name, ring) = visit_election(e.name, ElectionName).unwrap();
+            assert_eq!(name, e.name);
+            assert_eq!(ring, e.name != "bully");
+            assert_eq!(visit_mutex(e.name, Name), None);
+        }
+        assert_eq!(visit_election("ricart-agrawala", ElectionName), None);
+        assert_eq!(lookup("chang-roberts").unwrap().family, Family::Election);
+        assert_eq!(suggest("chang-robert"), Some("chang-roberts"));
     }
 
     #[test]

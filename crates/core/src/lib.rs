@@ -44,6 +44,7 @@
 //! ```
 
 pub mod clock;
+pub mod election;
 mod id;
 pub mod mutex;
 mod params;

@@ -3,6 +3,7 @@
 use crate::NodeId;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 
 /// Parameters an algorithm may read when it is built. Each is optional; an algorithm documents
 /// which it reads and what it assumes when one is absent.
@@ -16,6 +17,21 @@ pub struct Params {
     pub tree: Option<Vec<[NodeId; 2]>>,
     /// How quorum algorithms build their quorums.
     pub quorums: Option<QuorumKind>,
+    /// Elections: T, how long to wait for an answer (OK, acknowledgement) before taking the
+    /// silent process for crashed (default 10ms).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub answer_timeout: Option<Duration>,
+    /// Elections: T', how long to wait for the announcement of an election's result before
+    /// starting it again (default: a multiple of T chosen by each algorithm).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub coordinator_timeout: Option<Duration>,
+    /// Elections with `detect = "timeout"`: how often the coordinator sends a heartbeat.
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub heartbeat: Option<Duration>,
+    /// Elections with `detect = "timeout"`: how long the coordinator may stay silent before a
+    /// process suspects it and starts an election.
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub heartbeat_timeout: Option<Duration>,
 }
 
 /// Quorum constructions for Maekawa-style algorithms.

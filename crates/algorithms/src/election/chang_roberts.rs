@@ -1,0 +1,330 @@
+//! Chang and Roberts (1979): ring election with participant and non-participant processes.
+//!
+//! Source: seed 000 "Chang and Roberts algorithm", "The Ring-Based Algorithm" and its
+//! "Algorithm" steps 1 to 5; seed 003 "Ring Algorithm" (election and elected messages,
+//! participant and non-participant states, the three cases received >, <, = own). Rules:
+//! 1. Initially every process is non-participant.
+//! 2. A process that notices a lack of leader starts an election: it sends an election message
+//!    with its UID clockwise to its neighbour (the successor in ring order).
+//! 3. Every time a process sends or forwards an election message it marks itself participant.
+//! 4. On an election message, compare its UID with the own:
+//!    a) larger: forward it unconditionally;
+//!    b) smaller, and not yet participant: replace the UID with the own and send it;
+//!    c) smaller, and already participant: discard it;
+//!    d) the same: this process is the leader.
+//! 5. a) The leader marks itself non-participant and sends an elected message with its UID.
+//!    b) On an elected message a process marks itself non-participant, records the UID and
+//!    forwards the message unchanged.
+//!    c) When the elected message is back at the leader, the leader discards it: the election
+//!    is over.
+//!
+//! With every process starting: election messages n(n+1)/2 when the UIDs decrease along the
+//! direction of travel, 2n-1 when they increase, n*H_n on average over random orders; plus n
+//! elected messages.
+//!
+//! Additions for crashes, which the notes leave to "faulty systems are skipped" (ring_link.rs):
+//! a participant that hears no elected message within T' (`coordinator_timeout`, default 4n T)
+//! marks itself non-participant and starts again; an election message whose UID a participant
+//! has already forwarded has lost its owner (it would have stopped there) and is discarded, as
+//! is an elected message a non-participant has already recorded; a recovered process starts an
+//! election.
+
+use distsync_core::election::{self, Election, Input, Output};
+use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Messages, named as in the notes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// The election message, with the UID of the best candidate so far.
+    Election { uid: NodeId },
+    /// The elected message, announcing the leader's UID.
+    Elected { uid: NodeId },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Election { .. } => "Election",
+            Msg::Elected { .. } => "Elected",
+        }
+    }
+}
+
+/// T': a participant waiting for the elected message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Timer {
+    /// T'.
+    TPrime,
+}
+
+/// One process of Chang and Roberts' algorithm.
+#[derive(Clone, Debug)]
+pub struct ChangRoberts {
+    uid: NodeId,
+    participant: bool,
+    /// The elected UID this process recorded.
+    elected: Option<NodeId>,
+    /// The largest UID this process has sent in the current election.
+    forwarded: Option<NodeId>,
+    t_prime: Duration,
+}
+
+impl Algorithm for ChangRoberts {
+    fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
+        election::validate(params, peers)
+    }
+
+    fn new(id: NodeId, peers: &Peers, params: &Params) -> Self {
+        ChangRoberts {
+            uid: id,
+            participant: false,
+            elected: Some(election::initial_coordinator(peers, params)),
+            forwarded: None,
+            t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
+        }
+    }
+}
+
+impl Election for ChangRoberts {
+    fn leader(&self) -> Option<NodeId> {
+        self.elected
+    }
+    fn electing(&self) -> bool {
+        self.participant
+    }
+    fn uses_ring() -> bool {
+        true
+    }
+}
+
+impl Process for ChangRoberts {
+    type Msg = Msg;
+    type Input = Input;
+    type Output = Output;
+    type Timer = Timer;
+
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if ctx.recovered() {
+            self.elected = None;
+            self.start(ctx);
+        }
+    }
+
+    // Rule 2; a participant is already in an election that will report.
+    fn on_input(&mut self, Input::Start: Input, ctx: &mut Ctx<'_, Self>) {
+        if !self.participant {
+            self.start(ctx);
+        }
+    }
+
+    fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
+        match msg {
+            Msg::Election { uid } if uid > self.uid => {
+                if self.participant && self.forwarded == Some(uid) {
+                    return; // round twice: its owner crashed
+                }
+                self.send_election(uid, ctx); // 4a
+            }
+            Msg::Election { uid } if uid < self.uid => {
+                if !self.participant {
+                    self.send_election(self.uid, ctx); // 4b
+                } // 4c: discard
+            }
+            Msg::Election { .. } => {
+                // 4d, 5a.
+                self.participant = false;
+                self.forwarded = None;
+                ctx.cancel_timer(Timer::TPrime);
+                self.record(self.uid, ctx);
+                ctx.send(successor(ctx), Msg::Elected { uid: self.uid });
+            }
+            // 5c.
+            Msg::Elected { uid } if uid == self.uid => {}
+            Msg::Elected { uid } => {
+                if !self.participant && self.elected == Some(uid) {
+                    return; // recorded already: its leader crashed before removing it
+                }
+                // 5b.
+                self.participant = false;
+                self.forwarded = None;
+                ctx.cancel_timer(Timer::TPrime);
+                self.record(uid, ctx);
+                ctx.send(successor(ctx), Msg::Elected { uid });
+            }
+        }
+    }
+
+    fn on_timer(&mut self, Timer::TPrime: Timer, ctx: &mut Ctx<'_, Self>) {
+        if self.participant {
+            self.participant = false;
+            self.start(ctx);
+        }
+    }
+}
+
+fn successor(ctx: &Ctx<'_, ChangRoberts>) -> NodeId {
+    ctx.peers().successor(ctx.id())
+}
+
+impl ChangRoberts {
+    /// Rule 2.
+    fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.forwarded = None;
+        self.send_election(self.uid, ctx);
+    }
+
+    /// Rule 3: sending makes a participant, with no leader until the elected message.
+    fn send_election(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {
+        if !self.participant {
+            ctx.set_timer(Timer::TPrime, self.t_prime);
+        }
+        self.participant = true;
+        self.elected = None;
+        self.forwarded = self.forwarded.max(Some(uid));
+        ctx.send(successor(ctx), Msg::Election { uid });
+    }
+
+    fn record(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {
+        self.elected = Some(uid);
+        ctx.output(Output::Leader(uid));
+    }
+
+    /// Whether this process is a participant.
+    pub fn participant(&self) -> bool {
+        self.participant
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::testkit::Net;
+    use crate::election::RingLink;
+    use distsync_core::testing::Driver;
+    use rand_core::{RngCore, SeedableRng};
+
+    fn process(id: u32, peers: &Peers) -> Driver<'_, ChangRoberts> {
+        Driver::new(
+            ChangRoberts::new(NodeId(id), peers, &Params::default()),
+            NodeId(id),
+            peers,
+        )
+    }
+
+    fn election(uid: u32) -> Msg {
+        Msg::Election { uid: NodeId(uid) }
+    }
+
+    #[test]
+    fn step_4_larger_forwarded_smaller_replaced_then_discarded_same_leads() {
+        let peers = Peers::range(8);
+        let mut p = process(4, &peers);
+        p.receive(3, election(2)); // 4b: non-participant replaces
+        assert_eq!(p.sent(), vec![(NodeId(5), election(4))]);
+        assert!(p.process.participant());
+        p.receive(3, election(1)); // 4c: participant discards
+        assert!(p.sent().is_empty());
+        p.receive(3, election(6)); // 4a: larger forwarded
+        assert_eq!(p.sent(), vec![(NodeId(5), election(6))]);
+        p.receive(3, election(6)); // seen twice: 6 crashed, so it is dropped
+        assert!(p.sent().is_empty());
+        p.receive(3, election(4)); // 4d
+        assert_eq!(p.sent(), vec![(NodeId(5), Msg::Elected { uid: NodeId(4) })]);
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(4))]);
+        assert!(!p.process.participant());
+        p.receive(3, Msg::Elected { uid: NodeId(4) }); // 5c
+        assert!(p.sent().is_empty());
+    }
+
+    #[test]
+    fn step_5b_elected_is_recorded_and_forwarded_once() {
+        let peers = Peers::range(8);
+        let mut p = process(4, &peers);
+        p.input(Input::Start);
+        assert_eq!(p.sent(), vec![(NodeId(5), election(4))]);
+        assert_eq!(p.process.leader(), None);
+        let elected = Msg::Elected { uid: NodeId(6) };
+        p.receive(3, elected.clone());
+        assert_eq!(p.sent(), vec![(NodeId(5), elected.clone())]);
+        assert_eq!(p.process.leader(), Some(NodeId(6)));
+        assert!(!p.process.participant());
+        p.receive(3, elected);
+        assert!(
+            p.sent().is_empty(),
+            "an elected message seen twice is removed"
+        );
+    }
+
+    fn all_start(order: &[u32]) -> Net<ChangRoberts> {
+        let mut net: Net<ChangRoberts> = Net::new(order, Params::default());
+        for &id in order {
+            net.start(id);
+        }
+        net.run(1_000_000);
+        let max = *order.iter().max().unwrap();
+        net.assert_all_agree_on(max);
+        assert_eq!(net.count("Elected"), order.len());
+        net
+    }
+
+    #[test]
+    fn every_process_starting_costs_n_n_plus_1_over_2_decreasing_and_2n_minus_1_increasing() {
+        for n in 2..=64usize {
+            let decreasing: Vec<u32> = (0..n as u32).rev().collect();
+            assert_eq!(
+                all_start(&decreasing).count("Election"),
+                n * (n + 1) / 2,
+                "n = {n}"
+            );
+            let increasing: Vec<u32> = (0..n as u32).collect();
+            assert_eq!(
+                all_start(&increasing).count("Election"),
+                2 * n - 1,
+                "n = {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_starter_costs_n_to_2n_minus_1_election_messages() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        for n in 2..=20u32 {
+            let mut order: Vec<u32> = (0..n).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            let starter = order[(rng.next_u64() % n as u64) as usize];
+            let mut net: Net<ChangRoberts> = Net::new(&order, Params::default());
+            net.start(starter);
+            net.run(100_000);
+            net.assert_all_agree_on(n - 1);
+            let e = net.count("Election");
+            assert!((n as usize..2 * n as usize).contains(&e), "{order:?}: {e}");
+            assert_eq!(net.count("Elected"), n as usize);
+        }
+    }
+
+    /// The leader-to-be crashes while its election message is on its way round: 2 finds it
+    /// down and skips to 0, 0 has forwarded 3 already and drops the message, T' restarts the
+    /// election and 2 wins.
+    #[test]
+    fn a_crashed_candidate_is_dropped_and_t_prime_restarts() {
+        let mut net: Net<RingLink<ChangRoberts>> = Net::new(&[3, 0, 1, 2], Params::default());
+        net.start(0);
+        // 0, 1, 2 and 3 each replace the UID; 3's goes round to 0, 1, 2 (at 6ms).
+        net.run_until(distsync_core::Time::from_nanos(6_500_000));
+        assert!(net.process(2).inner().participant());
+        net.crash(3);
+        net.run(100_000);
+        net.assert_all_agree_on(2);
+        // 3's message was sent by 2 to 3 (lost), then to 0 (dropped there).
+        let threes = net
+            .sent
+            .iter()
+            .filter(|s| matches!(&s.msg, crate::election::ring_link::LinkMsg::Data { msg: Msg::Election { uid }, .. } if uid.0 == 3))
+            .count();
+        assert_eq!(threes, 5);
+    }
+}

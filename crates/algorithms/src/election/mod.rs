@@ -1,0 +1,50 @@
+//! Leader-election algorithms, one file each, and two combinators that add failure handling
+//! around them without touching their rules:
+//!
+//! - [`RingLink`] (ring_link.rs) carries a ring algorithm's messages to the successor and skips
+//!   crashed successors, with an acknowledgement and the timeout T, as the notes require ("if
+//!   the successor is down, the process skips to the next available running process").
+//! - [`Detector`] (detector.rs) watches the coordinator with heartbeats and a timeout and gives
+//!   the wrapped algorithm its `Start` input when the coordinator falls silent
+//!   (`detect = "timeout"` in a scenario).
+//!
+//! The registry runs the ring algorithms inside a [`RingLink`]; the simulator adds the
+//! [`Detector`] when a scenario asks for it.
+
+pub mod bully;
+pub mod chang_roberts;
+pub mod detector;
+pub mod peterson;
+pub mod ring;
+pub mod ring_active_list;
+pub mod ring_link;
+
+#[cfg(test)]
+pub(crate) mod testkit;
+
+pub use bully::Bully;
+pub use chang_roberts::ChangRoberts;
+pub use detector::Detector;
+pub use peterson::Peterson;
+pub use ring::Ring;
+pub use ring_active_list::RingActiveList;
+pub use ring_link::RingLink;
+
+use distsync_core::{Ctx, EffectOf, Process};
+
+/// Runs one handler of `inner` (a process wrapped by a combinator) with a context of its own,
+/// and returns the effects it recorded, for the combinator to translate into its own.
+/// `scratch` is reused between calls so that wrapping costs no allocation per event.
+pub(crate) fn nested<A: Process, P: Process + ?Sized>(
+    ctx: &mut Ctx<'_, P>,
+    inner: &mut A,
+    scratch: &mut Vec<EffectOf<A>>,
+    handler: impl FnOnce(&mut A, &mut Ctx<'_, A>),
+) -> Vec<EffectOf<A>> {
+    let mut effects = std::mem::take(scratch);
+    effects.clear();
+    let (id, peers, now, recovered) = (ctx.id(), ctx.peers(), ctx.now(), ctx.recovered());
+    let mut inner_ctx = Ctx::new(id, peers, now, recovered, ctx.rng(), &mut effects);
+    handler(inner, &mut inner_ctx);
+    effects
+}

@@ -1,0 +1,290 @@
+//! The ring algorithm with active lists (Silberschatz's ring algorithm).
+//!
+//! Source: seed 000 "Ring Algorithm" and "Ring Algorithm (Cont.)" with "Ring Algorithm:
+//! Example1" (four processes P1..P4, P4 the coordinator, P1 and P4 crash, P2 detects, P3 is
+//! elected). Links are unidirectional: messages go to the right neighbour (the successor in
+//! ring order). Rules:
+//! 1. A process P_i that detects a coordinator failure creates a new, empty active list, sends
+//!    elect(i) to its right neighbour and adds i to its active list.
+//! 2. On elect(j) from the left, if this is the first elect message P_i has seen or sent: it
+//!    creates a new active list with i and j, sends elect(i), then elect(j).
+//! 3. On elect(j) with i != j otherwise: P_i adds j to its active list and forwards elect(j).
+//! 4. On elect(i), its own message back: the active list holds every active process; the
+//!    largest number in it is the new coordinator, and P_i sends Elected(coordinator).
+//!
+//! Every live process's elect message goes round the whole ring: k live processes cost k^2
+//! elect messages, plus k Elected. The notes' example has each deciding process send
+//! "Elected(P3)" without saying what the receiver does; here a process that has not decided yet
+//! when an Elected arrives (its own elect was lost with a crashed process) takes the
+//! coordinator from it, and the message goes no further. Correctness needs FIFO channels: a
+//! process must see every other elect(j) before its own comes back.
+//!
+//! Additions for crashes: T' (`coordinator_timeout`, default 4n T) restarts an undecided
+//! election; an elect(j) whose j is already in the active list has gone round without its
+//! owner (crashed) and is dropped; a recovered process starts an election.
+
+use distsync_core::election::{self, Election, Input, Output};
+use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Messages, named as in the notes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// elect(j): process j is active.
+    Elect { j: NodeId },
+    /// Elected(c): the sender decided c is the coordinator.
+    Elected { coordinator: NodeId },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Elect { .. } => "Elect",
+            Msg::Elected { .. } => "Elected",
+        }
+    }
+}
+
+/// T': an undecided election.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Timer {
+    /// T'.
+    TPrime,
+}
+
+/// One process of the ring algorithm with active lists.
+#[derive(Clone, Debug)]
+pub struct RingActiveList {
+    i: NodeId,
+    /// Has seen or sent an elect message in the current election and not decided yet.
+    participant: bool,
+    /// The active processes known in the current election, in the order they were learned.
+    active_list: Vec<NodeId>,
+    coordinator: Option<NodeId>,
+    t_prime: Duration,
+}
+
+impl Algorithm for RingActiveList {
+    fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
+        election::validate(params, peers)
+    }
+
+    fn new(id: NodeId, peers: &Peers, params: &Params) -> Self {
+        RingActiveList {
+            i: id,
+            participant: false,
+            active_list: Vec::new(),
+            coordinator: Some(election::initial_coordinator(peers, params)),
+            t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
+        }
+    }
+}
+
+impl Election for RingActiveList {
+    fn leader(&self) -> Option<NodeId> {
+        self.coordinator
+    }
+    fn electing(&self) -> bool {
+        self.participant
+    }
+    fn uses_ring() -> bool {
+        true
+    }
+}
+
+impl Process for RingActiveList {
+    type Msg = Msg;
+    type Input = Input;
+    type Output = Output;
+    type Timer = Timer;
+
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        if ctx.recovered() {
+            self.coordinator = None;
+            self.detect(ctx);
+        }
+    }
+
+    fn on_input(&mut self, Input::Start: Input, ctx: &mut Ctx<'_, Self>) {
+        if !self.participant {
+            self.detect(ctx);
+        }
+    }
+
+    fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
+        match msg {
+            // Rule 2.
+            Msg::Elect { j } if !self.participant => {
+                if j == self.i {
+                    return; // our own, from an election we have since decided or abandoned
+                }
+                self.begin(ctx);
+                self.active_list = vec![self.i, j];
+                ctx.send(successor(ctx), Msg::Elect { j: self.i });
+                ctx.send(successor(ctx), Msg::Elect { j });
+            }
+            // Rule 4.
+            Msg::Elect { j } if j == self.i => {
+                let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
+                self.decide(coordinator, ctx);
+                ctx.send(successor(ctx), Msg::Elected { coordinator });
+            }
+            // Rule 3.
+            Msg::Elect { j } => {
+                if self.active_list.contains(&j) {
+                    return; // round twice: j crashed before its message came back
+                }
+                self.active_list.push(j);
+                ctx.send(successor(ctx), Msg::Elect { j });
+            }
+            Msg::Elected { coordinator } => {
+                if self.participant {
+                    self.decide(coordinator, ctx);
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, Timer::TPrime: Timer, ctx: &mut Ctx<'_, Self>) {
+        if self.participant {
+            self.participant = false;
+            self.detect(ctx);
+        }
+    }
+}
+
+fn successor(ctx: &Ctx<'_, RingActiveList>) -> NodeId {
+    ctx.peers().successor(ctx.id())
+}
+
+impl RingActiveList {
+    /// Rule 1.
+    fn detect(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.begin(ctx);
+        self.active_list = Vec::new();
+        ctx.send(successor(ctx), Msg::Elect { j: self.i });
+        self.active_list.push(self.i);
+    }
+
+    fn begin(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.participant = true;
+        self.coordinator = None;
+        ctx.set_timer(Timer::TPrime, self.t_prime);
+    }
+
+    fn decide(&mut self, coordinator: NodeId, ctx: &mut Ctx<'_, Self>) {
+        self.participant = false;
+        self.coordinator = Some(coordinator);
+        ctx.cancel_timer(Timer::TPrime);
+        ctx.output(Output::Leader(coordinator));
+    }
+
+    /// The active list of the current (or last) election.
+    pub fn active_list(&self) -> &[NodeId] {
+        &self.active_list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::ring_link::LinkMsg;
+    use crate::election::testkit::Net;
+    use crate::election::RingLink;
+    use distsync_core::testing::Driver;
+
+    fn elect(j: u32) -> Msg {
+        Msg::Elect { j: NodeId(j) }
+    }
+
+    #[test]
+    fn first_elect_seen_sends_own_then_forwards() {
+        let peers = Peers::range(5);
+        let mut p = Driver::new(
+            RingActiveList::new(NodeId(3), &peers, &Params::default()),
+            NodeId(3),
+            &peers,
+        );
+        p.receive(2, elect(2));
+        assert_eq!(p.sent(), vec![(NodeId(4), elect(3)), (NodeId(4), elect(2))]);
+        assert_eq!(p.process.active_list(), &[NodeId(3), NodeId(2)]);
+        p.receive(2, elect(1));
+        assert_eq!(p.sent(), vec![(NodeId(4), elect(1))]);
+        p.receive(2, elect(1)); // round twice: 1 crashed
+        assert!(p.sent().is_empty());
+        p.receive(2, elect(3));
+        assert_eq!(
+            p.sent(),
+            vec![(
+                NodeId(4),
+                Msg::Elected {
+                    coordinator: NodeId(3)
+                }
+            )]
+        );
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(3))]);
+        assert!(!p.process.electing());
+    }
+
+    /// Seed 000, "Ring Algorithm: Example1": P1..P4 in a ring, P4 the coordinator, P1 and P4
+    /// crash, P2 detects. P3 sends elect(3) then elect(2) towards P4; they pass P4 and P1 (both
+    /// skipped) and reach P2, which adds 3 and forwards elect(3), then gets elect(2) back and
+    /// chooses P3; P3 gets elect(3) back and chooses P3.
+    #[test]
+    fn seed_000_four_processes_p1_and_p4_crashed_p2_detects() {
+        let mut net: Net<RingLink<RingActiveList>> = Net::new(&[1, 2, 3, 4], Params::default());
+        assert_eq!(net.process(2).leader(), Some(NodeId(4)));
+        net.crash(1);
+        net.crash(4);
+        net.start(2);
+        assert_eq!(net.process(2).inner().active_list(), &[NodeId(2)]);
+        net.run(10_000);
+        let delivered: Vec<(u32, u32, Msg)> = net
+            .sent
+            .iter()
+            .filter(|s| s.delivered)
+            .filter_map(|s| match &s.msg {
+                LinkMsg::Data { msg, .. } => Some((s.from.0, s.to.0, msg.clone())),
+                LinkMsg::Ack { .. } => None,
+            })
+            .collect();
+        let elected = |c: u32| Msg::Elected {
+            coordinator: NodeId(c),
+        };
+        assert_eq!(
+            delivered,
+            vec![
+                (2, 3, elect(2)),
+                (3, 2, elect(3)), // past P4 and P1
+                (3, 2, elect(2)),
+                (2, 3, elect(3)),
+                (2, 3, elected(3)),
+                (3, 2, elected(3)),
+            ]
+        );
+        assert_eq!(
+            net.process(2).inner().active_list(),
+            &[NodeId(2), NodeId(3)]
+        );
+        assert_eq!(
+            net.process(3).inner().active_list(),
+            &[NodeId(3), NodeId(2)]
+        );
+        net.assert_all_agree_on(3);
+    }
+
+    /// Without crashes every process's elect goes round: n^2 elect and n Elected messages.
+    #[test]
+    fn k_live_processes_cost_k_squared_elect_messages() {
+        for n in 2..=10u32 {
+            let order: Vec<u32> = (0..n).map(|k| (k + n / 2) % n).collect();
+            let mut net: Net<RingActiveList> = Net::new(&order, Params::default());
+            net.start(order[0]);
+            net.run(100_000);
+            assert_eq!(net.count("Elect"), (n * n) as usize, "n = {n}");
+            assert_eq!(net.count("Elected"), n as usize);
+            net.assert_all_agree_on(n - 1);
+        }
+    }
+}

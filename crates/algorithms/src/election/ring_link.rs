@@ -1,0 +1,192 @@
+//! The ring link: carries a ring algorithm's messages to the successor, skipping crashed ones.
+//!
+//! Source: seed 002 "Steps of the Ring Algorithm" ("if the successor is down, the process skips
+//! to the next available running process in the ring"), seed 001 "Token-Ring Election
+//! Algorithm" ("if the successor is down, the originating process sends the message to the next
+//! process"), seed 003 "Ring Algorithm - Overview" ("processes are able to skip faulty systems:
+//! instead of sending to process j, send to j + 1. Faulty systems are those that don't respond
+//! in a fixed amount of time"). Rules:
+//! 1. Every message of the wrapped algorithm travels as `Data` and is answered by an `Ack` from
+//!    the process that received it.
+//! 2. No `Ack` within T (`answer_timeout`): the receiver is taken for crashed and the message is
+//!    sent to the receiver's successor instead, and so on around the ring.
+//! 3. When every other process has been skipped, the message has come back to its sender, which
+//!    receives it itself (a ring of one live process).
+//!
+//! Nothing is remembered about skipped processes: the next message tries the successor again,
+//! so a recovered process is back in the ring at once. The link assumes reliable channels, as
+//! the notes do (seed 001: "no messages are lost"): a lost message looks like a crashed
+//! successor. Acknowledgements are counted under the kind "Ack", apart from the algorithm's own.
+
+use super::nested;
+use distsync_core::election::{self, Election, Input, Output};
+use distsync_core::{
+    Algorithm, Ctx, Effect, EffectOf, Message, NodeId, ParamError, Params, Peers, Process,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A wrapped message, or the acknowledgement of one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LinkMsg<M> {
+    /// A message of the ring algorithm. `inc` (the sender's incarnation: its start time) and
+    /// `seq` name it for the acknowledgement.
+    Data { inc: u64, seq: u64, msg: M },
+    /// "Received": the receiver is alive.
+    Ack { inc: u64, seq: u64 },
+}
+
+impl<M: Message> Message for LinkMsg<M> {
+    fn kind(&self) -> &'static str {
+        match self {
+            LinkMsg::Data { msg, .. } => msg.kind(),
+            LinkMsg::Ack { .. } => "Ack",
+        }
+    }
+}
+
+/// The wrapped algorithm's timers, and T for each unacknowledged message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LinkTimer<T> {
+    /// A timer of the ring algorithm.
+    Inner(T),
+    /// T for message `seq`.
+    Ack(u64),
+}
+
+/// A ring algorithm `A` whose sends skip crashed successors.
+#[derive(Clone, Debug)]
+pub struct RingLink<A: Process> {
+    inner: A,
+    id: NodeId,
+    t: Duration,
+    incarnation: u64,
+    next_seq: u64,
+    /// Messages sent and not yet acknowledged: to whom, and what.
+    unacked: HashMap<u64, (NodeId, A::Msg)>,
+    scratch: Vec<EffectOf<A>>,
+}
+
+impl<A: Election> Algorithm for RingLink<A> {
+    fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
+        A::validate(params, peers)
+    }
+
+    fn new(id: NodeId, peers: &Peers, params: &Params) -> Self {
+        RingLink {
+            inner: A::new(id, peers, params),
+            id,
+            t: election::answer_timeout(params),
+            incarnation: 0,
+            next_seq: 0,
+            unacked: HashMap::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl<A: Election> Election for RingLink<A> {
+    fn leader(&self) -> Option<NodeId> {
+        self.inner.leader()
+    }
+    fn electing(&self) -> bool {
+        self.inner.electing()
+    }
+    fn elects_highest() -> bool {
+        A::elects_highest()
+    }
+    fn uses_ring() -> bool {
+        A::uses_ring()
+    }
+    fn rounds(&self) -> Option<u32> {
+        self.inner.rounds()
+    }
+}
+
+impl<A: Election> Process for RingLink<A> {
+    type Msg = LinkMsg<A::Msg>;
+    type Input = Input;
+    type Output = Output;
+    type Timer = LinkTimer<A::Timer>;
+
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        // Acknowledgements still in flight from before a crash must not match new messages.
+        self.incarnation = ctx.now().as_nanos();
+        self.run(ctx, |a, c| a.on_start(c));
+    }
+
+    fn on_input(&mut self, input: Input, ctx: &mut Ctx<'_, Self>) {
+        self.run(ctx, |a, c| a.on_input(input, c));
+    }
+
+    fn on_message(&mut self, from: NodeId, msg: Self::Msg, ctx: &mut Ctx<'_, Self>) {
+        match msg {
+            // Rule 1.
+            LinkMsg::Data { inc, seq, msg } => {
+                ctx.send(from, LinkMsg::Ack { inc, seq });
+                self.run(ctx, |a, c| a.on_message(from, msg, c));
+            }
+            LinkMsg::Ack { inc, seq } => {
+                if inc == self.incarnation && self.unacked.remove(&seq).is_some() {
+                    ctx.cancel_timer(LinkTimer::Ack(seq));
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, timer: Self::Timer, ctx: &mut Ctx<'_, Self>) {
+        match timer {
+            LinkTimer::Inner(t) => self.run(ctx, |a, c| a.on_timer(t, c)),
+            // Rule 2.
+            LinkTimer::Ack(seq) => {
+                if let Some((to, msg)) = self.unacked.remove(&seq) {
+                    let next = ctx.peers().successor(to);
+                    if next == self.id {
+                        // Rule 3.
+                        let me = self.id;
+                        self.run(ctx, |a, c| a.on_message(me, msg, c));
+                    } else {
+                        self.send(next, msg, ctx);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<A: Election> RingLink<A> {
+    /// Runs a handler of the ring algorithm and carries out what it asked.
+    fn run(&mut self, ctx: &mut Ctx<'_, Self>, handler: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let mut effects = nested(ctx, &mut self.inner, &mut self.scratch, handler);
+        for effect in effects.drain(..) {
+            match effect {
+                Effect::Send { to, msg } => self.send(to, msg, ctx),
+                Effect::SetTimer { timer, after } => ctx.set_timer(LinkTimer::Inner(timer), after),
+                Effect::CancelTimer { timer } => ctx.cancel_timer(LinkTimer::Inner(timer)),
+                Effect::Output(o) => ctx.output(o),
+            }
+        }
+        self.scratch = effects;
+    }
+
+    fn send(&mut self, to: NodeId, msg: A::Msg, ctx: &mut Ctx<'_, Self>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.unacked.insert(seq, (to, msg.clone()));
+        ctx.send(
+            to,
+            LinkMsg::Data {
+                inc: self.incarnation,
+                seq,
+                msg,
+            },
+        );
+        ctx.set_timer(LinkTimer::Ack(seq), self.t);
+    }
+
+    /// The wrapped algorithm.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}

@@ -1,0 +1,979 @@
+//! The space-time diagram of a run, as SVG written by hand.
+//!
+//! One horizontal line per process (in the header's `ids` order, labelled `P<id>`), time from left
+//! to right on a scale with units. Each element has a stable class, so tests and stylesheets can
+//! find it:
+//!
+//! | class | what |
+//! | --- | --- |
+//! | `process` | one group per process: its line (`lifeline`) and its label (`label`) |
+//! | `msg` | one arrow per delivered copy of a message, coloured by kind; `msg duplicate` (dashed) for the second copy of a duplicated message |
+//! | `drop` | one group per dropped message: a dotted line from the send to a cross (`cross`) on the receiver's line where it would have arrived |
+//! | `inflight` | a message still travelling when the trace ends |
+//! | `cs` | a critical section (output `Enter` to `Exit` or crash) as a thick bar; `cs crashed`, `cs open` |
+//! | `down` | the stretch of a process line between a crash and its recovery |
+//! | `crash`, `recover` | a red cross and a green triangle on the process line |
+//! | `leader` | a leader announcement (an output `{"Leader": id}`), labelled with the leader |
+//! | `adjust` | a clock adjustment (an output whose variant names an adjustment, see [`crate::trace::is_clock_adjustment`]) |
+//! | `output` | any other output, labelled with its variant |
+//! | `partition`, `heal` | a vertical line across all processes |
+//! | `ev` | one dot per event on a process line (`ev-send`, `ev-deliver`, `ev-input`, `ev-output`, `ev-timer`, ...), whose `<title>` tooltip gives the event's time, sequence number, Lamport and vector timestamps |
+//! | `legend` | the key: message kinds and the marks used |
+//!
+//! The drawing scales to its content: its width grows with the number of distinct event times in
+//! the window (so bursts of events get room), between 720 and 60 000 pixels of plot.
+
+use crate::trace::{is_clock_adjustment, leader_of, variant_name, Event, EventKind, NodeId, Trace};
+use crate::units::{in_unit, nice_step, unit_for};
+use crate::{format_ns, RenderError};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// What part of the run to draw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SvgOptions {
+    /// Start of the time window in nanoseconds (default: 0).
+    pub from_ns: Option<u64>,
+    /// End of the time window in nanoseconds (default: the last event).
+    pub to_ns: Option<u64>,
+}
+
+const LEFT: f64 = 84.0;
+const RIGHT: f64 = 48.0;
+const TOP: f64 = 72.0;
+const LANE: f64 = 64.0;
+const MIN_PLOT: f64 = 720.0;
+const MAX_PLOT: f64 = 60_000.0;
+const PX_PER_TIME: f64 = 16.0;
+
+/// Colours for message kinds, in order of first appearance in the trace (red is kept for crashes
+/// and drops).
+const PALETTE: [&str; 12] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+    "#393b79", "#637939", "#8c6d31", "#7f7f7f",
+];
+
+/// Escapes text for SVG/XML content and attribute values; characters XML cannot hold (control
+/// characters other than tab, newline and carriage return) become U+FFFD.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(&mut out, text);
+    out
+}
+
+fn push_escaped(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Draws the space-time diagram of `trace` for the window in `opts`.
+pub fn render(trace: &Trace, opts: &SvgOptions) -> Result<String, RenderError> {
+    let t0 = opts.from_ns.unwrap_or(0);
+    let t1 = opts.to_ns.unwrap_or_else(|| trace.end_time_ns().max(t0));
+    if t1 < t0 {
+        return Err(RenderError::Window {
+            from_ns: t0,
+            to_ns: t1,
+        });
+    }
+    Ok(Diagram::new(trace, t0, t1).draw())
+}
+
+struct Diagram<'a> {
+    trace: &'a Trace,
+    t0: u64,
+    t1: u64,
+    /// Events `lo..hi` of the trace lie in the window.
+    lo: usize,
+    hi: usize,
+    plot_width: f64,
+    kinds: Vec<&'a str>,
+    kind_index: HashMap<&'a str, usize>,
+    lanes: HashMap<NodeId, usize>,
+    used: Used,
+}
+
+/// Which marks appear, for the legend.
+#[derive(Default)]
+struct Used {
+    kinds: Vec<bool>,
+    duplicate: bool,
+    drop: bool,
+    inflight: bool,
+    cs: bool,
+    crash: bool,
+    recover: bool,
+    leader: bool,
+    adjust: bool,
+    partition: bool,
+}
+
+impl<'a> Diagram<'a> {
+    fn new(trace: &'a Trace, t0: u64, t1: u64) -> Diagram<'a> {
+        let lo = trace.events.partition_point(|e| e.time_ns < t0);
+        let hi = trace.events.partition_point(|e| e.time_ns <= t1);
+        let mut distinct = 0usize;
+        let mut last = None;
+        for e in &trace.events[lo..hi] {
+            if last != Some(e.time_ns) {
+                distinct += 1;
+                last = Some(e.time_ns);
+            }
+        }
+        let plot_width = (distinct as f64 * PX_PER_TIME).clamp(MIN_PLOT, MAX_PLOT);
+        let mut kinds = Vec::new();
+        let mut kind_index = HashMap::new();
+        for e in &trace.events {
+            let kind = match &e.kind {
+                EventKind::Send { kind, .. }
+                | EventKind::Deliver { kind, .. }
+                | EventKind::Drop { kind, .. } => kind.as_str(),
+                _ => continue,
+            };
+            kind_index.entry(kind).or_insert_with(|| {
+                kinds.push(kind);
+                kinds.len() - 1
+            });
+        }
+        let lanes = trace
+            .header
+            .ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i))
+            .collect();
+        let used = Used {
+            kinds: vec![false; kinds.len()],
+            ..Used::default()
+        };
+        Diagram {
+            trace,
+            t0,
+            t1,
+            lo,
+            hi,
+            plot_width,
+            kinds,
+            kind_index,
+            lanes,
+            used,
+        }
+    }
+
+    fn x(&self, t: u64) -> f64 {
+        let span = (self.t1 - self.t0).max(1) as f64;
+        LEFT + (t.saturating_sub(self.t0)) as f64 / span * self.plot_width
+    }
+
+    fn y(&self, node: NodeId) -> f64 {
+        TOP + self.lanes.get(&node).copied().unwrap_or(0) as f64 * LANE
+    }
+
+    fn bottom(&self) -> f64 {
+        TOP + (self.trace.header.ids.len().saturating_sub(1)) as f64 * LANE
+    }
+
+    fn width(&self) -> f64 {
+        LEFT + self.plot_width + RIGHT
+    }
+
+    fn color(&self, kind: &str) -> &'static str {
+        PALETTE[self.kind_index.get(kind).copied().unwrap_or(0) % PALETTE.len()]
+    }
+
+    fn in_window(&self, t: u64) -> bool {
+        t >= self.t0 && t <= self.t1
+    }
+
+    fn draw(mut self) -> String {
+        let body = self.body();
+        let legend = self.legend();
+        let height = legend.1 + 16.0;
+        let width = self.width();
+        let mut svg = String::with_capacity(body.len() + legend.0.len() + 4096);
+        let _ = write!(
+            svg,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
+             viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+        );
+        svg.push_str(&self.defs());
+        let _ = writeln!(
+            svg,
+            "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"white\"/>"
+        );
+        svg.push_str(&body);
+        svg.push_str(&legend.0);
+        svg.push_str("</svg>\n");
+        svg
+    }
+
+    fn defs(&self) -> String {
+        let mut d = String::from("<defs>\n");
+        for (i, _) in self.kinds.iter().enumerate() {
+            let _ = writeln!(
+                d,
+                "<marker id=\"arrow{i}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"{}\"/></marker>",
+                PALETTE[i % PALETTE.len()]
+            );
+        }
+        d.push_str(
+            "<style>\n\
+             .lifeline{stroke:#444;stroke-width:1.2}\n\
+             .down{stroke:#f6c4c4;stroke-width:9}\n\
+             .label{font-weight:bold;font-size:14px}\n\
+             .grid{stroke:#e4e4e4;stroke-width:1}\n\
+             .axis{stroke:#444;stroke-width:1}\n\
+             .msg{stroke-width:1.5;fill:none}\n\
+             .msg.duplicate{stroke-dasharray:7 4}\n\
+             .drop line{stroke-width:1.3;stroke-dasharray:2 3}\n\
+             .cross{stroke:#d62728;stroke-width:2.5}\n\
+             .inflight{stroke-width:1.3;stroke-dasharray:1 3}\n\
+             .cs{fill:#222;fill-opacity:0.55}\n\
+             .cs.crashed{fill:#d62728}\n\
+             .mark{font-size:10px}\n\
+             </style>\n",
+        );
+        d.push_str("</defs>\n");
+        d
+    }
+
+    fn body(&mut self) -> String {
+        let mut b = String::with_capacity(4096 + (self.hi - self.lo) * 320);
+        self.title(&mut b);
+        self.axis(&mut b);
+        self.down_stretches(&mut b);
+        self.lifelines(&mut b);
+        self.critical_sections(&mut b);
+        self.events(&mut b);
+        self.messages(&mut b);
+        b
+    }
+
+    fn title(&self, b: &mut String) {
+        let h = &self.trace.header;
+        b.push_str(
+            "<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">",
+        );
+        push_escaped(
+            b,
+            &format!(
+                "{} ({}) · seed {} · {} processes · {} to {}",
+                h.algorithm,
+                h.family,
+                h.seed,
+                h.ids.len(),
+                if self.t0 == 0 {
+                    "0".to_string()
+                } else {
+                    format_ns(self.t0)
+                },
+                format_ns(self.t1)
+            ),
+        );
+        b.push_str("</text>\n");
+    }
+
+    fn axis(&self, b: &mut String) {
+        let span = (self.t1 - self.t0).max(1);
+        let unit = unit_for(span);
+        let target = (self.plot_width / 70.0).max(2.0) as u64;
+        let step = nice_step(span, target);
+        let top = TOP - 20.0;
+        let axis_y = self.bottom() + 28.0;
+        b.push_str("<g class=\"time-axis\">\n");
+        let _ = writeln!(
+            b,
+            "<line class=\"axis\" x1=\"{:.1}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\"/>",
+            LEFT,
+            LEFT + self.plot_width
+        );
+        let mut t = self.t0.div_ceil(step).saturating_mul(step);
+        while t <= self.t1 {
+            let x = self.x(t);
+            let _ = writeln!(
+                b,
+                "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{axis_y:.1}\"/>\
+                 <line class=\"axis\" x1=\"{x:.1}\" y1=\"{axis_y:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>\
+                 <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                axis_y + 5.0,
+                axis_y + 18.0,
+                in_unit(t, unit)
+            );
+            match t.checked_add(step) {
+                Some(next) => t = next,
+                None => break,
+            }
+        }
+        let _ = writeln!(
+            b,
+            "<text class=\"axis-title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">time ({})</text>",
+            LEFT + self.plot_width / 2.0,
+            axis_y + 36.0,
+            unit.symbol
+        );
+        b.push_str("</g>\n");
+    }
+
+    fn lifelines(&mut self, b: &mut String) {
+        let (x0, x1) = (self.x(self.t0), self.x(self.t1));
+        for &id in &self.trace.header.ids {
+            let y = self.y(id);
+            let _ = writeln!(
+                b,
+                "<g class=\"process\" data-node=\"{id}\"><line class=\"lifeline\" x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\"/>\
+                 <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">P{id}</text></g>",
+                LEFT - 14.0,
+                y + 5.0
+            );
+        }
+    }
+
+    /// Stretches between a crash and the recovery (or the end), as a band under the line.
+    fn down_stretches(&mut self, b: &mut String) {
+        let mut down_since: HashMap<NodeId, u64> = HashMap::new();
+        let mut stretches = Vec::new();
+        for e in &self.trace.events {
+            match (&e.kind, e.node) {
+                (EventKind::Crash, Some(n)) => {
+                    down_since.entry(n).or_insert(e.time_ns);
+                }
+                (EventKind::Recover, Some(n)) => {
+                    if let Some(s) = down_since.remove(&n) {
+                        stretches.push((n, s, e.time_ns));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let end = self.trace.end_time_ns().max(self.t1);
+        stretches.extend(down_since.into_iter().map(|(n, s)| (n, s, end)));
+        stretches.sort_unstable();
+        for (n, s, e) in stretches {
+            if e < self.t0 || s > self.t1 {
+                continue;
+            }
+            let y = self.y(n);
+            let _ = writeln!(
+                b,
+                "<line class=\"down\" x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"><title>P{n} down from {} to {}</title></line>",
+                self.x(s.max(self.t0)),
+                self.x(e.min(self.t1)),
+                format_ns(s),
+                format_ns(e)
+            );
+        }
+    }
+
+    fn critical_sections(&mut self, b: &mut String) {
+        for cs in self.trace.critical_sections() {
+            let end = cs.end_ns.unwrap_or(self.t1.max(cs.start_ns));
+            if end < self.t0 || cs.start_ns > self.t1 {
+                continue;
+            }
+            self.used.cs = true;
+            let x0 = self.x(cs.start_ns.max(self.t0));
+            let x1 = self.x(end.min(self.t1));
+            let y = self.y(cs.node);
+            let class = match (cs.end_ns, cs.ended_by_crash) {
+                (None, _) => "cs open",
+                (_, true) => "cs crashed",
+                _ => "cs",
+            };
+            let how = match (cs.end_ns, cs.ended_by_crash) {
+                (None, _) => "still inside when the trace ends".to_string(),
+                (Some(t), true) => format!("until its crash at {}", format_ns(t)),
+                (Some(t), false) => {
+                    format!(
+                        "until {} ({} inside)",
+                        format_ns(t),
+                        format_ns(t - cs.start_ns)
+                    )
+                }
+            };
+            let _ = writeln!(
+                b,
+                "<rect class=\"{class}\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"10\" rx=\"2\"><title>P{} in the critical section from {} {how}</title></rect>",
+                y - 5.0,
+                (x1 - x0).max(2.0),
+                cs.node,
+                format_ns(cs.start_ns)
+            );
+        }
+    }
+
+    /// Clips the segment from `(ts, ya)` to `(tr, yb)` to the window, in pixels.
+    fn segment(&self, ts: u64, ya: f64, tr: u64, yb: f64) -> (f64, f64, f64, f64) {
+        let (a, c) = (ts as f64, tr as f64);
+        let at = |t: f64| {
+            if c > a {
+                ya + (yb - ya) * (t - a) / (c - a)
+            } else {
+                yb
+            }
+        };
+        let s = ts.max(self.t0);
+        let r = tr.min(self.t1);
+        (self.x(s), at(s as f64), self.x(r), at(r as f64))
+    }
+
+    fn messages(&mut self, b: &mut String) {
+        let trace = self.trace;
+        let mut sends: HashMap<u64, usize> = HashMap::new();
+        let mut resolved: HashMap<u64, bool> = HashMap::new();
+        for (i, e) in trace.events.iter().enumerate() {
+            match &e.kind {
+                EventKind::Send { msg_id, .. } => {
+                    sends.insert(*msg_id, i);
+                }
+                EventKind::Deliver { msg_id, .. } | EventKind::Drop { msg_id, .. } => {
+                    resolved.insert(*msg_id, true);
+                }
+                _ => {}
+            }
+        }
+        for e in &trace.events[self.lo..] {
+            let (from, msg_id, kind) = match &e.kind {
+                EventKind::Deliver {
+                    from, msg_id, kind, ..
+                }
+                | EventKind::Drop {
+                    from, msg_id, kind, ..
+                } => (*from, *msg_id, kind.as_str()),
+                _ => continue,
+            };
+            let send = sends.get(&msg_id).map(|&i| &trace.events[i]);
+            let sent_at = send.map_or(e.time_ns, |s| s.time_ns);
+            if sent_at > self.t1 {
+                continue; // sent after the window
+            }
+            let Some(to) = e.node else { continue };
+            self.used.kinds[self.kind_index[kind]] = true;
+            match &e.kind {
+                EventKind::Deliver { duplicate, msg, .. } => {
+                    self.arrow(b, e, send, from, to, kind, msg, *duplicate)
+                }
+                EventKind::Drop { reason, .. } => self.dropped(b, e, send, from, to, kind, reason),
+                _ => {}
+            }
+        }
+        for e in &trace.events[self.lo..self.hi] {
+            if let EventKind::Send {
+                to,
+                msg_id,
+                kind,
+                msg,
+            } = &e.kind
+            {
+                if resolved.contains_key(msg_id) {
+                    continue;
+                }
+                let Some(from) = e.node else { continue };
+                self.used.inflight = true;
+                self.used.kinds[self.kind_index[kind.as_str()]] = true;
+                let (x, y) = (self.x(e.time_ns), self.y(from));
+                let yt = self.y(*to);
+                let dy = if yt > y {
+                    18.0
+                } else if yt < y {
+                    -18.0
+                } else {
+                    0.0
+                };
+                let _ = write!(
+                    b,
+                    "<line class=\"inflight\" data-kind=\"{k}\" x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\"><title>",
+                    x + 24.0,
+                    y + dy,
+                    self.color(kind),
+                    k = escape(kind)
+                );
+                push_escaped(
+                    b,
+                    &format!(
+                        "{kind} #{msg_id} P{from} → P{to}, sent at {}, still in flight when the trace ends · {}",
+                        format_ns(e.time_ns),
+                        short_json(msg)
+                    ),
+                );
+                b.push_str("</title></line>\n");
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn arrow(
+        &mut self,
+        b: &mut String,
+        deliver: &Event,
+        send: Option<&Event>,
+        from: NodeId,
+        to: NodeId,
+        kind: &str,
+        msg: &Value,
+        duplicate: bool,
+    ) {
+        let color = self.color(kind);
+        let marker = self.kind_index[kind];
+        let class = if duplicate {
+            self.used.duplicate = true;
+            "msg duplicate"
+        } else {
+            "msg"
+        };
+        let (ya, yb) = (self.y(from), self.y(to));
+        let mut title = format!("{kind} #{} P{from} → P{to}", msg_id_of(deliver));
+        if duplicate {
+            title.push_str(" (duplicate copy)");
+        }
+        match send {
+            Some(s) => title.push_str(&format!(
+                " · sent at {} ({}) · delivered at {} ({}) · {}",
+                format_ns(s.time_ns),
+                stamps(s),
+                format_ns(deliver.time_ns),
+                stamps(deliver),
+                short_json(msg)
+            )),
+            None => title.push_str(&format!(
+                " · send not in the trace · delivered at {} ({}) · {}",
+                format_ns(deliver.time_ns),
+                stamps(deliver),
+                short_json(msg)
+            )),
+        }
+        let k = escape(kind);
+        if from == to {
+            // A message to oneself: a loop above the line.
+            let xs = self.x(send.map_or(deliver.time_ns, |s| s.time_ns).max(self.t0));
+            let xr = self.x(deliver.time_ns.min(self.t1));
+            let _ = write!(
+                b,
+                "<path class=\"{class}\" data-kind=\"{k}\" d=\"M{xs:.1},{ya:.1} C{xs:.1},{:.1} {xr:.1},{:.1} {xr:.1},{yb:.1}\" stroke=\"{color}\" marker-end=\"url(#arrow{marker})\"><title>",
+                ya - 28.0,
+                yb - 28.0
+            );
+        } else {
+            let (x1, y1, x2, y2) = match send {
+                Some(s) => self.segment(s.time_ns, ya, deliver.time_ns, yb),
+                None => {
+                    let xr = self.x(deliver.time_ns);
+                    (xr - 16.0, ya, xr, yb)
+                }
+            };
+            let _ = write!(
+                b,
+                "<line class=\"{class}\" data-kind=\"{k}\" x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" stroke=\"{color}\" marker-end=\"url(#arrow{marker})\"><title>"
+            );
+        }
+        push_escaped(b, &title);
+        b.push_str("</title>");
+        b.push_str(if from == to { "</path>\n" } else { "</line>\n" });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dropped(
+        &mut self,
+        b: &mut String,
+        drop: &Event,
+        send: Option<&Event>,
+        from: NodeId,
+        to: NodeId,
+        kind: &str,
+        reason: &str,
+    ) {
+        self.used.drop = true;
+        let color = self.color(kind);
+        let (ya, yb) = (self.y(from), self.y(to));
+        let mut title = format!(
+            "{kind} #{} P{from} → P{to} dropped ({reason})",
+            msg_id_of(drop)
+        );
+        if let Some(s) = send {
+            title.push_str(&format!(
+                " · sent at {} ({})",
+                format_ns(s.time_ns),
+                stamps(s)
+            ));
+        }
+        title.push_str(&format!(" · lost at {}", format_ns(drop.time_ns)));
+        let _ = write!(
+            b,
+            "<g class=\"drop\" data-kind=\"{}\"><title>",
+            escape(kind)
+        );
+        push_escaped(b, &title);
+        b.push_str("</title>");
+        let (x1, y1, x2, y2) = match send {
+            Some(s) => self.segment(s.time_ns, ya, drop.time_ns, yb),
+            None => {
+                let xr = self.x(drop.time_ns);
+                (xr - 16.0, ya, xr, yb)
+            }
+        };
+        let _ = write!(
+            b,
+            "<line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" stroke=\"{color}\"/>"
+        );
+        if self.in_window(drop.time_ns) {
+            let r = 5.0;
+            let _ = write!(
+                b,
+                "<path class=\"cross\" d=\"M{:.1},{:.1} L{:.1},{:.1} M{:.1},{:.1} L{:.1},{:.1}\"/>",
+                x2 - r,
+                y2 - r,
+                x2 + r,
+                y2 + r,
+                x2 - r,
+                y2 + r,
+                x2 + r,
+                y2 - r
+            );
+        }
+        b.push_str("</g>\n");
+    }
+
+    fn events(&mut self, b: &mut String) {
+        let trace = self.trace;
+        for e in &trace.events[self.lo..self.hi] {
+            let x = self.x(e.time_ns);
+            let Some(node) = e.node else {
+                self.global_mark(b, e, x);
+                continue;
+            };
+            let y = self.y(node);
+            let desc = describe(e);
+            let mut title = String::new();
+            push_escaped(&mut title, &desc);
+            let name = e.kind.name();
+            let cls = escape(name);
+            match &e.kind {
+                EventKind::Crash => {
+                    self.used.crash = true;
+                    let r = 7.0;
+                    let _ = writeln!(
+                        b,
+                        "<g class=\"crash\"><title>{title}</title><path d=\"M{:.1},{:.1} L{:.1},{:.1} M{:.1},{:.1} L{:.1},{:.1}\" stroke=\"#d62728\" stroke-width=\"3.5\"/></g>",
+                        x - r, y - r, x + r, y + r, x - r, y + r, x + r, y - r
+                    );
+                }
+                EventKind::Recover => {
+                    self.used.recover = true;
+                    // Below the line, pointing up at it, so a mark on the line stays visible.
+                    let _ = writeln!(
+                        b,
+                        "<path class=\"recover\" d=\"M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} z\" fill=\"#2ca02c\" stroke=\"#1b5e20\"><title>{title}</title></path>",
+                        x, y + 3.0, x - 7.0, y + 16.0, x + 7.0, y + 16.0
+                    );
+                }
+                EventKind::Output(v) if leader_of(v).is_some() => {
+                    self.used.leader = true;
+                    let leader = leader_of(v).unwrap_or_default();
+                    let _ = writeln!(
+                        b,
+                        "<g class=\"leader\"><title>{title}</title><path d=\"M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} z\" fill=\"#f2c500\" stroke=\"#8a6d00\"/>\
+                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">leader {leader}</text></g>",
+                        x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y,
+                        x + 6.0, y - 9.0
+                    );
+                }
+                EventKind::Output(v) if is_clock_adjustment(v) => {
+                    self.used.adjust = true;
+                    let mut label = String::new();
+                    push_escaped(&mut label, &truncate(&short_json(v), 40));
+                    let _ = writeln!(
+                        b,
+                        "<g class=\"adjust\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\" transform=\"rotate(45 {x:.1} {y:.1})\" fill=\"#17becf\" stroke=\"#0b5f67\"/>\
+                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#0b5f67\">{label}</text></g>",
+                        x - 4.5, y - 4.5, x + 6.0, y + 18.0
+                    );
+                }
+                EventKind::Output(v) => {
+                    let variant = variant_name(v).unwrap_or("output");
+                    let cs_mark = matches!(variant, "Enter" | "Exit");
+                    let _ = write!(
+                        b,
+                        "<circle class=\"ev ev-output\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"#6a3d9a\"><title>{title}</title></circle>"
+                    );
+                    if !cs_mark {
+                        let mut label = String::new();
+                        push_escaped(&mut label, &truncate(variant, 24));
+                        let _ = write!(
+                            b,
+                            "<text class=\"output mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6a3d9a\">{label}</text>",
+                            x + 4.0,
+                            y - 8.0
+                        );
+                    }
+                    b.push('\n');
+                }
+                EventKind::Input(_) => {
+                    let _ = writeln!(
+                        b,
+                        "<rect class=\"ev ev-input\" x=\"{:.1}\" y=\"{:.1}\" width=\"6\" height=\"6\" fill=\"#555\"><title>{title}</title></rect>",
+                        x - 3.0,
+                        y - 3.0
+                    );
+                }
+                EventKind::Timer(_) => {
+                    let _ = writeln!(
+                        b,
+                        "<circle class=\"ev ev-timer\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"white\" stroke=\"#333\" stroke-width=\"1.5\"><title>{title}</title></circle>"
+                    );
+                }
+                EventKind::Send { .. } | EventKind::Deliver { .. } => {
+                    let _ = writeln!(
+                        b,
+                        "<circle class=\"ev ev-{cls}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.6\" fill=\"#222\"><title>{title}</title></circle>"
+                    );
+                }
+                EventKind::Drop { .. } => {} // drawn with its message
+                _ => {
+                    let _ = writeln!(
+                        b,
+                        "<circle class=\"ev ev-{cls}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2\" fill=\"#999\"><title>{title}</title></circle>"
+                    );
+                }
+            }
+        }
+    }
+
+    fn global_mark(&mut self, b: &mut String, e: &Event, x: f64) {
+        self.used.partition = true;
+        let class = match e.kind {
+            EventKind::Heal => "heal",
+            EventKind::Partition { .. } => "partition",
+            _ => "global",
+        };
+        let color = if class == "heal" {
+            "#2ca02c"
+        } else {
+            "#d62728"
+        };
+        let label = match &e.kind {
+            EventKind::Partition { groups } => format!("partition {}", groups_text(groups)),
+            other => other.name().to_string(),
+        };
+        let _ = write!(
+            b,
+            "<g class=\"{class}\"><title>{} at {} (seq {})</title>\
+             <line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\
+             <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">",
+            escape(&label),
+            format_ns(e.time_ns),
+            e.seq,
+            TOP - 26.0,
+            self.bottom() + 12.0,
+            x + 3.0,
+            TOP - 28.0
+        );
+        push_escaped(b, &label);
+        b.push_str("</text></g>\n");
+    }
+
+    /// The legend and the y of its last row.
+    fn legend(&self) -> (String, f64) {
+        let mut items: Vec<(String, String)> = Vec::new();
+        for (i, kind) in self.kinds.iter().enumerate() {
+            if !self.used.kinds[i] {
+                continue;
+            }
+            let c = PALETTE[i % PALETTE.len()];
+            items.push((
+                format!("<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"{c}\" stroke-width=\"1.5\" marker-end=\"url(#arrow{i})\"/>"),
+                kind.to_string(),
+            ));
+        }
+        let u = &self.used;
+        let fixed: [(bool, &str, &str); 10] = [
+            (u.duplicate, "<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\"/>", "duplicate copy"),
+            (u.drop, "<line x1=\"0\" y1=\"0\" x2=\"22\" y2=\"0\" stroke=\"#555\" stroke-dasharray=\"2 3\"/><path d=\"M17,-5 L27,5 M17,5 L27,-5\" stroke=\"#d62728\" stroke-width=\"2.5\"/>", "dropped"),
+            (u.inflight, "<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#555\" stroke-dasharray=\"1 3\"/>", "in flight at the end"),
+            (u.cs, "<rect x=\"0\" y=\"-5\" width=\"26\" height=\"10\" rx=\"2\" fill=\"#222\" fill-opacity=\"0.55\"/>", "critical section"),
+            (u.crash, "<path d=\"M7,-6 L19,6 M7,6 L19,-6\" stroke=\"#d62728\" stroke-width=\"3.5\"/>", "crash"),
+            (u.crash, "<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#f6c4c4\" stroke-width=\"9\"/><line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#444\" stroke-width=\"1.2\"/>", "process down"),
+            (u.recover, "<path d=\"M13,-6 L6,7 L20,7 z\" fill=\"#2ca02c\" stroke=\"#1b5e20\"/>", "recovery"),
+            (u.leader, "<path d=\"M13,-7 L20,0 L13,7 L6,0 z\" fill=\"#f2c500\" stroke=\"#8a6d00\"/>", "leader announced"),
+            (u.adjust, "<rect x=\"9\" y=\"-4.5\" width=\"9\" height=\"9\" transform=\"rotate(45 13 0)\" fill=\"#17becf\" stroke=\"#0b5f67\"/>", "clock adjusted"),
+            (u.partition, "<line x1=\"13\" y1=\"-8\" x2=\"13\" y2=\"8\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/>", "partition / heal"),
+        ];
+        for (on, symbol, label) in fixed {
+            if on {
+                items.push((symbol.to_string(), label.to_string()));
+            }
+        }
+        let top = self.bottom() + 84.0;
+        let mut s = String::from("<g class=\"legend\">\n");
+        let (mut x, mut y) = (LEFT, top);
+        let right = self.width() - RIGHT;
+        for (symbol, label) in items {
+            let w = 40.0 + label.chars().count() as f64 * 7.2 + 18.0;
+            if x + w > right && x > LEFT {
+                x = LEFT;
+                y += 22.0;
+            }
+            let _ = writeln!(
+                s,
+                "<g transform=\"translate({x:.1},{y:.1})\">{symbol}<text x=\"34\" y=\"4\">{}</text></g>",
+                escape(&label)
+            );
+            x += w;
+        }
+        s.push_str("</g>\n");
+        (s, y)
+    }
+}
+
+fn msg_id_of(e: &Event) -> u64 {
+    match e.kind {
+        EventKind::Send { msg_id, .. }
+        | EventKind::Deliver { msg_id, .. }
+        | EventKind::Drop { msg_id, .. } => msg_id,
+        _ => 0,
+    }
+}
+
+/// "Lamport 3, vector [1, 0, 2]" (or what of it the event has).
+fn stamps(e: &Event) -> String {
+    let mut s = String::new();
+    if let Some(l) = e.lamport {
+        let _ = write!(s, "Lamport {l}");
+    }
+    if let Some(v) = &e.vector {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        s.push_str("vector [");
+        for (i, c) in v.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{c}");
+        }
+        s.push(']');
+    }
+    if s.is_empty() {
+        s.push_str("no timestamps");
+    }
+    s
+}
+
+/// The tooltip of an event: what, where, when, and its timestamps.
+pub(crate) fn describe(e: &Event) -> String {
+    let node = e.node.map_or(String::new(), |n| format!("P{n} "));
+    let what = match &e.kind {
+        EventKind::Send {
+            to,
+            msg_id,
+            kind,
+            msg,
+            ..
+        } => format!("send {kind} #{msg_id} → P{to}: {}", short_json(msg)),
+        EventKind::Deliver {
+            from,
+            msg_id,
+            kind,
+            msg,
+            duplicate,
+        } => format!(
+            "deliver {kind} #{msg_id} from P{from}{}: {}",
+            if *duplicate { " (duplicate)" } else { "" },
+            short_json(msg)
+        ),
+        EventKind::Drop {
+            from,
+            msg_id,
+            kind,
+            reason,
+        } => format!("drop {kind} #{msg_id} from P{from} ({reason})"),
+        EventKind::Input(v) => format!("input {}", short_json(v)),
+        EventKind::Output(v) => format!("output {}", short_json(v)),
+        EventKind::Timer(v) => format!("timer {}", short_json(v)),
+        EventKind::Partition { groups } => format!("partition {}", groups_text(groups)),
+        other => other.name().to_string(),
+    };
+    format!(
+        "{node}{what} · at {} · seq {} · {}",
+        format_ns(e.time_ns),
+        e.seq,
+        stamps(e)
+    )
+}
+
+fn groups_text(groups: &[Vec<NodeId>]) -> String {
+    groups
+        .iter()
+        .map(|g| {
+            let ids: Vec<String> = g.iter().map(|i| i.to_string()).collect();
+            format!("{{{}}}", ids.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn short_json(v: &Value) -> String {
+    truncate(&v.to_string(), 160)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_control_characters() {
+        assert_eq!(
+            escape(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(escape("a\u{1}b\tc"), "a\u{FFFD}b\tc");
+        assert_eq!(escape("P1 → P2 µs"), "P1 → P2 µs");
+    }
+
+    #[test]
+    fn truncates_long_text() {
+        assert_eq!(truncate("abcdef", 3), "abc…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+
+    #[test]
+    fn windows_that_run_backwards_are_refused() {
+        let t = Trace::parse(
+            r#"{"event":"header","version":1,"algorithm":"a","family":"f","ids":[0],"seed":1}"#,
+            "t",
+        )
+        .unwrap();
+        let e = render(
+            &t,
+            &SvgOptions {
+                from_ns: Some(5_000_000),
+                to_ns: Some(1_000_000),
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the time window is empty: --from 5 ms is after --to 1 ms"
+        );
+    }
+}
