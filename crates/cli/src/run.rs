@@ -149,16 +149,12 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
         Load::Poisson(r) => (WorkloadKind::Poisson, Some(r)),
     };
     let scenario = Scenario {
-        name: None,
         algorithm: args.algorithm,
         nodes: Some(args.nodes),
-        ids: None,
         seed: args.seed,
         until: Some(args.until),
         coordinator: args.coordinator.map(NodeId),
         holder: args.holder.map(NodeId),
-        tree: None,
-        quorums: None,
         network: NetworkSpec {
             delay: args.delay,
             fifo: !args.no_fifo,
@@ -172,7 +168,7 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
             requests: Some(args.requests),
             gap: None,
         }),
-        events: Vec::new(),
+        ..Scenario::default()
     };
     execute(
         &scenario,

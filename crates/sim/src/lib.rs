@@ -118,6 +118,15 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             },
         )
         .expect("the registry lists it as mutex"),
+        family => Err(SimError::Scenario(ScenarioError {
+            origin,
+            field: "algorithm".into(),
+            message: format!(
+                "`{}` is a {} algorithm, and the simulator cannot run that family yet",
+                scenario.algorithm,
+                family.name()
+            ),
+        })),
     }
 }
 

@@ -44,6 +44,18 @@ pub struct Scenario {
     /// Quorum construction for quorum algorithms.
     #[serde(default)]
     pub quorums: Option<QuorumKind>,
+    /// Elections: T, the wait for an answer before taking the silent process for crashed.
+    #[serde(default, with = "serde_duration::option")]
+    pub answer_timeout: Option<Duration>,
+    /// Elections: T', the wait for the result of an election before starting it again.
+    #[serde(default, with = "serde_duration::option")]
+    pub coordinator_timeout: Option<Duration>,
+    /// Elections with timeout detection: the coordinator's heartbeat period.
+    #[serde(default, with = "serde_duration::option")]
+    pub heartbeat: Option<Duration>,
+    /// Elections with timeout detection: the silence after which the coordinator is suspected.
+    #[serde(default, with = "serde_duration::option")]
+    pub heartbeat_timeout: Option<Duration>,
     /// The network model.
     #[serde(default)]
     pub network: NetworkSpec,
@@ -57,6 +69,31 @@ pub struct Scenario {
 
 fn default_seed() -> u64 {
     1
+}
+
+impl Default for Scenario {
+    /// An empty scenario: no algorithm, no nodes; fill in at least `algorithm` and `nodes`.
+    fn default() -> Self {
+        Scenario {
+            name: None,
+            algorithm: String::new(),
+            nodes: None,
+            ids: None,
+            seed: default_seed(),
+            until: None,
+            coordinator: None,
+            holder: None,
+            tree: None,
+            quorums: None,
+            answer_timeout: None,
+            coordinator_timeout: None,
+            heartbeat: None,
+            heartbeat_timeout: None,
+            network: NetworkSpec::default(),
+            workload: None,
+            events: Vec::new(),
+        }
+    }
 }
 
 /// The default horizon when a scenario names none.
@@ -395,6 +432,10 @@ impl Scenario {
             holder: self.holder,
             tree: self.tree.clone(),
             quorums: self.quorums,
+            answer_timeout: self.answer_timeout,
+            coordinator_timeout: self.coordinator_timeout,
+            heartbeat: self.heartbeat,
+            heartbeat_timeout: self.heartbeat_timeout,
         }
     }
 
