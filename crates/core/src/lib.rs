@@ -56,4 +56,6 @@ pub use clock::{Causality, LamportClock, Stamp, VectorClock};
 pub use id::{NodeId, Peers, PeersError};
 pub use params::{ParamError, Params, QuorumKind};
 pub use process::{Algorithm, Ctx, Effect, EffectOf, Message, NoTimer, Process};
-pub use time::{format_duration, parse_duration, serde_duration, DurationError, Time};
+pub use time::{
+    format_duration, parse_duration, parse_signed_duration, serde_duration, DurationError, Time,
+};

@@ -115,6 +115,32 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     humantime::parse_duration(trimmed).map_err(|e| fail(&e.to_string()))
 }
 
+/// Parses a signed duration in nanoseconds: "-50ms", "+2s", "250us". Clock offsets use it.
+///
+/// ```
+/// use distsync_core::parse_signed_duration;
+/// assert_eq!(parse_signed_duration("-50ms").unwrap(), -50_000_000);
+/// assert_eq!(parse_signed_duration("+1.5us").unwrap(), 1_500);
+/// assert!(parse_signed_duration("-7").is_err());
+/// ```
+pub fn parse_signed_duration(text: &str) -> Result<i64, DurationError> {
+    let trimmed = text.trim();
+    let (sign, rest) = match trimmed.strip_prefix('-') {
+        Some(rest) => (-1i64, rest),
+        None => (1, trimmed.strip_prefix('+').unwrap_or(trimmed)),
+    };
+    let d = parse_duration(rest).map_err(|e| DurationError {
+        input: text.to_string(),
+        reason: e.reason,
+    })?;
+    i64::try_from(d.as_nanos())
+        .map(|ns| sign * ns)
+        .map_err(|_| DurationError {
+            input: text.to_string(),
+            reason: "it is too large".to_string(),
+        })
+}
+
 fn parse_fraction(text: &str) -> Option<Duration> {
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (number, unit) = text.split_at(split);

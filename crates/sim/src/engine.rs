@@ -5,6 +5,7 @@
 //! scenario and a seed determine the run. The engine owns the network, timers, crashes and the
 //! trace; the family harness (`Harness`) owns workloads, monitors and the family's report.
 
+use crate::clocks::Clocks;
 use crate::network::{Fate, Network};
 use crate::report::{MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
@@ -127,6 +128,7 @@ pub struct Core<P: Process> {
     queue: BinaryHeap<Event<P>>,
     slots: Vec<Slot<P>>,
     network: Network,
+    clocks: Clocks,
     rng: Xoshiro256PlusPlus,
     effects: Vec<EffectOf<P>>,
     actions: Vec<Action>,
@@ -205,6 +207,43 @@ impl<'c, P: Process> Control<'c, P> {
         let pos = self.core.peers.index_of(node);
         self.core
             .push(at.max(self.core.now), Kind::Wake { pos, tag });
+    }
+
+    /// What `node`'s own clock reads now (what the process sees as `ctx.now()`).
+    pub fn local_time(&self, node: NodeId) -> Time {
+        let pos = self.core.peers.index_of(node);
+        self.core.clocks.read(pos, self.core.now)
+    }
+
+    /// True time now on the clocks' scale: comparable with `local_time` (the epoch plus now).
+    pub fn reference_time(&self) -> Time {
+        Time(self.core.clocks.epoch + self.core.now.as_nanos())
+    }
+
+    /// How far `node`'s clock is from true time now (reading minus true time), in ns.
+    pub fn clock_error_ns(&self, node: NodeId) -> f64 {
+        let pos = self.core.peers.index_of(node);
+        self.core.clocks.error(pos, self.core.now)
+    }
+
+    /// Corrects `node`'s clock by `delta_ns`, by a step or a slew as the scenario says.
+    pub fn adjust_clock(&mut self, node: NodeId, delta_ns: i64) {
+        let core = &mut *self.core;
+        let pos = core.peers.index_of(node);
+        let now = core.now;
+        let (mode, slew_ppm) = (core.clocks.adjust, core.clocks.slew_ppm);
+        core.clocks.clocks[pos].adjust(now.as_nanos(), delta_ns, mode, slew_ppm);
+        if let Some(t) = core.tracer.as_mut() {
+            t.plain_event(
+                now,
+                "adjust",
+                Some(node),
+                Line {
+                    delta_ns: Some(delta_ns),
+                    ..Line::default()
+                },
+            );
+        }
     }
 
     /// Records that `property` failed now.
@@ -356,6 +395,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         let tracer =
             trace.map(|out| Tracer::new(out, &scenario.algorithm, family, peers.ids(), seed));
         let actions: Vec<Action> = checked.actions.iter().map(|(_, _, a)| a.clone()).collect();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        // Clocks are drawn first, so that adding a clock section never shifts other draws' order
+        // relative to each other within a run.
+        let clocks = match &scenario.clocks {
+            Some(spec) => Clocks::from_spec(spec, &peers, &mut rng),
+            None => Clocks::perfect(n),
+        };
         let mut core = Core {
             params: scenario.params(),
             now: Time::ZERO,
@@ -369,7 +415,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 })
                 .collect(),
             network: Network::new(&scenario.network, n),
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            clocks,
+            rng,
             effects: Vec::new(),
             pending_actions: actions.len(),
             actions,
@@ -735,7 +782,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     core.next_timer_generation += 1;
                     let generation = core.next_timer_generation;
                     core.slots[pos].timers.insert(timer.clone(), generation);
-                    let at = core.now + after;
+                    // Timers run on the node's own (possibly drifting) clock.
+                    let span = core.clocks.clocks[pos]
+                        .true_span(core.now.as_nanos(), after.as_nanos() as u64);
+                    let at = core.now + std::time::Duration::from_nanos(span);
                     core.push(
                         at,
                         Kind::Timer {

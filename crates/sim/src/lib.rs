@@ -24,6 +24,7 @@
 //! assert!(report.violations.is_empty());
 //! ```
 
+pub mod clocks;
 mod engine;
 mod mutex;
 mod network;

@@ -59,6 +59,9 @@ pub struct Scenario {
     /// The network model.
     #[serde(default)]
     pub network: NetworkSpec,
+    /// Physical clocks: offsets, drifts and how adjustments apply. Perfect clocks when absent.
+    #[serde(default)]
+    pub clocks: Option<ClocksSpec>,
     /// The mutual-exclusion workload.
     #[serde(default)]
     pub workload: Option<WorkloadSpec>,
@@ -90,6 +93,7 @@ impl Default for Scenario {
             heartbeat: None,
             heartbeat_timeout: None,
             network: NetworkSpec::default(),
+            clocks: None,
             workload: None,
             events: Vec::new(),
         }
@@ -245,6 +249,222 @@ impl<'de> Deserialize<'de> for DelaySpec {
                     )));
                 }
                 Ok(spec)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Physical clocks: `offset = { uniform = ["-50ms", "50ms"] }`, `drift_ppm = { uniform = [-100,
+/// 100] }`, `adjust = "step" | "slew"`, and per-node values in `[[clocks.node]]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClocksSpec {
+    /// Each clock's offset from true time at the start: a signed duration or a uniform range.
+    #[serde(default)]
+    pub offset: SignedSpec,
+    /// Each clock's drift in parts per million: a number or a uniform range.
+    #[serde(default)]
+    pub drift_ppm: NumberSpec,
+    /// How corrections are applied.
+    #[serde(default)]
+    pub adjust: crate::clocks::Adjust,
+    /// The fastest a slew may correct, in parts per million (default 500, as Unix adjtime).
+    #[serde(default = "default_slew_ppm")]
+    pub slew_ppm: f64,
+    /// Per-node values, overriding the distributions.
+    #[serde(default)]
+    pub node: Vec<NodeClockSpec>,
+}
+
+fn default_slew_ppm() -> f64 {
+    500.0
+}
+
+/// One node's clock in `[[clocks.node]]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeClockSpec {
+    /// The node.
+    pub id: NodeId,
+    /// Its offset at the start, a signed duration like "-10s".
+    #[serde(
+        default,
+        deserialize_with = "signed_duration_opt",
+        serialize_with = "ser_signed_opt"
+    )]
+    pub offset: Option<i64>,
+    /// Its drift in parts per million.
+    #[serde(default)]
+    pub drift_ppm: Option<f64>,
+}
+
+fn signed_duration_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    SignedSpec::deserialize(d).and_then(|s| match s {
+        SignedSpec::Fixed(v) => Ok(Some(v)),
+        SignedSpec::Uniform(..) => Err(de::Error::custom(
+            "a node's own offset is one duration, like \"-10s\"",
+        )),
+    })
+}
+
+fn ser_signed_opt<S: serde::Serializer>(v: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => SignedSpec::Fixed(*v).serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A signed duration in ns, fixed (`"-5ms"`) or drawn uniformly (`{ uniform = ["-50ms", "50ms"] }`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SignedSpec {
+    /// Always this value.
+    Fixed(i64),
+    /// Uniform between the bounds.
+    Uniform(i64, i64),
+}
+
+/// A number, fixed (`50`) or drawn uniformly (`{ uniform = [-100, 100] }`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NumberSpec {
+    /// Always this value.
+    Fixed(f64),
+    /// Uniform between the bounds.
+    Uniform(f64, f64),
+}
+
+impl Default for SignedSpec {
+    fn default() -> Self {
+        SignedSpec::Fixed(0)
+    }
+}
+
+impl Default for NumberSpec {
+    fn default() -> Self {
+        NumberSpec::Fixed(0.0)
+    }
+}
+
+fn signed_text(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    format!(
+        "{sign}{}",
+        distsync_core::format_duration(Duration::from_nanos(ns.unsigned_abs()))
+    )
+}
+
+impl Serialize for SignedSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match *self {
+            SignedSpec::Fixed(v) => s.serialize_str(&signed_text(v)),
+            SignedSpec::Uniform(lo, hi) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("uniform", &[signed_text(lo), signed_text(hi)])?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SignedSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SignedSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    "a signed duration like \"-5ms\" or {{ uniform = [\"-50ms\", \"50ms\"] }}"
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SignedSpec, E> {
+                distsync_core::parse_signed_duration(v)
+                    .map(SignedSpec::Fixed)
+                    .map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SignedSpec, E> {
+                Err(E::custom(format!(
+                    "the bare number {v} is not a duration: add a unit, like \"{v}ms\""
+                )))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SignedSpec, E> {
+                self.visit_i64(v as i64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<SignedSpec, E> {
+                Err(E::custom(format!(
+                    "the bare number {v} is not a duration: add a unit, like \"{v}ms\""
+                )))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SignedSpec, A::Error> {
+                match map.next_key::<String>()?.as_deref() {
+                    Some("uniform") => {
+                        let [lo, hi] = map.next_value::<[String; 2]>()?;
+                        let lo =
+                            distsync_core::parse_signed_duration(&lo).map_err(de::Error::custom)?;
+                        let hi =
+                            distsync_core::parse_signed_duration(&hi).map_err(de::Error::custom)?;
+                        if lo > hi {
+                            return Err(de::Error::custom("uniform bounds must be [low, high]"));
+                        }
+                        Ok(SignedSpec::Uniform(lo, hi))
+                    }
+                    Some(other) => Err(de::Error::custom(format!(
+                        "unknown distribution `{other}`, expected `uniform`"
+                    ))),
+                    None => Err(de::Error::custom("an empty table is not a duration")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for NumberSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match *self {
+            NumberSpec::Fixed(v) => s.serialize_f64(v),
+            NumberSpec::Uniform(lo, hi) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("uniform", &[lo, hi])?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NumberSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NumberSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a number like 50 or {{ uniform = [-100, 100] }}")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<NumberSpec, E> {
+                Ok(NumberSpec::Fixed(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<NumberSpec, E> {
+                Ok(NumberSpec::Fixed(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<NumberSpec, E> {
+                Ok(NumberSpec::Fixed(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NumberSpec, A::Error> {
+                match map.next_key::<String>()?.as_deref() {
+                    Some("uniform") => {
+                        let [lo, hi] = map.next_value::<[f64; 2]>()?;
+                        if lo.is_nan() || hi.is_nan() || lo > hi {
+                            return Err(de::Error::custom("uniform bounds must be [low, high]"));
+                        }
+                        Ok(NumberSpec::Uniform(lo, hi))
+                    }
+                    Some(other) => Err(de::Error::custom(format!(
+                        "unknown distribution `{other}`, expected `uniform`"
+                    ))),
+                    None => Err(de::Error::custom("an empty table is not a number")),
+                }
             }
         }
         d.deserialize_any(V)
@@ -498,6 +718,58 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(clocks) = &self.clocks {
+            let limit = (crate::clocks::EPOCH_NS / 2) as i64;
+            let offsets = match clocks.offset {
+                SignedSpec::Fixed(v) => vec![v],
+                SignedSpec::Uniform(lo, hi) => vec![lo, hi],
+            };
+            if offsets.iter().any(|o| o.abs() > limit) {
+                return Err(err(
+                    "clocks.offset",
+                    "offsets are limited to 500s either way".into(),
+                ));
+            }
+            let drifts = match clocks.drift_ppm {
+                NumberSpec::Fixed(v) => vec![v],
+                NumberSpec::Uniform(lo, hi) => vec![lo, hi],
+            };
+            if drifts
+                .iter()
+                .any(|d| !d.is_finite() || d.abs() >= 100_000.0)
+            {
+                return Err(err(
+                    "clocks.drift_ppm",
+                    "expected a drift between -100000 and 100000 ppm".into(),
+                ));
+            }
+            if !(clocks.slew_ppm > 0.0 && clocks.slew_ppm < 100_000.0) {
+                return Err(err(
+                    "clocks.slew_ppm",
+                    format!(
+                        "expected a rate between 0 and 100000 ppm, got {}",
+                        clocks.slew_ppm
+                    ),
+                ));
+            }
+            for (i, c) in clocks.node.iter().enumerate() {
+                member(&format!("clocks.node[{i}].id"), c.id)?;
+                if c.offset.is_some_and(|o| o.abs() > limit) {
+                    return Err(err(
+                        &format!("clocks.node[{i}].offset"),
+                        "offsets are limited to 500s either way".into(),
+                    ));
+                }
+                if c.drift_ppm
+                    .is_some_and(|d| !d.is_finite() || d.abs() >= 100_000.0)
+                {
+                    return Err(err(
+                        &format!("clocks.node[{i}].drift_ppm"),
+                        "expected a drift between -100000 and 100000 ppm".into(),
+                    ));
+                }
+            }
+        }
         if let Some(until) = self.until {
             if until.is_zero() {
                 return Err(err("until", "the horizon must be later than 0s".into()));
@@ -644,6 +916,26 @@ mod tests {
             parse("algorithm = \"x\"\nnodes = 2\nnetwork.delay = { uniform = [\"5ms\", \"1ms\"] }")
                 .unwrap_err();
         assert!(e.message.contains("[low, high]"), "{e}");
+    }
+
+    #[test]
+    fn clocks_parse_with_signed_offsets_and_per_node_values() {
+        let c = parse(
+            "algorithm = \"x\"\nnodes = 3\n[clocks]\noffset = { uniform = [\"-50ms\", \"50ms\"] }\ndrift_ppm = { uniform = [-100, 100] }\nadjust = \"slew\"\n[[clocks.node]]\nid = 2\noffset = \"-10s\"\ndrift_ppm = 5",
+        )
+        .unwrap();
+        let clocks = c.scenario.clocks.unwrap();
+        assert_eq!(clocks.offset, SignedSpec::Uniform(-50_000_000, 50_000_000));
+        assert_eq!(clocks.drift_ppm, NumberSpec::Uniform(-100.0, 100.0));
+        assert_eq!(clocks.adjust, crate::clocks::Adjust::Slew);
+        assert_eq!(clocks.node[0].offset, Some(-10_000_000_000));
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[[clocks.node]]\nid = 7\noffset = \"1s\"")
+            .unwrap_err();
+        assert_eq!(e.field, "clocks.node[0].id");
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[clocks]\noffset = \"900s\"").unwrap_err();
+        assert_eq!(e.field, "clocks.offset");
+        let e = parse("algorithm = \"x\"\nnodes = 3\n[clocks]\noffset = 5").unwrap_err();
+        assert!(e.message.contains("add a unit"), "{e}");
     }
 
     #[test]

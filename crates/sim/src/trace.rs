@@ -54,6 +54,8 @@ pub(crate) struct Line<'a> {
     pub(crate) timer: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) groups: Option<Vec<Vec<NodeId>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) delta_ns: Option<i64>,
 }
 
 /// Writes the trace and keeps the observer's clocks.
