@@ -27,7 +27,9 @@
 //! marks itself non-participant and starts again; an election message whose UID a participant
 //! has already forwarded has lost its owner (it would have stopped there) and is discarded, as
 //! is an elected message a non-participant has already recorded; a recovered process starts an
-//! election.
+//! election; and a process that receives an elected message with a UID smaller than its own
+//! (it was down during that election) passes it on and starts an election, so that the largest
+//! live UID leads. Without crashes no process ever sees such a message.
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -142,6 +144,13 @@ impl Process for ChangRoberts {
             }
             // 5c.
             Msg::Elected { uid } if uid == self.uid => {}
+            Msg::Elected { uid } if uid < self.uid => {
+                // Elected without us (we were down): pass it on, then stand ourselves.
+                ctx.send(successor(ctx), Msg::Elected { uid });
+                if !self.participant {
+                    self.start(ctx);
+                }
+            }
             Msg::Elected { uid } => {
                 if !self.participant && self.elected == Some(uid) {
                     return; // recorded already: its leader crashed before removing it

@@ -261,3 +261,92 @@ mod tests {
         net.assert_all_agree_on(1);
     }
 }
+
+/// Every algorithm under the detector, with random delays, the coordinator and one more process
+/// crashing at random times and (sometimes) recovering: at the horizon every live process agrees
+/// on the highest live id. `STRESS=N` runs N seeds per algorithm instead of 100.
+#[cfg(test)]
+mod stress {
+    use super::*;
+    use crate::election::testkit::Net;
+    use crate::election::{Bully, ChangRoberts, Peterson, Ring, RingActiveList, RingLink};
+    use distsync_core::Time;
+    use rand_core::{RngCore, SeedableRng};
+
+    fn ms(x: u64) -> Time {
+        Time::from_nanos(x * 1_000_000)
+    }
+
+    fn stress<A: Election>(seeds: u64, fifo: bool) {
+        for seed in 0..seeds {
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+            let mut r = |k: u64| rng.next_u64() % k;
+            let n = 3 + r(8) as u32;
+            let mut order: Vec<u32> = (0..n).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, r(i as u64 + 1) as usize);
+            }
+            let params = Params {
+                heartbeat: Some(Duration::from_millis(10)),
+                ..Params::default()
+            };
+            let mut net: Net<Detector<A>> = Net::new(&order, params);
+            if !fifo {
+                net = net.with_delay(seed, |_, _, rng| {
+                    Duration::from_micros(500 + rng.next_u64() % 2500)
+                });
+            }
+            let top = n - 1;
+            let other = r(n as u64 - 1) as u32;
+            let t1 = 20 + r(300);
+            let t2 = 20 + r(300);
+            let mut script = vec![(t1, 0, top), (t2, 0, other)];
+            if r(3) > 0 {
+                script.push((t1 + 50 + r(500), 1, top));
+            }
+            if r(2) > 0 {
+                script.push((t2 + 50 + r(500), 1, other));
+            }
+            script.sort();
+            for (at, what, id) in script {
+                net.run_until(ms(at));
+                if what == 0 {
+                    net.crash(id);
+                } else {
+                    net.recover(id);
+                }
+            }
+            net.run_until(ms(5_000));
+            let live_max = order
+                .iter()
+                .copied()
+                .filter(|&i| net.is_up(i))
+                .max()
+                .unwrap();
+            for &i in &order {
+                if net.is_up(i) {
+                    let p = net.process(i);
+                    assert_eq!(
+                        (p.leader(), p.electing()),
+                        (Some(NodeId(live_max)), false),
+                        "{}: seed {seed}, order {order:?}, process {i}",
+                        std::any::type_name::<A>()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stress_all() {
+        let k: u64 = std::env::var("STRESS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100);
+        stress::<Bully>(k, false);
+        stress::<RingLink<Ring>>(k, false);
+        stress::<RingLink<ChangRoberts>>(k, false);
+        stress::<RingLink<RingActiveList>>(k, true);
+        stress::<RingLink<Peterson>>(k, false);
+    }
+}

@@ -24,8 +24,9 @@
 //! notes assume none) messages also carry an epoch: a process that started or joined an
 //! election and hears no Elected within T' (`coordinator_timeout`, default 4n T) starts a new
 //! epoch, every process joins the highest epoch it hears of as a fresh active process, older
-//! epochs' messages are dropped, and an older epoch's value reaching a process outside any
-//! election (a recovered process that missed the last one) starts a new epoch. Crashed
+//! epochs' messages are dropped, an older epoch's value reaching a process outside any
+//! election (a recovered process that missed the last one) starts a new epoch, and so does an
+//! Elected naming a lower id than the receiver's own (it was down during that election). Crashed
 //! successors are skipped by the ring link (ring_link.rs).
 
 use distsync_core::election::{self, Election, Input, Output};
@@ -317,6 +318,11 @@ impl Peterson {
         }
         if epoch == self.epoch && self.role == Role::Idle && self.leader == Some(leader) {
             return; // seen already: its leader crashed before removing it
+        }
+        if leader < self.id {
+            // Elected without us (we were down): pass it on and start a newer epoch.
+            ctx.send(successor(ctx), Msg::Elected { epoch, leader });
+            return self.join(self.epoch.max(epoch) + 1, ctx);
         }
         self.epoch = epoch;
         self.role = Role::Idle;

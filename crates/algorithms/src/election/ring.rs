@@ -15,6 +15,9 @@
 //!    on; the process that started it removes it when it comes back.
 //! 5. Simultaneous elections each complete: every process forwards every ELECTION; the
 //!    COORDINATOR messages carry the same members in the same (cyclic) order and agree.
+//! 6. A process that receives a COORDINATOR whose members it outranks was down when the
+//!    ELECTION went round (the message carries "the current members of the ring", seed 002):
+//!    it passes it on and starts an election, so that the highest live process leads.
 //!
 //! Two additions for crashes, which the notes leave open: a process that has taken part in an
 //! election and hears no COORDINATOR within T' (`coordinator_timeout`, default 4n T: two laps
@@ -142,6 +145,14 @@ impl Process for Ring {
                     return; // its starter crashed: it has been all the way round already
                 }
                 self.last_passed = Some(digest);
+                if members.iter().max().is_some_and(|&h| h < self.id) {
+                    // Rule 6: counted without us, we outrank its coordinator.
+                    ctx.send(successor(ctx), Msg::Coordinator { members });
+                    if !self.electing {
+                        self.start(ctx);
+                    }
+                    return;
+                }
                 self.record(&members, ctx);
                 ctx.send(successor(ctx), Msg::Coordinator { members });
             }
@@ -178,6 +189,7 @@ impl Ring {
     }
 
     fn join(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.last_passed = None; // a new election: its COORDINATOR may name the same members
         self.electing = true;
         self.coordinator = None;
         ctx.set_timer(Timer::TPrime, self.t_prime);
@@ -307,6 +319,14 @@ mod tests {
         );
         net.assert_all_agree_on(5);
         assert_eq!(net.process(0).inner().members(), ids(&[3, 5, 0, 1, 4]));
+        // 4 sent to 6 at 4ms and, with no acknowledgement within T (10ms), to 3 at 14ms.
+        let skip: Vec<u64> = net
+            .sent
+            .iter()
+            .filter(|s| s.from.0 == 4 && s.msg.kind() == "Election")
+            .map(|s| s.time.as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(skip, vec![4, 14]);
         // 2n messages for the one initiator (the two sends to 6 found it down).
         assert_eq!(net.count("Election") + net.count("Coordinator"), 12);
     }

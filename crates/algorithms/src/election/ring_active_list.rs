@@ -19,9 +19,16 @@
 //! coordinator from it, and the message goes no further. Correctness needs FIFO channels: a
 //! process must see every other elect(j) before its own comes back.
 //!
-//! Additions for crashes: T' (`coordinator_timeout`, default 4n T) restarts an undecided
-//! election; an elect(j) whose j is already in the active list has gone round without its
-//! owner (crashed) and is dropped; a recovered process starts an election.
+//! Additions for crashes: messages carry an epoch, the number of the election, so that the
+//! messages of an election abandoned by a crash cannot start elections without end. A process
+//! that detects a failure, or whose T' (`coordinator_timeout`, default 4n T) expires before it
+//! decided, starts the next epoch; a message of a newer epoch makes a process leave the current
+//! one and apply rule 2; a message of an older epoch is dropped, and when it reaches a process
+//! that has decided, that process starts a new epoch (its sender, e.g. a recovered process,
+//! missed the last election). An elect(j) whose j is already in the active list has gone round
+//! without its owner (crashed) and is dropped; a recovered process starts an election; an
+//! Elected naming a lower id than the receiver's own was decided without it (it was down) and
+//! makes it start an election.
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -32,9 +39,9 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// elect(j): process j is active.
-    Elect { j: NodeId },
+    Elect { epoch: u32, j: NodeId },
     /// Elected(c): the sender decided c is the coordinator.
-    Elected { coordinator: NodeId },
+    Elected { epoch: u32, coordinator: NodeId },
 }
 
 impl Message for Msg {
@@ -57,6 +64,8 @@ pub enum Timer {
 #[derive(Clone, Debug)]
 pub struct RingActiveList {
     i: NodeId,
+    /// The election this process takes part in, or last took part in.
+    epoch: u32,
     /// Has seen or sent an elect message in the current election and not decided yet.
     participant: bool,
     /// The active processes known in the current election, in the order they were learned.
@@ -73,6 +82,7 @@ impl Algorithm for RingActiveList {
     fn new(id: NodeId, peers: &Peers, params: &Params) -> Self {
         RingActiveList {
             i: id,
+            epoch: 0,
             participant: false,
             active_list: Vec::new(),
             coordinator: Some(election::initial_coordinator(peers, params)),
@@ -114,35 +124,8 @@ impl Process for RingActiveList {
 
     fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         match msg {
-            // Rule 2.
-            Msg::Elect { j } if !self.participant => {
-                if j == self.i {
-                    return; // our own, from an election we have since decided or abandoned
-                }
-                self.begin(ctx);
-                self.active_list = vec![self.i, j];
-                ctx.send(successor(ctx), Msg::Elect { j: self.i });
-                ctx.send(successor(ctx), Msg::Elect { j });
-            }
-            // Rule 4.
-            Msg::Elect { j } if j == self.i => {
-                let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
-                self.decide(coordinator, ctx);
-                ctx.send(successor(ctx), Msg::Elected { coordinator });
-            }
-            // Rule 3.
-            Msg::Elect { j } => {
-                if self.active_list.contains(&j) {
-                    return; // round twice: j crashed before its message came back
-                }
-                self.active_list.push(j);
-                ctx.send(successor(ctx), Msg::Elect { j });
-            }
-            Msg::Elected { coordinator } => {
-                if self.participant {
-                    self.decide(coordinator, ctx);
-                }
-            }
+            Msg::Elect { epoch, j } => self.on_elect(epoch, j, ctx),
+            Msg::Elected { epoch, coordinator } => self.on_elected(epoch, coordinator, ctx),
         }
     }
 
@@ -159,12 +142,66 @@ fn successor(ctx: &Ctx<'_, RingActiveList>) -> NodeId {
 }
 
 impl RingActiveList {
-    /// Rule 1.
+    /// Rule 1, in a new epoch.
     fn detect(&mut self, ctx: &mut Ctx<'_, Self>) {
+        self.epoch += 1;
         self.begin(ctx);
         self.active_list = Vec::new();
-        ctx.send(successor(ctx), Msg::Elect { j: self.i });
+        self.send(self.i, ctx);
         self.active_list.push(self.i);
+    }
+
+    fn send(&self, j: NodeId, ctx: &mut Ctx<'_, Self>) {
+        let epoch = self.epoch;
+        ctx.send(successor(ctx), Msg::Elect { epoch, j });
+    }
+
+    fn on_elect(&mut self, epoch: u32, j: NodeId, ctx: &mut Ctx<'_, Self>) {
+        if epoch < self.epoch {
+            if !self.participant {
+                self.detect(ctx); // its sender missed the last election: hold a new one
+            }
+            return;
+        }
+        if epoch > self.epoch {
+            self.epoch = epoch; // a newer election: the current one is abandoned
+            self.participant = false;
+        } else if !self.participant {
+            return; // decided already: sent before its sender learned the result
+        }
+        if !self.participant {
+            // Rule 2.
+            self.begin(ctx);
+            self.active_list = vec![self.i, j];
+            self.send(self.i, ctx);
+            self.send(j, ctx);
+        } else if j == self.i {
+            // Rule 4.
+            let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
+            self.decide(coordinator, ctx);
+            ctx.send(successor(ctx), Msg::Elected { epoch, coordinator });
+        } else if !self.active_list.contains(&j) {
+            // Rule 3. (A j already listed has gone round twice: j crashed; it is dropped.)
+            self.active_list.push(j);
+            self.send(j, ctx);
+        }
+    }
+
+    fn on_elected(&mut self, epoch: u32, coordinator: NodeId, ctx: &mut Ctx<'_, Self>) {
+        if epoch < self.epoch {
+            return;
+        }
+        if coordinator < self.i {
+            if !self.participant || epoch > self.epoch {
+                self.epoch = self.epoch.max(epoch);
+                self.detect(ctx); // decided without us: we were down
+            }
+            return;
+        }
+        if self.participant || epoch > self.epoch {
+            self.epoch = epoch;
+            self.decide(coordinator, ctx);
+        }
     }
 
     fn begin(&mut self, ctx: &mut Ctx<'_, Self>) {
@@ -195,7 +232,10 @@ mod tests {
     use distsync_core::testing::Driver;
 
     fn elect(j: u32) -> Msg {
-        Msg::Elect { j: NodeId(j) }
+        Msg::Elect {
+            epoch: 1,
+            j: NodeId(j),
+        }
     }
 
     #[test]
@@ -219,12 +259,34 @@ mod tests {
             vec![(
                 NodeId(4),
                 Msg::Elected {
+                    epoch: 1,
                     coordinator: NodeId(3)
                 }
             )]
         );
         assert_eq!(p.outputs(), vec![Output::Leader(NodeId(3))]);
         assert!(!p.process.electing());
+        // A late elect of the decided election is dropped; one of an older epoch (its sender
+        // missed this election) starts epoch 2.
+        p.receive(2, elect(0));
+        assert!(p.sent().is_empty());
+        p.receive(
+            2,
+            Msg::Elect {
+                epoch: 0,
+                j: NodeId(0),
+            },
+        );
+        assert_eq!(
+            p.sent(),
+            vec![(
+                NodeId(4),
+                Msg::Elect {
+                    epoch: 2,
+                    j: NodeId(3)
+                }
+            )]
+        );
     }
 
     /// Seed 000, "Ring Algorithm: Example1": P1..P4 in a ring, P4 the coordinator, P1 and P4
@@ -250,6 +312,7 @@ mod tests {
             })
             .collect();
         let elected = |c: u32| Msg::Elected {
+            epoch: 1,
             coordinator: NodeId(c),
         };
         assert_eq!(

@@ -14,6 +14,7 @@ use std::time::Duration;
 /// One message that left a process.
 #[derive(Clone, Debug)]
 pub struct Sent<M> {
+    pub time: Time,
     pub from: NodeId,
     pub to: NodeId,
     pub msg: M,
@@ -105,6 +106,11 @@ impl<P: Election> Net<P> {
             .expect("the process is down")
     }
 
+    /// Whether `id` is up.
+    pub fn is_up(&self, id: u32) -> bool {
+        self.nodes[self.pos(id)].is_some()
+    }
+
     /// Crashes `id`: its state, pending timers and future deliveries are lost.
     pub fn crash(&mut self, id: u32) {
         let k = self.pos(id);
@@ -150,6 +156,7 @@ impl<P: Election> Net<P> {
                     let after = (self.delay)(id, to, &mut self.rng);
                     let log = self.sent.len();
                     self.sent.push(Sent {
+                        time: self.now,
                         from: id,
                         to,
                         msg: msg.clone(),
