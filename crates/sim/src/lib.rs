@@ -25,11 +25,13 @@
 //! ```
 
 pub mod clocks;
+pub mod compare;
 mod engine;
 mod mutex;
 mod network;
 mod report;
 pub mod scenario;
+pub mod sweep;
 mod trace;
 
 pub use engine::{Control, Engine, Harness};
