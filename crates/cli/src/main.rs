@@ -9,6 +9,7 @@ mod list;
 mod output;
 mod run;
 mod sweep_cmd;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ enum Command {
     Run(run::RunArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
+    /// Draw a trace: SVG space-time diagram, Perfetto / chrome://tracing JSON, ShiViz log.
+    Trace(trace_cmd::TraceArgs),
     /// Run every algorithm of a family on the same workloads and set the measured figures
     /// beside the formulas of theory.
     Compare(compare_cmd::CompareArgs),
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),
         Command::Simulate(args) => run::simulate(args),
+        Command::Trace(args) => trace_cmd::trace(args),
         Command::Compare(args) => compare_cmd::compare(args),
         Command::Sweep(args) => sweep_cmd::sweep_cmd(args),
     };
