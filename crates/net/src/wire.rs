@@ -64,6 +64,12 @@ pub enum PeerMsg {
         /// The lock.
         name: String,
     },
+    /// Answer to a Prepare whose epoch is not above the highest this node has seen: the would-be
+    /// leader (e.g. restarted, so it forgot the epochs) must start again above `seen`.
+    Stale {
+        /// The highest epoch this node has seen.
+        seen: Epoch,
+    },
     /// Leader to the members: every holder is settled; serve waiting clients.
     Open {
         /// The view.
