@@ -14,6 +14,8 @@
 //! The cluster tests take a global lock so that only one cluster runs at a time on 2 cores.
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -32,7 +34,7 @@ read count last < "$f"
 if [ "$t" -le "$last" ]; then echo "read $t <= $last" >> "$f.refused"; exit 3; fi
 echo "$count $t" > "$f"
 flock -u 9
-sleep 0.003
+sleep "${SLEEP:-0.003}"
 flock 9
 read count2 last2 < "$f"
 if [ "$last2" != "$t" ]; then echo "write $t, file saw $last2" >> "$f.refused"; exit 3; fi
@@ -492,4 +494,232 @@ fn leader_names_the_new_bully_leader_after_a_kill() {
 #[test]
 fn leader_names_the_new_ring_leader_after_a_kill() {
     new_leader_in_time("ricart-agrawala", "chang-roberts", 3);
+}
+
+fn node_addr(c: &TestCluster, i: usize) -> String {
+    let cluster = distsync_net::Cluster::load(&c.cluster).unwrap();
+    cluster.addrs[i].to_string()
+}
+
+/// Sends `bytes` to `addr` and waits (bounded) for the node to close the connection.
+fn send_and_expect_close(addr: &str, bytes: &[u8], shutdown_write: bool) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(bytes);
+    if shutdown_write {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    }
+    let mut buf = [0u8; 1024];
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return, // closed (or reset)
+            Ok(_) => {}               // the node's handshake Challenge, if any
+        }
+        assert!(
+            Instant::now() < until,
+            "the node did not close the connection"
+        );
+    }
+}
+
+fn node_running(c: &TestCluster, i: usize) -> bool {
+    let mut nodes = c.nodes.lock().unwrap();
+    nodes[i]
+        .as_mut()
+        .is_some_and(|ch| ch.try_wait().unwrap().is_none())
+}
+
+#[test]
+fn hostile_connections_are_refused_and_the_node_keeps_serving() {
+    let _g = lock_guard();
+    let c = TestCluster::start("hostile", 3, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(15));
+    let addr = node_addr(&c, 0);
+
+    // A client with the wrong secret.
+    let wrong = c.dir.join("wrong.toml");
+    let text = fs::read_to_string(&c.cluster)
+        .unwrap()
+        .replace("test-secret-0123456789", "not-the-secret-0123456789");
+    fs::write(&wrong, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "5s", "--node", "0", "--cluster"])
+        .arg(&wrong)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the lock is refused");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("secret"), "the client is told why: {err}");
+    let out = Command::new(BIN)
+        .args(["leader", "--json", "--cluster"])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        j["answered"], 0,
+        "no node answers a client without the secret: {j}"
+    );
+
+    // A stream of random bytes, an oversized frame, a truncated frame, a malformed Hello.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let random: Vec<u8> = (0..65536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    send_and_expect_close(&addr, &random, false);
+    send_and_expect_close(&addr, &[0xff, 0xff, 0xff, 0xff, 1, 2, 3], false);
+    send_and_expect_close(&addr, &[0, 0, 0, 100, 1, 2, 3], true);
+    send_and_expect_close(&addr, &[0, 0, 0, 3, 0xff, 0xff, 0xff], false);
+
+    // An authenticated client that sends a malformed (but correctly sealed) frame.
+    let cluster = distsync_net::Cluster::load(&c.cluster).unwrap();
+    let rt = distsync_net::runtime().unwrap();
+    rt.block_on(async {
+        let s = distsync_net::tokio::net::TcpStream::connect(&addr)
+            .await
+            .unwrap();
+        let (mut r, mut w) = distsync_net::connection::initiate(
+            s,
+            cluster.secret(),
+            distsync_net::auth::Role::Client,
+        )
+        .await
+        .unwrap();
+        w.send(&vec![0xffu8; 64]).await.unwrap();
+        let end = distsync_net::tokio::time::timeout(
+            Duration::from_secs(5),
+            r.recv::<distsync_net::wire::ClientReply>(),
+        )
+        .await
+        .expect("the node closes the connection");
+        assert!(
+            !matches!(end, Ok(Some(_))),
+            "no reply to garbage: {:?}",
+            end.ok()
+        );
+    });
+
+    // The node is still up and serving.
+    assert!(node_running(&c, 0), "node 0 is still running");
+    let out = c.lock(0, &["true"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.settled(Duration::from_secs(5));
+    let log = fs::read_to_string(c.dir.join("node-0.log")).unwrap();
+    let refused = log.matches("refused connection").count();
+    assert!(
+        refused >= 5,
+        "every refused connection is logged ({refused}):\n{log}"
+    );
+    assert!(log.contains("does not know the cluster secret"), "{log}");
+    assert!(log.contains("exceeds the limit"), "{log}");
+    assert!(
+        log.contains("closing client connection: malformed message"),
+        "{log}"
+    );
+}
+
+/// What no lock service built on timeouts survives: a holder that is cut off (here: its node
+/// paused with SIGSTOP, as a partition or a long GC pause would) loses its lock after the
+/// timeout while its command still runs, so two commands run "under the lock" at once. Only the
+/// fencing token saves the resource: the stale holder's late write is refused.
+#[test]
+fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
+    let _g = lock_guard();
+    let c = TestCluster::start("pause", 3, "central", "bully");
+    assert_eq!(c.settled(Duration::from_secs(15)), 2);
+    let file = c.dir.join("counter");
+    let log = c.dir.join("counter.log");
+    let script = c.dir.join("counter.sh");
+    fs::write(&file, "0 0\n").unwrap();
+    fs::write(&script, COUNTER).unwrap();
+    let slow = Command::new(BIN)
+        .args([
+            "lock",
+            "--timeout",
+            "20s",
+            "--node",
+            "0",
+            "--name",
+            "counter",
+            "--cluster",
+        ])
+        .arg(&c.cluster)
+        .args(["--", "sh"])
+        .arg(&script)
+        .arg(&file)
+        .arg(&log)
+        .env("SLEEP", "3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the slow command holds the lock (its token is registered in the file).
+    let until = Instant::now() + Duration::from_secs(10);
+    while fs::read_to_string(&file).unwrap().trim() == "0 0" {
+        assert!(Instant::now() < until, "the slow holder never got the lock");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let pid = c.nodes.lock().unwrap()[0].as_ref().unwrap().id();
+    let stop = |sig: &str| {
+        assert!(Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success())
+    };
+    stop("-STOP");
+    let paused_at = Instant::now();
+    // Another client gets the lock while the first command still runs.
+    let fast = c.lock(
+        1,
+        &[
+            "sh",
+            script.to_str().unwrap(),
+            file.to_str().unwrap(),
+            log.to_str().unwrap(),
+        ],
+    );
+    let granted_after = paused_at.elapsed();
+    stop("-CONT");
+    assert!(
+        fast.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fast.stderr)
+    );
+    assert!(
+        granted_after < Duration::from_secs(3),
+        "the second holder ran while the first command was still inside its critical section"
+    );
+    let slow = slow.wait_with_output().unwrap();
+    assert_eq!(
+        slow.status.code(),
+        Some(3),
+        "the stale holder's write is refused by the fenced resource: {}",
+        String::from_utf8_lossy(&slow.stderr)
+    );
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("1 "),
+        "only the second holder's increment counts: {text}"
+    );
+    let refused = fs::read_to_string(c.dir.join("counter.refused")).unwrap();
+    assert!(refused.starts_with("write"), "{refused}");
+    // Once resumed, the paused node rejoins without its stale hold.
+    c.settled(Duration::from_secs(10));
+    let j = c.leader_json();
+    assert!(
+        j["nodes"][0]["holding"].as_array().unwrap().is_empty(),
+        "{j}"
+    );
 }

@@ -183,7 +183,8 @@ struct Lock {
 struct Change {
     epoch: Epoch,
     asked: BTreeSet<NodeId>,
-    states: BTreeMap<NodeId, Vec<(String, u64)>>,
+    /// Each answering node's last view and holds.
+    states: BTreeMap<NodeId, (Epoch, Vec<(String, u64)>)>,
     /// `None` while preparing; the locks still to be re-acquired once committed.
     awaiting: Option<BTreeSet<String>>,
     members: Vec<NodeId>,
@@ -218,6 +219,8 @@ struct Node {
     future: Vec<(NodeId, PeerMsg)>,
     todo: Vec<Todo>,
     last_leader: Option<NodeId>,
+    /// The last view this node was a member of.
+    last_view: Epoch,
 }
 
 impl Node {
@@ -249,6 +252,7 @@ impl Node {
             future: Vec::new(),
             todo: Vec::new(),
             last_leader: None,
+            last_view: 0,
             cluster,
         }
     }
@@ -398,7 +402,7 @@ impl Node {
                 _ => {}
             },
             PeerMsg::Prepare { epoch } => self.on_prepare(from, epoch),
-            PeerMsg::State { epoch, held } => self.on_state(from, epoch, held),
+            PeerMsg::State { epoch, view, held } => self.on_state(from, epoch, view, held),
             PeerMsg::Commit {
                 epoch,
                 members,
@@ -473,7 +477,7 @@ impl Node {
         }
         let held = self.freeze(epoch);
         let mut states = BTreeMap::new();
-        states.insert(self.id, held);
+        states.insert(self.id, (self.last_view, held));
         self.change = Some(Change {
             epoch,
             asked,
@@ -485,10 +489,10 @@ impl Node {
         self.maybe_commit();
     }
 
-    fn on_state(&mut self, from: NodeId, epoch: Epoch, held: Vec<(String, u64)>) {
+    fn on_state(&mut self, from: NodeId, epoch: Epoch, view: Epoch, held: Vec<(String, u64)>) {
         if let Some(c) = &mut self.change {
             if c.epoch == epoch && c.awaiting.is_none() {
-                c.states.insert(from, held);
+                c.states.insert(from, (view, held));
             }
         }
         self.maybe_commit();
@@ -534,10 +538,13 @@ impl Node {
         let competitors: BTreeSet<NodeId> = (self.mutex.competitors)(&peers, &params)
             .into_iter()
             .collect();
-        // The holder with the highest token keeps each lock.
+        // The holder with the highest token keeps each lock, among the nodes that were in the
+        // latest view: a node that missed a view (paused, cut off) was left out of it while the
+        // lock was handed on, so its holds are stale.
+        let latest = change.states.values().map(|(v, _)| *v).max().unwrap_or(0);
         let mut best: BTreeMap<String, (u64, NodeId)> = BTreeMap::new();
-        for (&node, held) in &change.states {
-            if !competitors.contains(&node) || usable.is_err() {
+        for (&node, (view, held)) in &change.states {
+            if !competitors.contains(&node) || usable.is_err() || *view != latest {
                 continue;
             }
             for (name, token) in held {
@@ -631,7 +638,8 @@ impl Node {
         }
         let held = self.freeze(epoch);
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
-        self.send(from, PeerMsg::State { epoch, held });
+        let view = self.last_view;
+        self.send(from, PeerMsg::State { epoch, view, held });
     }
 
     fn on_commit(
@@ -662,6 +670,7 @@ impl Node {
         let usable = (self.mutex.validate)(&params, &peers).map_err(|e| e.to_string());
         let holders: HashMap<String, NodeId> = holders.into_iter().collect();
         info!(node = %me, epoch, leader = %from, members = ?members, "view committed");
+        self.last_view = epoch;
         self.view = Some(View {
             epoch,
             leader: from,

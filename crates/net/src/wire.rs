@@ -45,6 +45,9 @@ pub enum PeerMsg {
     State {
         /// The view being prepared.
         epoch: Epoch,
+        /// The last view this node was a member of (0: none). Holds reported by a node that
+        /// missed a later view are stale (the lock was handed on without it) and are revoked.
+        view: Epoch,
         /// (lock, fencing token) for every lock a local client holds.
         held: Vec<(String, u64)>,
     },
