@@ -763,11 +763,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             return;
         };
         let mut effects = std::mem::take(&mut core.effects);
+        // The process reads its own (possibly drifting) clock, never true time.
+        let local = core.clocks.read(pos, core.now);
         {
             let mut ctx = Ctx::new(
                 id,
                 &core.peers,
-                core.now,
+                local,
                 recovered,
                 &mut core.rng,
                 &mut effects,

@@ -24,6 +24,7 @@
 //! assert!(report.violations.is_empty());
 //! ```
 
+mod clock_sync;
 pub mod clocks;
 pub mod compare;
 mod engine;
@@ -34,6 +35,7 @@ pub mod scenario;
 pub mod sweep;
 mod trace;
 
+pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use engine::{Control, Engine, Harness};
 pub use mutex::MutexHarness;
 pub use report::{MessageStats, MutexReport, Report, Stats, Violation};
@@ -134,6 +136,28 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             },
         )
         .expect("the registry lists it as mutex"),
+        Family::ClockSync => registry::visit_clock_sync(
+            &scenario.algorithm,
+            &scenario.params(),
+            FamilyRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .unwrap_or_else(|| {
+            // Only Berkeley's `master_election` can fail to name a type.
+            Err(SimError::Scenario(ScenarioError {
+                origin: origin.clone(),
+                field: "master_election".into(),
+                message: format!(
+                    "`{}` is not an election algorithm (`distsync list` shows them)",
+                    scenario.master_election.as_deref().unwrap_or_default()
+                ),
+            }))
+        }),
         family => Err(SimError::Scenario(ScenarioError {
             origin,
             field: "algorithm".into(),
@@ -143,6 +167,46 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
                 family.name()
             ),
         })),
+    }
+}
+
+/// A run of a family harnessed in this crate by time and order (clock synchronization,
+/// multicast, snapshots): what every such run needs.
+struct FamilyRun<'a> {
+    checked: &'a Checked,
+    origin: &'a str,
+    seed: u64,
+    trace: Option<Box<dyn Write>>,
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
+}
+
+impl FamilyRun<'_> {
+    fn run<A: distsync_core::Algorithm, H: Harness<A>>(
+        self,
+        entry: &'static Entry,
+        harness: H,
+    ) -> Result<Report, SimError> {
+        Engine::<A, _>::new(
+            self.checked,
+            entry.family.name(),
+            self.seed,
+            harness,
+            self.trace,
+        )
+        .with_progress(self.progress)
+        .run()
+        .map_err(SimError::Trace)
+    }
+}
+
+impl registry::ClockSyncVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: distsync_core::clock_sync::ClockSync + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
     }
 }
 

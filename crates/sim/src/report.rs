@@ -33,6 +33,9 @@ pub struct Report {
     /// Mutual-exclusion figures, for mutex algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutex: Option<MutexReport>,
+    /// Clock-synchronization figures, for clock-synchronization algorithms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::clock_sync::ClockReport>,
 }
 
 /// Message counts. A broadcast counts N-1; nothing is sent to oneself.

@@ -56,6 +56,30 @@ pub struct Scenario {
     /// Elections with timeout detection: the silence after which the coordinator is suspected.
     #[serde(default, with = "serde_duration::option")]
     pub heartbeat_timeout: Option<Duration>,
+    /// Clock synchronization: how often every process is told to synchronize (default 1s).
+    #[serde(default, with = "serde_duration::option")]
+    pub sync_interval: Option<Duration>,
+    /// Clock synchronization: Cristian's time server (default: the lowest id).
+    #[serde(default)]
+    pub server: Option<NodeId>,
+    /// Clock synchronization: exchanges per Cristian synchronization (default 4).
+    #[serde(default)]
+    pub samples: Option<u32>,
+    /// Clock synchronization: the smallest one-way delay the algorithm may assume (default 0).
+    #[serde(default, with = "serde_duration::option")]
+    pub min_delay: Option<Duration>,
+    /// Clock synchronization: the drift bound error bounds allow for, in ppm (default 100).
+    #[serde(default)]
+    pub max_drift_ppm: Option<f64>,
+    /// Berkeley: how far from the median a clock may be and still count (default 1s).
+    #[serde(default, with = "serde_duration::option")]
+    pub threshold: Option<Duration>,
+    /// Berkeley: the election algorithm that chooses the master (default "bully").
+    #[serde(default)]
+    pub master_election: Option<String>,
+    /// NTP: server ids by stratum, `[[stratum 1], [stratum 2], ...]`.
+    #[serde(default)]
+    pub strata: Option<Vec<Vec<NodeId>>>,
     /// The network model.
     #[serde(default)]
     pub network: NetworkSpec,
@@ -92,6 +116,14 @@ impl Default for Scenario {
             coordinator_timeout: None,
             heartbeat: None,
             heartbeat_timeout: None,
+            sync_interval: None,
+            server: None,
+            samples: None,
+            min_delay: None,
+            max_drift_ppm: None,
+            threshold: None,
+            master_election: None,
+            strata: None,
             network: NetworkSpec::default(),
             clocks: None,
             workload: None,
@@ -535,6 +567,15 @@ pub struct EventSpec {
     /// Every link delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
+    /// Node synchronizes its clock now (clock synchronization).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<NodeId>,
+    /// Node starts a snapshot (snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<NodeId>,
+    /// Node multicasts a message (multicast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<NodeId>,
 }
 
 /// A scripted event, checked.
@@ -550,6 +591,12 @@ pub enum Action {
     Partition(Vec<Vec<NodeId>>),
     /// Partition ends.
     Heal,
+    /// Node synchronizes its clock.
+    Sync(NodeId),
+    /// Node starts a snapshot.
+    Snapshot(NodeId),
+    /// Node multicasts a message.
+    Multicast(NodeId),
 }
 
 impl EventSpec {
@@ -563,6 +610,15 @@ impl EventSpec {
         }
         if let Some(n) = self.recover {
             found.push(("recover", Action::Recover(n)));
+        }
+        if let Some(n) = self.sync {
+            found.push(("sync", Action::Sync(n)));
+        }
+        if let Some(n) = self.snapshot {
+            found.push(("snapshot", Action::Snapshot(n)));
+        }
+        if let Some(n) = self.multicast {
+            found.push(("multicast", Action::Multicast(n)));
         }
         if let Some(groups) = &self.partition {
             found.push(("partition", Action::Partition(groups.clone())));
@@ -659,6 +715,13 @@ impl Scenario {
             coordinator_timeout: self.coordinator_timeout,
             heartbeat: self.heartbeat,
             heartbeat_timeout: self.heartbeat_timeout,
+            server: self.server,
+            samples: self.samples,
+            min_delay: self.min_delay,
+            max_drift_ppm: self.max_drift_ppm,
+            threshold: self.threshold,
+            master_election: self.master_election.clone(),
+            strata: self.strata.clone(),
         }
     }
 
@@ -817,6 +880,9 @@ impl Scenario {
                 Action::Request(n) => member(&format!("{field}.request"), *n)?,
                 Action::Crash(n) => member(&format!("{field}.crash"), *n)?,
                 Action::Recover(n) => member(&format!("{field}.recover"), *n)?,
+                Action::Sync(n) => member(&format!("{field}.sync"), *n)?,
+                Action::Snapshot(n) => member(&format!("{field}.snapshot"), *n)?,
+                Action::Multicast(n) => member(&format!("{field}.multicast"), *n)?,
                 Action::Partition(groups) => {
                     let mut seen = std::collections::BTreeSet::new();
                     for n in groups.iter().flatten() {
