@@ -391,6 +391,14 @@ impl<'c> Model<'c> {
         None
     }
 
+    /// Whether every competitor made all its requests and left the critical section each time.
+    fn all_served<A: Checkable>(&self, state: &State<A>) -> bool {
+        state
+            .app
+            .iter()
+            .all(|a| a.left == 0 && a.phase == Phase::Idle)
+    }
+
     /// The properties of a state where nothing is enabled.
     fn check_terminal<A: Checkable>(&self, state: &State<A>) -> Option<Violation> {
         let ids = self.peers.ids();
@@ -500,6 +508,10 @@ pub fn check<A: Checkable>(
     let mut visited: FpMap<u32> = FpMap::default();
     visited.insert(model.fingerprint(&root), 0);
     stats.states = 1;
+    // For the progress analysis: every edge (from, to) between state indices, and which states
+    // have every request served.
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut done: Vec<bool> = vec![model.all_served(&root)];
 
     let found = |parents: &Vec<(u32, Option<Tr<A>>)>, idx: u32, last: Option<Tr<A>>| {
         let mut trace: Vec<Tr<A>> = last.into_iter().collect();
@@ -553,7 +565,8 @@ pub fn check<A: Checkable>(
                 });
             }
             let fp = model.fingerprint(&next);
-            if visited.contains_key(&fp) {
+            if let Some(&known) = visited.get(&fp) {
+                edges.push((idx, known));
                 continue;
             }
             if stats.states >= config.bounds.max_states {
@@ -562,6 +575,8 @@ pub fn check<A: Checkable>(
             }
             let child = parents.len() as u32;
             visited.insert(fp, child);
+            edges.push((idx, child));
+            done.push(model.all_served(&next));
             parents.push((idx, Some(t)));
             stats.states += 1;
             stats.depth = stats.depth.max(depth + 1);
@@ -593,6 +608,28 @@ pub fn check<A: Checkable>(
             }
         }
     }
+    if !stats.bound_hit {
+        if let Some(stuck) = cannot_finish(&edges, &done) {
+            let trace = found(&parents, stuck, None);
+            let v = Violation {
+                property: Property::Progress,
+                detail: format!(
+                    "{} no continuation serves every request: the processes can keep \
+                     exchanging messages but some request is never granted",
+                    if trace.is_empty() {
+                        "from the initial state".to_string()
+                    } else {
+                        format!("after these {} steps", trace.len())
+                    }
+                ),
+            };
+            stats.elapsed = start.elapsed();
+            return Ok(Outcome {
+                verdict: Verdict::Violated(Box::new(counterexample::<A>(&model, v, trace))),
+                stats,
+            });
+        }
+    }
     stats.elapsed = start.elapsed();
     let verdict = if stats.bound_hit {
         Verdict::HoldsWithinBound
@@ -600,6 +637,37 @@ pub fn check<A: Checkable>(
         Verdict::Proved
     };
     Ok(Outcome { verdict, stats })
+}
+
+/// The first state (in BFS order, so one of the shallowest) from which no path reaches a state
+/// where every request is served, or `None` if every state can still finish.
+fn cannot_finish(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
+    let n = done.len();
+    // Reverse adjacency in compressed rows: for each state, the states with an edge into it.
+    let mut start = vec![0u32; n + 1];
+    for &(_, to) in edges {
+        start[to as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut into = vec![0u32; edges.len()];
+    for &(from, to) in edges {
+        into[fill[to as usize] as usize] = from;
+        fill[to as usize] += 1;
+    }
+    let mut reaches = done.to_vec();
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| done[i as usize]).collect();
+    while let Some(s) = stack.pop() {
+        for &p in &into[start[s as usize] as usize..start[s as usize + 1] as usize] {
+            if !reaches[p as usize] {
+                reaches[p as usize] = true;
+                stack.push(p);
+            }
+        }
+    }
+    reaches.iter().position(|&r| !r).map(|i| i as u32)
 }
 
 /// Builds the counterexample for `trace` by replaying it.

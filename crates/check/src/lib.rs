@@ -97,6 +97,11 @@ pub enum Property {
     /// On every path that terminates, every competitor entered (and left) the critical section
     /// as many times as it asked.
     Completion,
+    /// From every reachable state some continuation serves every request (checked once the whole
+    /// space is explored, never under a bound). This is a possibility, not a guarantee under
+    /// fairness: it finds lost tokens and livelocks where every path starves someone, not
+    /// schedules that merely could starve a process.
+    Progress,
     /// The outputs follow the application contract: Enter only while a request waits, Exit only
     /// after a Release, and `in_critical_section()` agrees with them; sends go to members.
     OutputContract,
@@ -109,6 +114,7 @@ impl Property {
             Property::MutualExclusion => "mutual-exclusion",
             Property::Deadlock => "deadlock",
             Property::Completion => "completion",
+            Property::Progress => "progress",
             Property::OutputContract => "output-contract",
         }
     }

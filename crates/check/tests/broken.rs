@@ -19,6 +19,8 @@ impl Message for Msg {
 
 /// How the broken algorithm misbehaves.
 trait Flaw: Clone + std::fmt::Debug + 'static {
+    /// Bounce a message back and forth for ever instead of answering.
+    const BOUNCE: bool = false;
     /// Enter at once on Request, asking nobody.
     const GREEDY: bool;
     /// Output Enter twice.
@@ -35,6 +37,14 @@ impl Flaw for Greedy {
 #[derive(Clone, Debug)]
 struct Mute;
 impl Flaw for Mute {
+    const GREEDY: bool = false;
+    const STUTTER: bool = false;
+}
+
+#[derive(Clone, Debug)]
+struct Bounce;
+impl Flaw for Bounce {
+    const BOUNCE: bool = true;
     const GREEDY: bool = false;
     const STUTTER: bool = false;
 }
@@ -93,7 +103,11 @@ impl<F: Flaw> Process for Broken<F> {
         }
     }
 
-    fn on_message(&mut self, _: NodeId, _: Msg, _: &mut Ctx<'_, Self>) {}
+    fn on_message(&mut self, from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
+        if F::BOUNCE {
+            ctx.send(from, msg);
+        }
+    }
 }
 
 fn violated<F: Flaw>(nodes: usize) -> (Property, usize, String) {
@@ -137,4 +151,26 @@ fn a_double_enter_breaks_the_output_contract() {
     let (p, len, detail) = violated::<Stutter>(1);
     assert_eq!((p, len), (Property::OutputContract, 1));
     assert!(detail.contains("Enter"), "{detail}");
+}
+
+#[test]
+fn a_request_bounced_for_ever_breaks_progress_not_deadlock() {
+    // The Hello messages never stop, so no state is terminal and deadlock cannot be seen; but
+    // already from the initial state no continuation serves every request.
+    let (p, len, detail) = violated::<Bounce>(2);
+    assert_eq!((p, len), (Property::Progress, 0));
+    assert!(detail.contains("never granted"), "{detail}");
+    // Under a bound nothing is concluded about progress.
+    let c = Config {
+        nodes: 2,
+        requests: 1,
+        fifo: false,
+        bounds: distsync_check::Bounds {
+            max_states: 3,
+            max_depth: 100,
+        },
+        ..Config::default()
+    };
+    let o = check::<Broken<Bounce>>(&c, &mut |_| {}).unwrap();
+    assert!(matches!(o.verdict, Verdict::HoldsWithinBound));
 }

@@ -44,10 +44,11 @@ pub struct CheckArgs {
     json: bool,
 }
 
-const PROPERTIES: [Property; 4] = [
+const PROPERTIES: [Property; 5] = [
     Property::MutualExclusion,
     Property::Deadlock,
     Property::Completion,
+    Property::Progress,
     Property::OutputContract,
 ];
 
@@ -192,19 +193,20 @@ fn print_text(o: &NamedOutcome, c: &Config) {
         }
         None if o.proved => {
             println!(
-                "PROVED: mutual exclusion, no deadlock, completion and the output contract hold \
-                 in every reachable state ({figures})"
+                "PROVED: mutual exclusion, no deadlock, completion, progress and the output \
+                 contract hold in every reachable state ({figures})"
             );
             if s.terminal_states == 0 {
                 println!(
                     "note: no run terminates (messages circulate for ever), so deadlock and \
-                     completion hold vacuously; only safety is meaningful here"
+                     completion hold vacuously; progress (every request can still be served \
+                     from every state) is what speaks for liveness here"
                 );
             }
         }
         None => println!(
-            "NO VIOLATION within the bound (max-states {}, max-depth {}); this is not a proof \
-             ({figures})",
+            "NO VIOLATION within the bound (max-states {}, max-depth {}); this is not a proof, \
+             and progress was not checked ({figures})",
             c.bounds.max_states, c.bounds.max_depth
         ),
     }
