@@ -56,6 +56,11 @@ pub struct Scenario {
     /// Elections with timeout detection: the silence after which the coordinator is suspected.
     #[serde(default, with = "serde_duration::option")]
     pub heartbeat_timeout: Option<Duration>,
+    /// Elections: how processes notice a crashed coordinator. `"timeout"`: the coordinator sends
+    /// heartbeats and a process that misses them for `heartbeat_timeout` starts an election;
+    /// `"none"` (the default): only scripted `elect` events and recoveries start elections.
+    #[serde(default)]
+    pub detect: Option<Detect>,
     /// Clock synchronization: how often every process is told to synchronize (default 1s).
     #[serde(default, with = "serde_duration::option")]
     pub sync_interval: Option<Duration>,
@@ -116,6 +121,7 @@ impl Default for Scenario {
             coordinator_timeout: None,
             heartbeat: None,
             heartbeat_timeout: None,
+            detect: None,
             sync_interval: None,
             server: None,
             samples: None,
@@ -132,6 +138,15 @@ impl Default for Scenario {
     }
 }
 
+/// How election processes notice a crashed coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Detect {
+    /// Heartbeats from the coordinator and a timeout at every other process.
+    Timeout,
+    /// No failure detector: elections start by `elect` events and recoveries only.
+    None,
+}
 /// The largest membership the simulator takes.
 pub const MAX_NODES: u32 = 1_000_000;
 
@@ -567,6 +582,9 @@ pub struct EventSpec {
     /// Every link delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
+    /// Node starts an election (it noticed the coordinator is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elect: Option<NodeId>,
     /// Node synchronizes its clock now (clock synchronization).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<NodeId>,
@@ -591,6 +609,8 @@ pub enum Action {
     Partition(Vec<Vec<NodeId>>),
     /// Partition ends.
     Heal,
+    /// Node starts an election.
+    Elect(NodeId),
     /// Node synchronizes its clock.
     Sync(NodeId),
     /// Node starts a snapshot.
@@ -610,6 +630,9 @@ impl EventSpec {
         }
         if let Some(n) = self.recover {
             found.push(("recover", Action::Recover(n)));
+        }
+        if let Some(n) = self.elect {
+            found.push(("elect", Action::Elect(n)));
         }
         if let Some(n) = self.sync {
             found.push(("sync", Action::Sync(n)));
@@ -635,7 +658,8 @@ impl EventSpec {
         match found.len() {
             1 => Ok(found.pop().expect("one").1),
             0 => {
-                Err("an event needs one action: request, crash, recover, partition or heal".into())
+                Err("an event needs one action: request, crash, recover, partition, heal, elect, sync, snapshot or multicast"
+                    .into())
             }
             _ => Err(format!(
                 "an event has exactly one action, this one has {}",
@@ -880,6 +904,7 @@ impl Scenario {
                 Action::Request(n) => member(&format!("{field}.request"), *n)?,
                 Action::Crash(n) => member(&format!("{field}.crash"), *n)?,
                 Action::Recover(n) => member(&format!("{field}.recover"), *n)?,
+                Action::Elect(n) => member(&format!("{field}.elect"), *n)?,
                 Action::Sync(n) => member(&format!("{field}.sync"), *n)?,
                 Action::Snapshot(n) => member(&format!("{field}.snapshot"), *n)?,
                 Action::Multicast(n) => member(&format!("{field}.multicast"), *n)?,
