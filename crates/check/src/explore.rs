@@ -20,6 +20,9 @@ use std::time::Instant;
 pub trait Checkable: MutualExclusion + Clone + Debug + 'static {}
 impl<A: MutualExclusion + Clone + Debug + 'static> Checkable for A {}
 
+/// States are numbered with `u32`; far more than memory allows anyway.
+const MAX_STATES: usize = u32::MAX as usize - 1;
+
 type Tr<A> = Transition<<A as Process>::Msg, <A as Process>::Timer>;
 
 /// The application's view of one process.
@@ -98,10 +101,10 @@ impl<'c> Model<'c> {
                 "each competitor must request the critical section at least once",
             ));
         }
-        if config.bounds.max_states == 0 {
+        if config.bounds.max_states == 0 || config.bounds.max_states > MAX_STATES {
             return Err(CheckError::new(
                 "max-states",
-                "the state bound must be at least 1",
+                format!("the state bound must be between 1 and {MAX_STATES}"),
             ));
         }
         let ids = (0..config.nodes as u32).map(NodeId).collect();
@@ -694,7 +697,8 @@ fn counterexample<A: Checkable>(
 /// The result of replaying a trace.
 #[derive(Clone, Debug)]
 pub struct Replayed {
-    /// The trace, rendered with outputs and sends.
+    /// The trace, rendered with outputs and sends; preceded by a step 0 when processes sent
+    /// messages or output something at start.
     pub steps: Vec<Step>,
     /// The first property broken on the way (`None` if every state kept them), with its detail
     /// and the step number after which it broke (0: the initial state).
@@ -714,11 +718,23 @@ pub fn replay<A: Checkable>(config: &Config, trace: &[Tr<A>]) -> Result<Replayed
 }
 
 fn replay_model<A: Checkable>(model: &Model<'_>, trace: &[Tr<A>]) -> Result<Replayed, CheckError> {
-    let (mut state, _, v) = model.initial::<A>();
+    let (mut state, start, v) = model.initial::<A>();
     let mut violation = v
         .or_else(|| model.check_state(&state))
         .map(|v| (v.property, v.detail, 0));
     let mut steps = Vec::new();
+    if !start.sent.is_empty() || !start.outputs.is_empty() {
+        let mut step = model.step_of::<A>(
+            0,
+            &Transition::Input {
+                node: model.peers.ids()[0],
+                input: Input::Request,
+            },
+            &start,
+        );
+        step.transition = "start (every process's on_start)".to_string();
+        steps.push(step);
+    }
     for (i, t) in trace.iter().enumerate() {
         if !model.enabled(&state).contains(t) {
             return Err(CheckError::new(
@@ -846,6 +862,9 @@ mod tests {
         let err = |c: Config| check::<Central>(&c, &mut |_| {}).unwrap_err().field;
         assert_eq!(err(config(0, 1, false)), "nodes");
         assert_eq!(err(config(2, 0, false)), "requests");
+        let mut c = config(2, 1, false);
+        c.bounds.max_states = 0;
+        assert_eq!(err(c), "max-states");
         let mut c = config(2, 1, false);
         c.params.coordinator = Some(NodeId(7));
         assert_eq!(err(c), "coordinator");

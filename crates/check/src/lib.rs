@@ -169,7 +169,7 @@ impl<M: fmt::Debug, T: fmt::Debug> fmt::Display for Transition<M, T> {
 /// One numbered step of a counterexample, rendered for people.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
-    /// 1-based position in the trace.
+    /// 1-based position in the trace (0 for what the processes did at start).
     pub number: usize,
     /// The transition, e.g. "deliver Request 0->1".
     pub transition: String,
@@ -201,7 +201,8 @@ pub struct Counterexample<M, T> {
     pub detail: String,
     /// The transitions from the initial state, in order.
     pub trace: Vec<Transition<M, T>>,
-    /// The same, rendered with outputs and sends.
+    /// The same, rendered with outputs and sends; preceded by a step 0 ("start") when processes
+    /// sent messages or output something in `on_start`.
     pub steps: Vec<Step>,
     /// Every process's state at the end (its `Debug` rendering), by membership position.
     pub final_states: Vec<String>,

@@ -28,3 +28,13 @@ fn token_ring_is_safe_for_three_nodes() {
         assert_eq!(o.stats.terminal_states, 0);
     }
 }
+
+#[test]
+fn what_the_holder_sends_at_start_is_step_zero_of_a_replay() {
+    let c = config(3, 1, false);
+    let r = distsync_check::replay::<TokenRing>(&c, &[]).unwrap();
+    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps[0].number, 0);
+    assert_eq!(r.steps[0].sent, vec!["Token 0->1".to_string()]);
+    assert!(r.violation.is_none());
+}
