@@ -221,6 +221,10 @@ struct Node {
     last_leader: Option<NodeId>,
     /// The last view this node was a member of.
     last_view: Epoch,
+    /// Since when this node has had no view.
+    no_view_since: Option<Instant>,
+    /// When it last asked to join.
+    last_join: Option<Instant>,
 }
 
 impl Node {
@@ -253,6 +257,8 @@ impl Node {
             todo: Vec::new(),
             last_leader: None,
             last_view: 0,
+            no_view_since: None,
+            last_join: None,
             cluster,
         }
     }
@@ -338,8 +344,40 @@ impl Node {
     }
 
     fn on_tick(&mut self) {
+        let now = Instant::now();
+        if self.view.is_some() || self.change.is_some() {
+            self.no_view_since = None;
+        } else {
+            let since = *self.no_view_since.get_or_insert(now);
+            if now.duration_since(since) > self.timeouts().heartbeat_timeout {
+                if let Some(l) = self.election.leader() {
+                    self.ask_to_join(l);
+                }
+            }
+        }
         self.lead();
         self.drain();
+    }
+
+    /// Asks `leader` for a view change that lets this node in, at most once per timeout.
+    fn ask_to_join(&mut self, leader: NodeId) {
+        let now = Instant::now();
+        let recently = self
+            .last_join
+            .is_some_and(|t| now.duration_since(t) < self.timeouts().heartbeat_timeout);
+        if leader != self.id && !recently {
+            info!(node = %self.id, leader = %leader, "no view: asking the leader to let this node in");
+            self.last_join = Some(now);
+            self.send(leader, PeerMsg::Join);
+        }
+    }
+
+    fn on_join(&mut self, from: NodeId) {
+        if self.election.leader() == Some(self.id) && self.change.is_none() {
+            info!(node = %self.id, from = %from, "node asks to join: changing view");
+            self.force_change = true;
+            self.lead();
+        }
     }
 
     fn drain(&mut self) {
@@ -394,10 +432,15 @@ impl Node {
             PeerMsg::Mutex { epoch, .. } => match self.view.as_ref().map(|v| v.epoch) {
                 Some(e) if e == epoch => self.on_mutex_msg(from, msg),
                 _ if epoch > self.view.as_ref().map_or(0, |v| v.epoch)
-                    && epoch >= self.seen_epoch
-                    && self.future.len() < MAX_FUTURE =>
+                    && epoch >= self.seen_epoch =>
                 {
-                    self.future.push((from, msg));
+                    if epoch > self.seen_epoch && self.change.is_none() {
+                        // A view this node never heard of: its leader is in the epoch.
+                        self.ask_to_join(NodeId(epoch & 1023));
+                    }
+                    if self.future.len() < MAX_FUTURE {
+                        self.future.push((from, msg));
+                    }
                 }
                 _ => {}
             },
@@ -411,6 +454,7 @@ impl Node {
             PeerMsg::Reacquired { epoch, name } => self.on_reacquired(epoch, name),
             PeerMsg::Open { epoch } => self.on_open(epoch),
             PeerMsg::Stale { seen } => self.on_stale(seen),
+            PeerMsg::Join => self.on_join(from),
         }
     }
 
