@@ -56,8 +56,8 @@ struct State<A: Process> {
     procs: Vec<Rc<A>>,
     /// Fingerprint of each process's `Debug` rendering.
     proc_fps: Vec<u128>,
-    /// In-flight messages, link `from * n + to`.
-    links: Vec<Vec<A::Msg>>,
+    /// In-flight messages with their hashes (computed once, at the send), link `from * n + to`.
+    links: Vec<Vec<(u64, A::Msg)>>,
     /// Pending timers by process.
     timers: Vec<Vec<A::Timer>>,
     app: Vec<App>,
@@ -184,7 +184,7 @@ impl<'c> Model<'c> {
                 Effect::Send { to, msg } => match self.pos(to) {
                     Some(t) if t != pos => {
                         record.sent.push((id, to, msg.clone()));
-                        state.links[pos * self.n + t].push(msg);
+                        state.links[pos * self.n + t].push((fingerprint::of_hash(&msg), msg));
                     }
                     _ => {
                         violation = violation.or(Some(Violation {
@@ -239,7 +239,7 @@ impl<'c> Model<'c> {
         for (link, msgs) in state.links.iter().enumerate() {
             let (from, to) = (ids[link / self.n], ids[link % self.n]);
             if self.config.fifo {
-                if let Some(msg) = msgs.first() {
+                if let Some((_, msg)) = msgs.first() {
                     out.push(Transition::Deliver {
                         from,
                         to,
@@ -247,9 +247,9 @@ impl<'c> Model<'c> {
                     });
                 }
             } else {
-                for (i, msg) in msgs.iter().enumerate() {
+                for (i, (h, msg)) in msgs.iter().enumerate() {
                     // Equal messages on one link lead to the same state: deliver one of them.
-                    if !msgs[..i].contains(msg) {
+                    if !msgs[..i].iter().any(|(g, m)| g == h && m == msg) {
                         out.push(Transition::Deliver {
                             from,
                             to,
@@ -307,11 +307,11 @@ impl<'c> Model<'c> {
                 let (f, r) = (self.pos(*from)?, self.pos(*to)?);
                 let link = &mut next.links[f * self.n + r];
                 let i = if self.config.fifo {
-                    (link.first() == Some(msg)).then_some(0)?
+                    (link.first().map(|(_, m)| m) == Some(msg)).then_some(0)?
                 } else {
-                    link.iter().position(|m| m == msg)?
+                    link.iter().position(|(_, m)| m == msg)?
                 };
-                let msg = link.remove(i);
+                let (_, msg) = link.remove(i);
                 let from = *from;
                 self.call(&mut next, r, &mut effects, |p, ctx| {
                     p.on_message(from, msg, ctx)
@@ -448,7 +448,7 @@ impl<'c> Model<'c> {
         for link in &state.links {
             fp.write_usize(link.len());
             hashes.clear();
-            hashes.extend(link.iter().map(fingerprint::of_hash));
+            hashes.extend(link.iter().map(|(h, _)| *h));
             if !self.config.fifo {
                 hashes.sort_unstable();
             }
@@ -806,6 +806,7 @@ mod tests {
             let (s, _, _) = model.apply(&root, &t).unwrap();
             (s.links[1].clone(), s)
         };
+        let m1 = (fingerprint::of_hash(&m1), m1);
         a.links[1] = vec![s0[0].clone(), m1.clone()];
         b.links[1] = vec![m1, s0[0].clone()];
         assert_eq!(model.fingerprint(&a), model.fingerprint(&b));
@@ -823,7 +824,8 @@ mod tests {
             let cfg = config(2, 1, fifo);
             let model = Model::new::<RicartAgrawala>(&cfg).unwrap();
             let (mut s, _, _) = model.initial::<RicartAgrawala>();
-            s.links[1] = vec![m.clone(), m.clone()];
+            let m = (fingerprint::of_hash(&m), m.clone());
+            s.links[1] = vec![m.clone(), m];
             let delivers = model
                 .enabled(&s)
                 .iter()
