@@ -487,11 +487,13 @@ impl<'c> Model<'c> {
     }
 }
 
+/// "0", "0 and 1", "0, 1 and 2".
 fn list(ids: &[NodeId]) -> String {
-    ids.iter()
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(" and ")
+    let names: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
 }
 
 /// Explores every interleaving of `config` for algorithm `A`, breadth first, until a property
@@ -857,6 +859,13 @@ mod tests {
             model.apply(&root, &release).is_none(),
             "no Release before Enter"
         );
+    }
+
+    #[test]
+    fn node_lists_read_as_english() {
+        assert_eq!(list(&[NodeId(3)]), "3");
+        assert_eq!(list(&[NodeId(0), NodeId(1)]), "0 and 1");
+        assert_eq!(list(&[NodeId(0), NodeId(1), NodeId(2)]), "0, 1 and 2");
     }
 
     #[test]

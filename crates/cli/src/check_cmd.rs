@@ -91,6 +91,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
             )
             .expect("valid template"),
         );
+        bar.set_message("depth 0");
         bar
     });
     let result = check_named(&args.algo, &config, &mut |p| {
