@@ -39,9 +39,9 @@ pub mod sweep;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
-pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
+pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
 pub use mutex::MutexHarness;
 pub use report::{
     ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
