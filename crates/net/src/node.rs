@@ -1301,9 +1301,9 @@ addr = "127.0.0.1:3"
         }
 
         fn client(&mut self, node: usize, c: u64, req: ClientRequest) {
-            if !self.clients.contains_key(&c) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.clients.entry(c) {
                 let (tx, rx) = mpsc::channel(64);
-                self.clients.insert(c, rx);
+                e.insert(rx);
                 self.nodes[node].on_event(Event::ClientOpen(c, tx));
             }
             self.nodes[node].on_event(Event::Client(c, req));
