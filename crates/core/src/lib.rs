@@ -49,6 +49,7 @@ pub mod election;
 mod id;
 pub mod multicast;
 pub mod mutex;
+pub mod snapshot;
 mod params;
 mod process;
 pub mod testing;

@@ -33,6 +33,7 @@ mod engine;
 mod multicast;
 mod mutex;
 mod network;
+mod snapshot;
 mod report;
 pub mod scenario;
 pub mod sweep;
@@ -42,6 +43,7 @@ pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
+pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 pub use mutex::MutexHarness;
 pub use report::{
     ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
@@ -213,6 +215,17 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             },
         )
         .expect("the registry lists it as multicast"),
+        Family::Snapshot => registry::visit_snapshot(
+            &scenario.algorithm,
+            FamilyRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .expect("the registry lists it as snapshot"),
     }
 }
 
@@ -252,6 +265,17 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
         entry: &'static Entry,
     ) -> Self::Output {
         let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
+    }
+}
+
+impl registry::SnapshotVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: distsync_core::snapshot::GlobalSnapshot + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
 }
