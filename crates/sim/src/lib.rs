@@ -25,6 +25,7 @@
 //! ```
 
 pub mod app;
+pub mod causality;
 mod clock_sync;
 pub mod clocks;
 pub mod compare;
@@ -33,9 +34,9 @@ mod engine;
 mod multicast;
 mod mutex;
 mod network;
-mod snapshot;
 mod report;
 pub mod scenario;
+mod snapshot;
 pub mod sweep;
 mod trace;
 
@@ -43,7 +44,6 @@ pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
-pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 pub use mutex::MutexHarness;
 pub use report::{
     ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
@@ -52,6 +52,7 @@ pub use scenario::{
     Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
     WorkloadSpec,
 };
+pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::election::Detector;
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
