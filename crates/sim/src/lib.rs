@@ -29,7 +29,6 @@ pub mod causality;
 mod clock_sync;
 pub mod clocks;
 pub mod compare;
-pub mod compare_election;
 mod election;
 mod engine;
 mod multicast;
@@ -160,6 +159,17 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         {
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }
+    }
+    if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field,
+            message: format!(
+                "{what} applies to {owner}, and `{}` is a {} algorithm",
+                scenario.algorithm,
+                entry.family.name()
+            ),
+        }));
     }
     match entry.family {
         Family::Mutex => registry::visit_mutex(

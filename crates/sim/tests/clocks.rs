@@ -439,3 +439,38 @@ fn trace_timestamps_follow_the_rules_of_oracles_md() {
         }
     }
 }
+
+#[test]
+fn fields_of_another_family_are_refused() {
+    let refused = |text: &str, field: &str| {
+        let s = distsync_sim::Scenario::from_toml(text, "t.toml").unwrap();
+        let e = distsync_sim::run(&s, Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("`{field}`")), "{e}");
+    };
+    refused(
+        "algorithm = \"ricart-agrawala\"\nnodes = 3\nsync_interval = \"1s\"",
+        "sync_interval",
+    );
+    refused(
+        "algorithm = \"cristian\"\nnodes = 3\n[multicast]\nrate = 1.0",
+        "multicast",
+    );
+    refused(
+        "algorithm = \"cristian\"\nnodes = 3\n[[event]]\nat = \"1ms\"\nsnapshot = 1",
+        "event[0].snapshot",
+    );
+    refused(
+        "algorithm = \"bully\"\nnodes = 3\n[app]\nkind = \"bank\"",
+        "app",
+    );
+    refused(
+        "algorithm = \"berkeley\"\nnodes = 3\nmaster_election = \"ricart-agrawala\"",
+        "master_election",
+    );
+    refused(
+        "algorithm = \"ntp\"\nnodes = 3\nstrata = [[0], [0]]",
+        "strata",
+    );
+}
