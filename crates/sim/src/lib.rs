@@ -29,6 +29,7 @@ pub mod causality;
 mod clock_sync;
 pub mod clocks;
 pub mod compare;
+pub mod compare_election;
 mod election;
 mod engine;
 mod multicast;
