@@ -49,9 +49,9 @@ pub mod election;
 mod id;
 pub mod multicast;
 pub mod mutex;
-pub mod snapshot;
 mod params;
 mod process;
+pub mod snapshot;
 pub mod testing;
 mod time;
 
