@@ -61,18 +61,6 @@ pub fn apply_update(balance: u64, payload: u64) -> u64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seed_003_s_updates_do_not_commute() {
-        // $1000: deposit $100 then 1% interest gives $1111; the other order gives $1110.
-        assert_eq!(apply_update(apply_update(1000, 1), 2), 1111);
-        assert_eq!(apply_update(apply_update(1000, 2), 1), 1110);
-    }
-}
-
 /// A scenario field or event that belongs to a family of time and order other than `family`:
 /// the field, what it is, and the family it belongs to.
 pub(crate) fn misplaced(
@@ -115,4 +103,16 @@ pub(crate) fn misplaced(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_003_s_updates_do_not_commute() {
+        // $1000: deposit $100 then 1% interest gives $1111; the other order gives $1110.
+        assert_eq!(apply_update(apply_update(1000, 1), 2), 1111);
+        assert_eq!(apply_update(apply_update(1000, 2), 1), 1110);
+    }
 }
