@@ -360,12 +360,19 @@ fn wait_count(file: &Path, n: u64, within: Duration) {
 }
 
 fn current_count(file: &Path) -> u64 {
-    fs::read_to_string(file)
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0)
+    // The file is rewritten in place: a read can catch it empty; read again (bounded).
+    for _ in 0..1000 {
+        let parsed = fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok());
+        if let Some(n) = parsed {
+            return n;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the counter file stayed unreadable");
 }
 
 /// Checks a run with a crash: it completed, every invocation that exited 0 is exactly one
