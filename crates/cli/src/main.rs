@@ -4,6 +4,7 @@
 //! Exit codes: 0 when the run completed and every monitored property held, 1 when a monitor
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
 
+mod compare_cmd;
 mod list;
 mod output;
 mod run;
@@ -28,6 +29,9 @@ enum Command {
     Run(run::RunArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
+    /// Run every algorithm of a family on the same workloads and set the measured figures
+    /// beside the formulas of theory.
+    Compare(compare_cmd::CompareArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),
         Command::Simulate(args) => run::simulate(args),
+        Command::Compare(args) => compare_cmd::compare(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -277,3 +277,70 @@ fn simulate_reproduces_the_light_load_figures() {
     assert_eq!(r["mutex"]["messages_per_entry"], 12.0);
     assert_eq!(r["mutex"]["response_time_ns"]["max"], 12_000_000);
 }
+
+#[test]
+fn compare_reproduces_every_exact_formula() {
+    let plot = tmp("compare.svg");
+    let o = distsync(&[
+        "compare",
+        "--nodes",
+        "3,5,8",
+        "--json",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let algorithms: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert!(algorithms.len() >= 3, "{algorithms:?}");
+    let mut exact = 0;
+    for r in &rows {
+        for field in ["algorithm", "nodes", "load", "measured", "theory", "agrees"] {
+            assert!(r.get(field).is_some(), "missing {field} in {r}");
+        }
+        if r["relation"] == "exact" && !r["theory"].is_null() {
+            exact += 1;
+            assert_eq!(r["agrees"], true, "{r}");
+        }
+    }
+    assert!(exact >= 40, "only {exact} exact rows");
+    // The three algorithms of the foundation, by name.
+    let find = |a: &str, n: u64, load: &str, metric: &str| {
+        rows.iter()
+            .find(|r| {
+                r["algorithm"] == a && r["nodes"] == n && r["load"] == load && r["metric"] == metric
+            })
+            .unwrap_or_else(|| panic!("no row {a} {n} {load} {metric}"))["measured"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        find("ricart-agrawala", 8, "light", "messages_per_entry"),
+        14.0
+    );
+    assert_eq!(find("lamport-mutex", 5, "heavy", "sync_delay_T"), 1.0);
+    assert_eq!(find("central", 3, "heavy", "sync_delay_T"), 2.0);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.contains("ricart-agrawala"));
+}
+
+#[test]
+fn compare_refuses_bad_flags() {
+    for args in [
+        &["compare", "--nodes", "0"][..],
+        &["compare", "--algo", "nope"][..],
+        &["compare", "--load", "medium"][..],
+        &["compare", "--family", "astrology"][..],
+    ] {
+        let o = distsync(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -25,6 +25,7 @@
 //! ```
 
 pub mod clocks;
+pub mod compare;
 mod engine;
 mod mutex;
 mod network;
