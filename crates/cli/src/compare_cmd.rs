@@ -179,7 +179,10 @@ fn plot(rows: &[Row]) -> Result<String, InputError> {
     let mut theory: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     // Only figures with a formula: an unbounded one (the token ring under light load) would
     // flatten every other line.
-    for r in rows.iter().filter(|r| r.metric == "messages_per_entry" && r.theory.is_some()) {
+    for r in rows
+        .iter()
+        .filter(|r| r.metric == "messages_per_entry" && r.theory.is_some())
+    {
         let key = format!("{} ({})", r.algorithm, r.load);
         if let Some(m) = r.measured {
             measured

@@ -8,6 +8,7 @@ mod compare_cmd;
 mod list;
 mod output;
 mod run;
+mod sweep_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     /// Run every algorithm of a family on the same workloads and set the measured figures
     /// beside the formulas of theory.
     Compare(compare_cmd::CompareArgs),
+    /// Plot a report figure against a scenario parameter for several algorithms.
+    Sweep(sweep_cmd::SweepArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run_file(args),
         Command::Simulate(args) => run::simulate(args),
         Command::Compare(args) => compare_cmd::compare(args),
+        Command::Sweep(args) => sweep_cmd::sweep_cmd(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

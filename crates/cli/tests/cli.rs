@@ -344,3 +344,85 @@ fn compare_refuses_bad_flags() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn sweep_plots_a_metric_against_a_parameter() {
+    let plot = tmp("sweep.svg");
+    let o = distsync(&[
+        "sweep",
+        "--algo",
+        "ricart-agrawala,lamport-mutex",
+        "--param",
+        "nodes=2..6",
+        "--metric",
+        "messages_per_entry",
+        "--json",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let points: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let of = |a: &str| -> Vec<f64> {
+        points
+            .iter()
+            .filter(|p| p["algorithm"] == a)
+            .map(|p| p["metric"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(of("ricart-agrawala"), vec![2.0, 4.0, 6.0, 8.0, 10.0]);
+    assert_eq!(of("lamport-mutex"), vec![3.0, 6.0, 9.0, 12.0, 15.0]);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("lamport-mutex") && svg.contains("nodes"));
+    // A duration parameter and a nested metric.
+    let o = distsync(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--param",
+        "workload.cs=5ms,20ms",
+        "--metric",
+        "mutex.throughput_per_s",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let points: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(points[0]["metric"].as_f64().unwrap() > points[1]["metric"].as_f64().unwrap());
+}
+
+#[test]
+fn sweep_refuses_bad_parameters_and_metrics() {
+    for (args, expected) in [
+        (
+            &["sweep", "--algo", "central", "--param", "nodes"][..],
+            "--param",
+        ),
+        (
+            &["sweep", "--algo", "central", "--param", "network.fifoo=1,2"][..],
+            "fifoo",
+        ),
+        (
+            &[
+                "sweep",
+                "--algo",
+                "central",
+                "--param",
+                "nodes=2..3",
+                "--metric",
+                "nope",
+            ][..],
+            "no `nope`",
+        ),
+        (
+            &["sweep", "--algo", "nope", "--param", "nodes=2..3"][..],
+            "unknown algorithm",
+        ),
+        (
+            &["sweep", "--algo", "central", "--param", "nodes=5..2"][..],
+            "low to high",
+        ),
+    ] {
+        let o = distsync(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
+    }
+}

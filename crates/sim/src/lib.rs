@@ -31,6 +31,7 @@ mod mutex;
 mod network;
 mod report;
 pub mod scenario;
+pub mod sweep;
 mod trace;
 
 pub use engine::{Control, Engine, Harness};

@@ -1,0 +1,150 @@
+//! `distsync sweep`: any report metric against any scenario parameter, several algorithms on one
+//! chart.
+
+use crate::{InputError, Outcome};
+use distsync_sim::sweep::{sweep, ParamSpec, Point};
+use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
+use distsync_viz::plot::{line_chart, Series};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `distsync sweep`.
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// Algorithms, comma-separated (registry names).
+    #[arg(long, value_delimiter = ',', required = true)]
+    algo: Vec<String>,
+    /// The scenario parameter and its values: nodes=2..64, network.loss=0..0.2:0.05,
+    /// workload.cs=1ms,5ms,10ms (any field of a scenario file, by its dotted path).
+    #[arg(long)]
+    param: String,
+    /// The report figure to plot: messages_per_entry, sync_delay_ns.p99, messages.total, ...
+    /// (a dotted path into the JSON report, or a name in a family section).
+    #[arg(long, default_value = "messages_per_entry")]
+    metric: String,
+    /// The scenario to start from (default: heavy load, 5 nodes, T = 1ms, E = 10ms, 10 requests
+    /// per node).
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Seeds per point (the metric is averaged over seeds 1..=K of the scenario's seed).
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Print JSON points instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Draw the metric against the parameter to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+fn default_base() -> Scenario {
+    Scenario {
+        nodes: Some(5),
+        until: Some(Duration::from_secs(3600)),
+        workload: Some(WorkloadSpec {
+            kind: WorkloadKind::Saturated,
+            rate: None,
+            cs: Duration::from_millis(10),
+            requests: Some(10),
+            gap: None,
+        }),
+        ..Scenario::default()
+    }
+}
+
+pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
+    let param = ParamSpec::parse(&args.param).map_err(|e| format!("--param: {e}"))?;
+    if args.seeds == 0 {
+        return Err(InputError("--seeds: expected at least 1".into()));
+    }
+    for name in &args.algo {
+        if distsync_algorithms::registry::lookup(name).is_none() {
+            return Err(InputError(format!(
+                "--algo: unknown algorithm `{name}` (`distsync list` shows every algorithm)"
+            )));
+        }
+    }
+    let base = match &args.scenario {
+        Some(path) => Scenario::load(path)?,
+        None => default_base(),
+    };
+    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} sweeping {bar:40} {pos}/{len} runs")
+                .expect("valid template"),
+        );
+        bar
+    });
+    let result = sweep(
+        &base,
+        &args.algo,
+        &param,
+        &args.metric,
+        args.seeds,
+        |done, total| {
+            if let Some(bar) = &bar {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            }
+        },
+    );
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let points = result?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&points)?);
+    } else {
+        print_table(&args, &param, &points);
+    }
+    if let Some(path) = &args.plot {
+        let series: Vec<Series> = args
+            .algo
+            .iter()
+            .map(|a| {
+                let pts = points
+                    .iter()
+                    .filter(|p| &p.algorithm == a)
+                    .filter_map(|p| Some((p.value.as_f64()?, p.metric)))
+                    .collect();
+                Series::measured(a.clone(), pts)
+            })
+            .collect();
+        if series.iter().all(|s| s.points.is_empty()) {
+            return Err(InputError(format!(
+                "--plot: the values of `{}` are not numbers, so there is no axis to draw",
+                param.path
+            )));
+        }
+        let svg = line_chart(&series, &param.path, &args.metric)
+            .map_err(|e| InputError(e.to_string()))?;
+        std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if points.iter().any(|p| p.violations > 0) {
+        eprintln!("some runs violated a monitored property (see the `violations` column)");
+        Ok(Outcome::Violation)
+    } else {
+        Ok(Outcome::Ok)
+    }
+}
+
+fn print_table(args: &SweepArgs, param: &ParamSpec, points: &[Point]) {
+    let width = args.algo.iter().map(|a| a.len()).max().unwrap_or(9).max(9);
+    println!(
+        "{:width$}  {:>12}  {:>14}  violations",
+        "algorithm", param.path, args.metric
+    );
+    for p in points {
+        let value = match &p.value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        println!(
+            "{:width$}  {:>12}  {:>14.3}  {}",
+            p.algorithm, value, p.metric, p.violations
+        );
+    }
+}

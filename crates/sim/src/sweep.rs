@@ -1,0 +1,284 @@
+//! `distsync sweep`: one report metric against one scenario parameter, for several algorithms.
+//!
+//! The parameter is a path into the scenario (`nodes`, `network.loss`, `workload.cs`,
+//! `workload.rate`...), set on the scenario's own serialized form, so every field a scenario file
+//! has can be swept without a list kept here. The metric is a path into the report
+//! (`mutex.messages_per_entry`, `mutex.sync_delay_ns.mean`, `messages.total`...); a bare name is
+//! looked up at the top of the report, then in each family section.
+
+use crate::{run, Report, RunOptions, Scenario};
+use serde_json::Value;
+use std::fmt;
+
+/// A parameter and the values it takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamSpec {
+    /// The path into the scenario, like `workload.rate`.
+    pub path: String,
+    /// The values, in order (numbers, or strings such as durations).
+    pub values: Vec<Value>,
+}
+
+/// A sweep that cannot be made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepError(pub String);
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+impl ParamSpec {
+    /// Parses `path=LO..HI`, `path=LO..HI:STEP` (numbers) or `path=A,B,C` (numbers or strings).
+    ///
+    /// ```
+    /// use distsync_sim::sweep::ParamSpec;
+    /// let p = ParamSpec::parse("nodes=2..5").unwrap();
+    /// assert_eq!(p.values.len(), 4);
+    /// let p = ParamSpec::parse("network.loss=0..0.3:0.1").unwrap();
+    /// assert_eq!(p.values.len(), 4);
+    /// let p = ParamSpec::parse("workload.cs=1ms,5ms").unwrap();
+    /// assert_eq!(p.values[1], serde_json::json!("5ms"));
+    /// assert!(ParamSpec::parse("nodes").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<ParamSpec, SweepError> {
+        let Some((path, values)) = text.split_once('=') else {
+            return Err(SweepError(format!(
+                "expected NAME=VALUES, like nodes=2..64 or workload.cs=1ms,5ms; got `{text}`"
+            )));
+        };
+        let path = path.trim().to_string();
+        if path.is_empty() {
+            return Err(SweepError(
+                "the parameter needs a name, like nodes or network.loss".into(),
+            ));
+        }
+        let values = values.trim();
+        let parsed = if let Some((lo, rest)) = values.split_once("..") {
+            let (hi, step) = match rest.split_once(':') {
+                Some((hi, step)) => (hi, Some(step)),
+                None => (rest, None),
+            };
+            let number = |s: &str| {
+                s.trim().parse::<f64>().map_err(|_| {
+                    SweepError(format!("`{s}` in the range `{values}` is not a number"))
+                })
+            };
+            let (lo, hi) = (number(lo)?, number(hi)?);
+            let step = match step {
+                Some(s) => number(s)?,
+                None => 1.0,
+            };
+            if step.is_nan() || step <= 0.0 || lo > hi {
+                return Err(SweepError(format!(
+                    "the range `{values}` must go up from low to high by a positive step"
+                )));
+            }
+            let count = ((hi - lo) / step + 1e-9).floor() as usize + 1;
+            if count > 10_000 {
+                return Err(SweepError(format!(
+                    "the range `{values}` has {count} values; at most 10000"
+                )));
+            }
+            let integral = lo.fract() == 0.0 && step.fract() == 0.0;
+            (0..count)
+                .map(|i| {
+                    let v = lo + step * i as f64;
+                    if integral {
+                        Value::from(v as i64)
+                    } else {
+                        Value::from((v * 1e9).round() / 1e9)
+                    }
+                })
+                .collect()
+        } else {
+            values
+                .split(',')
+                .map(|v| {
+                    let v = v.trim();
+                    match v.parse::<i64>() {
+                        Ok(i) => Value::from(i),
+                        Err(_) => match v.parse::<f64>() {
+                            Ok(f) => Value::from(f),
+                            Err(_) => Value::from(v),
+                        },
+                    }
+                })
+                .collect()
+        };
+        Ok(ParamSpec {
+            path,
+            values: parsed,
+        })
+    }
+}
+
+/// The scenario with the parameter at `path` set to `value`.
+pub fn with_param(scenario: &Scenario, path: &str, value: &Value) -> Result<Scenario, SweepError> {
+    let mut tree = serde_json::to_value(scenario).map_err(|e| SweepError(e.to_string()))?;
+    let mut node = &mut tree;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Value::Object(map) = node else {
+            return Err(SweepError(format!(
+                "`{}` is not a table in the scenario",
+                parts[..i].join(".")
+            )));
+        };
+        if i + 1 == parts.len() {
+            map.insert(part.to_string(), value.clone());
+            break;
+        }
+        let entry = map
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+        if entry.is_null() {
+            *entry = Value::Object(Default::default());
+        }
+        node = entry;
+    }
+    serde_json::from_value(tree)
+        .map_err(|e| SweepError(format!("cannot set `{path}` to {value}: {e}")))
+}
+
+/// The metric at `path` in a report: a dotted path, or a bare name found at the top or in a
+/// family section.
+pub fn metric(report: &Report, path: &str) -> Result<f64, SweepError> {
+    let tree = serde_json::to_value(report).map_err(|e| SweepError(e.to_string()))?;
+    let lookup = |root: &Value, path: &str| {
+        path.split('.')
+            .try_fold(root, |node, part| node.get(part))
+            .cloned()
+    };
+    let found = lookup(&tree, path).or_else(|| {
+        tree.as_object()?
+            .values()
+            .filter(|v| v.is_object())
+            .find_map(|section| lookup(section, path))
+    });
+    match found {
+        Some(Value::Number(n)) => n.as_f64().ok_or_else(|| SweepError(format!("`{path}` is not a number"))),
+        Some(Value::Bool(b)) => Ok(if b { 1.0 } else { 0.0 }),
+        Some(Value::Array(a)) => Ok(a.len() as f64),
+        Some(Value::Object(o)) if o.contains_key("mean") => Ok(o["mean"].as_f64().unwrap_or(f64::NAN)),
+        Some(other) => Err(SweepError(format!("`{path}` is {other}, not a number"))),
+        None => Err(SweepError(format!(
+            "the report has no `{path}` (try messages_per_entry, mutex.sync_delay_ns.p99, messages.total, events_processed)"
+        ))),
+    }
+}
+
+/// One point of a sweep.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Point {
+    /// The algorithm.
+    pub algorithm: String,
+    /// The parameter's value.
+    pub value: Value,
+    /// The metric, averaged over the seeds.
+    pub metric: f64,
+    /// How many seeds were run.
+    pub seeds: u64,
+    /// Violations seen over those runs.
+    pub violations: u64,
+}
+
+/// Runs every (algorithm, value, seed); `progress(done, total)` after each run.
+pub fn sweep(
+    base: &Scenario,
+    algorithms: &[String],
+    param: &ParamSpec,
+    metric_path: &str,
+    seeds: u64,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Point>, SweepError> {
+    let total = algorithms.len() * param.values.len() * seeds as usize;
+    let mut done = 0;
+    let mut points = Vec::new();
+    for algorithm in algorithms {
+        for value in &param.values {
+            let mut scenario = with_param(base, &param.path, value)?;
+            scenario.algorithm = algorithm.clone();
+            let (mut sum, mut violations) = (0.0, 0);
+            for s in 0..seeds {
+                let report = run(
+                    &scenario,
+                    RunOptions {
+                        seed: Some(scenario.seed + s),
+                        origin: format!("sweep {algorithm} {}={value}", param.path),
+                        ..RunOptions::default()
+                    },
+                )
+                .map_err(|e| SweepError(e.to_string()))?;
+                sum += metric(&report, metric_path)?;
+                violations += report.violations.len() as u64;
+                done += 1;
+                progress(done, total);
+            }
+            points.push(Point {
+                algorithm: algorithm.clone(),
+                value: value.clone(),
+                metric: sum / seeds as f64,
+                seeds,
+                violations,
+            });
+        }
+    }
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Scenario {
+        Scenario::from_toml(
+            "algorithm = \"ricart-agrawala\"\nnodes = 3\n[network]\ndelay = \"1ms\"\n[workload]\nkind = \"light\"\nrequests = 2",
+            "t",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn parameters_are_set_by_path_and_checked_by_the_scenario_types() {
+        let s = with_param(&base(), "nodes", &Value::from(7)).unwrap();
+        assert_eq!(s.nodes, Some(7));
+        let s = with_param(&base(), "network.loss", &Value::from(0.25)).unwrap();
+        assert_eq!(s.network.loss, 0.25);
+        let s = with_param(&base(), "workload.cs", &Value::from("3ms")).unwrap();
+        assert_eq!(s.workload.unwrap().cs, std::time::Duration::from_millis(3));
+        let e = with_param(&base(), "network.fifoo", &Value::from(true)).unwrap_err();
+        assert!(e.0.contains("unknown field `fifoo`"), "{e}");
+        let e = with_param(&base(), "workload.cs", &Value::from(3)).unwrap_err();
+        assert!(e.0.contains("add a unit"), "{e}");
+    }
+
+    #[test]
+    fn messages_per_entry_against_nodes_follows_2_n_minus_1() {
+        let p = ParamSpec::parse("nodes=2..6").unwrap();
+        let points = sweep(
+            &base(),
+            &["ricart-agrawala".into()],
+            &p,
+            "messages_per_entry",
+            1,
+            |_, _| {},
+        )
+        .unwrap();
+        let got: Vec<f64> = points.iter().map(|p| p.metric).collect();
+        assert_eq!(got, vec![2.0, 4.0, 6.0, 8.0, 10.0]);
+        let e = sweep(
+            &base(),
+            &["ricart-agrawala".into()],
+            &p,
+            "no_such_metric",
+            1,
+            |_, _| {},
+        )
+        .unwrap_err();
+        assert!(e.0.contains("no `no_such_metric`"), "{e}");
+    }
+}
