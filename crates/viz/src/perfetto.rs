@@ -20,11 +20,11 @@
 //! slice it binds to, and long slices that would overlap partly are cut at their parent's end so
 //! every track nests.
 
-use crate::svg::describe;
 use crate::trace::{leader_of, variant_name, Event, EventKind, NodeId, Trace};
 use serde_json::{json, Map, Value};
 use std::cmp::Reverse;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 const PID: u64 = 1;
 
@@ -37,7 +37,20 @@ struct Record {
     seq: u64,
     /// 0 for an event's slice, 1 for the flow events bound to it.
     sub: u8,
-    value: Value,
+    what: What,
+}
+
+/// What a record writes.
+#[derive(Clone, Copy)]
+enum What {
+    /// The zero-length slice of `trace.events[i]`.
+    Event(usize),
+    /// The start of the flow of the delivered or dropped copy `copy`, at its send.
+    FlowStart { copy: usize, send: usize },
+    /// The end of that flow, at the copy's delivery or drop.
+    FlowEnd { copy: usize },
+    /// A long slice.
+    Span(usize),
 }
 
 /// A slice spanning time on a track.
@@ -57,6 +70,7 @@ pub fn render(trace: &Trace) -> String {
     let tid = |node: NodeId| u64::from(node) + 1;
     let network_tid = h.ids.iter().map(|&i| u64::from(i)).max().unwrap_or(0) + 2;
     let mut records: Vec<Record> = Vec::with_capacity(trace.events.len() * 2 + 16);
+
     let meta = |name: &str, tid: Option<u64>, args: Value| {
         let mut v = json!({"name": name, "ph": "M", "pid": PID, "args": args});
         if let Some(t) = tid {
@@ -102,65 +116,43 @@ pub fn render(trace: &Trace) -> String {
     }
 
     // Sends by message id, for the flows.
-    let mut sends: HashMap<u64, &Event> = HashMap::new();
-    for e in &trace.events {
+    let mut sends: HashMap<u64, usize> = HashMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
         if let EventKind::Send { msg_id, .. } = e.kind {
-            sends.insert(msg_id, e);
+            sends.insert(msg_id, i);
         }
     }
 
-    for e in &trace.events {
-        let Some(node) = e.node else { continue };
-        let t = tid(node);
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.node.is_none() {
+            continue;
+        }
         records.push(Record {
             ts_ns: e.time_ns,
             class: 1,
             dur_ns: Reverse(0),
             seq: e.seq,
             sub: 0,
-            value: json!({
-                "name": slice_name(e),
-                "cat": e.kind.name(),
-                "ph": "X",
-                "ts": micros(e.time_ns),
-                "dur": 0,
-                "pid": PID,
-                "tid": t,
-                "args": event_args(e),
-            }),
+            what: What::Event(i),
         });
-        let (msg_id, kind) = match &e.kind {
-            EventKind::Deliver { msg_id, kind, .. } | EventKind::Drop { msg_id, kind, .. } => {
-                (*msg_id, kind)
-            }
+        let msg_id = match &e.kind {
+            EventKind::Deliver { msg_id, .. } | EventKind::Drop { msg_id, .. } => *msg_id,
             _ => continue,
         };
-        let Some(send) = sends.get(&msg_id) else {
+        let Some(&s) = sends.get(&msg_id) else {
             continue;
         };
-        let Some(from) = send.node else { continue };
-        let flow = |ph: &str, at: &Event, track: u64| {
-            let mut v = json!({
-                "name": kind,
-                "cat": "message",
-                "ph": ph,
-                "id": e.seq,
-                "ts": micros(at.time_ns),
-                "pid": PID,
-                "tid": track,
-            });
-            if ph == "f" {
-                v["bp"] = json!("e");
-            }
-            v
-        };
+        let send = &trace.events[s];
+        if send.node.is_none() {
+            continue;
+        }
         records.push(Record {
             ts_ns: send.time_ns,
             class: 1,
             dur_ns: Reverse(0),
             seq: send.seq,
             sub: 1,
-            value: flow("s", send, tid(from)),
+            what: What::FlowStart { copy: i, send: s },
         });
         records.push(Record {
             ts_ns: e.time_ns,
@@ -168,7 +160,7 @@ pub fn render(trace: &Trace) -> String {
             dur_ns: Reverse(0),
             seq: e.seq,
             sub: 1,
-            value: flow("f", e, t),
+            what: What::FlowEnd { copy: i },
         });
     }
 
@@ -177,30 +169,22 @@ pub fn render(trace: &Trace) -> String {
         spans.extend(elections(trace, &tid));
     }
     spans.extend(partitions(trace, network_tid));
-    for span in nest(spans) {
+    let spans = nest(spans);
+    for (i, span) in spans.iter().enumerate() {
         records.push(Record {
             ts_ns: span.start_ns,
             class: 0,
             dur_ns: Reverse(span.end_ns - span.start_ns),
             seq: 0,
             sub: 0,
-            value: json!({
-                "name": span.name,
-                "cat": span.cat,
-                "ph": "X",
-                "ts": micros(span.start_ns),
-                "dur": micros(span.end_ns - span.start_ns),
-                "pid": PID,
-                "tid": span.tid,
-                "args": span.args,
-            }),
+            what: What::Span(i),
         });
     }
 
-    records.sort_by(|a, b| {
+    records.sort_unstable_by(|a, b| {
         (a.ts_ns, a.class, a.dur_ns, a.seq, a.sub).cmp(&(b.ts_ns, b.class, b.dur_ns, b.seq, b.sub))
     });
-    let mut out = String::with_capacity(records.len() * 220 + 1024);
+    let mut out = String::with_capacity(records.len() * 200 + 1024);
     out.push_str("{\"displayTimeUnit\":\"ns\",\"otherData\":");
     out.push_str(
         &json!({
@@ -213,78 +197,177 @@ pub fn render(trace: &Trace) -> String {
         .to_string(),
     );
     out.push_str(",\"traceEvents\":[\n");
-    let mut first = true;
-    for v in head.iter().chain(records.iter().map(|r| &r.value)) {
-        if !first {
+    for (i, v) in head.iter().enumerate() {
+        if i > 0 {
             out.push_str(",\n");
         }
-        first = false;
         out.push_str(&v.to_string());
+    }
+    let mut scratch = String::new();
+    for r in &records {
+        out.push_str(",\n");
+        match r.what {
+            What::Event(i) => {
+                let e = &trace.events[i];
+                write_event(&mut out, &mut scratch, e, tid(e.node.unwrap_or(0)));
+            }
+            What::FlowStart { copy, send } => {
+                let s = &trace.events[send];
+                write_flow(
+                    &mut out,
+                    "s",
+                    &trace.events[copy],
+                    s.time_ns,
+                    tid(s.node.unwrap_or(0)),
+                );
+            }
+            What::FlowEnd { copy } => {
+                let e = &trace.events[copy];
+                write_flow(&mut out, "f", e, e.time_ns, tid(e.node.unwrap_or(0)));
+            }
+            What::Span(i) => write_span(&mut out, &spans[i]),
+        }
     }
     out.push_str("\n]}\n");
     out
 }
 
-/// Nanoseconds as the format's microseconds, exactly (three decimals).
-fn micros(ns: u64) -> Value {
+/// Appends `s` as a JSON string.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends nanoseconds as the format's microseconds, exactly (up to three decimals).
+fn push_micros(out: &mut String, ns: u64) {
     if ns.is_multiple_of(1000) {
-        json!(ns / 1000)
+        let _ = write!(out, "{}", ns / 1000);
     } else {
-        // Exact decimal text parsed as a JSON number.
-        serde_json::from_str::<Value>(&format!("{}.{:03}", ns / 1000, ns % 1000))
-            .unwrap_or_else(|_| json!(ns as f64 / 1000.0))
+        let _ = write!(out, "{}.{:03}", ns / 1000, ns % 1000);
     }
 }
 
-fn slice_name(e: &Event) -> String {
+fn write_event(out: &mut String, scratch: &mut String, e: &Event, tid: u64) {
+    scratch.clear();
+    slice_name(scratch, e);
+    out.push_str("{\"name\":");
+    push_json_str(out, scratch);
+    out.push_str(",\"cat\":");
+    push_json_str(out, e.kind.name());
+    out.push_str(",\"ph\":\"X\",\"ts\":");
+    push_micros(out, e.time_ns);
+    let _ = write!(
+        out,
+        ",\"dur\":0,\"pid\":{PID},\"tid\":{tid},\"args\":{{\"seq\":{}",
+        e.seq
+    );
+    if let Some(l) = e.lamport {
+        let _ = write!(out, ",\"lamport\":{l}");
+    }
+    if let Some(v) = &e.vector {
+        out.push_str(",\"vector\":[");
+        for (i, c) in v.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{c}");
+        }
+        out.push(']');
+    }
     match &e.kind {
-        EventKind::Send { to, kind, .. } => format!("send {kind} → P{to}"),
+        EventKind::Send { msg_id, msg, .. } | EventKind::Deliver { msg_id, msg, .. } => {
+            let _ = write!(out, ",\"msg_id\":{msg_id},\"msg\":{msg}");
+        }
+        EventKind::Drop { msg_id, reason, .. } => {
+            let _ = write!(out, ",\"msg_id\":{msg_id},\"reason\":");
+            push_json_str(out, reason);
+        }
+        EventKind::Input(v) | EventKind::Output(v) | EventKind::Timer(v) => {
+            let _ = write!(out, ",\"value\":{v}");
+        }
+        EventKind::Adjust { delta_ns } => {
+            let _ = write!(out, ",\"delta_ns\":{delta_ns}");
+        }
+        _ => {}
+    }
+    out.push_str("}}");
+}
+
+fn write_flow(out: &mut String, ph: &str, copy: &Event, ts_ns: u64, tid: u64) {
+    let kind = match &copy.kind {
+        EventKind::Deliver { kind, .. } | EventKind::Drop { kind, .. } => kind.as_str(),
+        _ => "message",
+    };
+    out.push_str("{\"name\":");
+    push_json_str(out, kind);
+    let _ = write!(
+        out,
+        ",\"cat\":\"message\",\"ph\":\"{ph}\",\"id\":{},\"ts\":",
+        copy.seq
+    );
+    push_micros(out, ts_ns);
+    let _ = write!(out, ",\"pid\":{PID},\"tid\":{tid}");
+    if ph == "f" {
+        out.push_str(",\"bp\":\"e\"");
+    }
+    out.push('}');
+}
+
+fn write_span(out: &mut String, span: &Span) {
+    out.push_str("{\"name\":");
+    push_json_str(out, span.name);
+    out.push_str(",\"cat\":");
+    push_json_str(out, span.cat);
+    out.push_str(",\"ph\":\"X\",\"ts\":");
+    push_micros(out, span.start_ns);
+    out.push_str(",\"dur\":");
+    push_micros(out, span.end_ns - span.start_ns);
+    let _ = write!(
+        out,
+        ",\"pid\":{PID},\"tid\":{},\"args\":{}}}",
+        span.tid,
+        Value::Object(span.args.clone())
+    );
+}
+
+fn slice_name(out: &mut String, e: &Event) {
+    let _ = match &e.kind {
+        EventKind::Send { to, kind, .. } => write!(out, "send {kind} → P{to}"),
         EventKind::Deliver {
             from,
             kind,
             duplicate,
             ..
-        } => format!(
+        } => write!(
+            out,
             "deliver {kind} ← P{from}{}",
             if *duplicate { " (duplicate)" } else { "" }
         ),
         EventKind::Drop {
             from, kind, reason, ..
-        } => format!("drop {kind} ← P{from} ({reason})"),
-        EventKind::Input(v) => format!("input {}", variant_name(v).unwrap_or("?")),
+        } => write!(out, "drop {kind} ← P{from} ({reason})"),
+        EventKind::Input(v) => write!(out, "input {}", variant_name(v).unwrap_or("?")),
         EventKind::Output(v) => match leader_of(v) {
-            Some(l) => format!("leader {l}"),
-            None => format!("output {}", variant_name(v).unwrap_or("?")),
+            Some(l) => write!(out, "leader {l}"),
+            None => write!(out, "output {}", variant_name(v).unwrap_or("?")),
         },
-        EventKind::Timer(v) => format!("timer {}", variant_name(v).unwrap_or("?")),
-        other => other.name().to_string(),
-    }
-}
-
-fn event_args(e: &Event) -> Value {
-    let mut a = Map::new();
-    a.insert("seq".into(), json!(e.seq));
-    if let Some(l) = e.lamport {
-        a.insert("lamport".into(), json!(l));
-    }
-    if let Some(v) = &e.vector {
-        a.insert("vector".into(), json!(v));
-    }
-    match &e.kind {
-        EventKind::Send { msg_id, msg, .. } | EventKind::Deliver { msg_id, msg, .. } => {
-            a.insert("msg_id".into(), json!(msg_id));
-            a.insert("msg".into(), msg.clone());
-        }
-        EventKind::Drop { msg_id, .. } => {
-            a.insert("msg_id".into(), json!(msg_id));
-        }
-        EventKind::Input(v) | EventKind::Output(v) | EventKind::Timer(v) => {
-            a.insert("value".into(), v.clone());
-        }
-        _ => {}
-    }
-    a.insert("description".into(), json!(describe(e)));
-    Value::Object(a)
+        EventKind::Timer(v) => write!(out, "timer {}", variant_name(v).unwrap_or("?")),
+        EventKind::Adjust { delta_ns } => write!(out, "clock adjusted by {delta_ns} ns"),
+        other => write!(out, "{}", other.name()),
+    };
 }
 
 fn critical_sections(trace: &Trace, tid: &dyn Fn(NodeId) -> u64) -> Vec<Span> {
@@ -450,9 +533,24 @@ mod tests {
 
     #[test]
     fn micros_are_exact() {
-        assert_eq!(micros(1_000).to_string(), "1");
-        assert_eq!(micros(1_000_001).to_string(), "1000.001");
-        assert_eq!(micros(5).to_string(), "0.005");
+        let m = |ns| {
+            let mut s = String::new();
+            push_micros(&mut s, ns);
+            s
+        };
+        assert_eq!(m(1_000), "1");
+        assert_eq!(m(1_000_001), "1000.001");
+        assert_eq!(m(5), "0.005");
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json() {
+        let mut s = String::new();
+        push_json_str(&mut s, "a\"b\\c\nd\u{1}é");
+        assert_eq!(
+            serde_json::from_str::<String>(&s).unwrap(),
+            "a\"b\\c\nd\u{1}é"
+        );
     }
 
     #[test]

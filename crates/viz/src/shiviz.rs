@@ -12,11 +12,11 @@
 //! trace's are: a local event ticks its own component; a delivery first merges the clock the
 //! message's send was logged with. The happened-before order is the trace's.
 //!
-//! Logged: every `input`, `output`, `send`, `deliver`, `timer`, `crash` and `recover`. Not
+//! Logged: every `input`, `output`, `send`, `deliver`, `timer`, `crash`, `recover` and `adjust`. Not
 //! logged: `start` (no information), `drop` (it happens to no process: the message is lost on
 //! the way; its send is logged), and `partition`/`heal` (they belong to no host).
 
-use crate::svg::describe;
+use crate::svg::describe_into;
 use crate::trace::{Event, EventKind, NodeId, Trace};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -40,6 +40,7 @@ pub fn render(trace: &Trace) -> String {
     let mut clocks: Vec<Vec<u64>> = vec![vec![0; n]; n];
     let mut sent: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut out = String::with_capacity(trace.events.len() * 120 + 128);
+    let mut scratch = String::new();
     out.push_str(REGEX);
     out.push_str("\n\n");
     for e in &trace.events {
@@ -61,7 +62,7 @@ pub fn render(trace: &Trace) -> String {
         if let EventKind::Send { msg_id, .. } = e.kind {
             sent.insert(msg_id, clocks[me].clone());
         }
-        line(&mut out, e);
+        line(&mut out, &mut scratch, e);
         out.push_str(&host(node));
         out.push_str(" {");
         // Own component first, then the others in ring order; zero components are left out.
@@ -77,17 +78,27 @@ pub fn render(trace: &Trace) -> String {
 }
 
 fn logged(e: &Event) -> bool {
-    e.kind.is_process_event() || matches!(e.kind, EventKind::Crash | EventKind::Recover)
+    e.kind.is_process_event()
+        || matches!(
+            e.kind,
+            EventKind::Crash | EventKind::Recover | EventKind::Adjust { .. }
+        )
 }
 
-/// The description line: one line whatever the message holds.
-fn line(out: &mut String, e: &Event) {
-    let text = describe(e);
-    let text = text
-        .strip_prefix(&format!("P{} ", e.node.unwrap_or(0)))
-        .unwrap_or(&text);
-    for c in text.chars() {
-        out.push(if c == '\n' || c == '\r' { ' ' } else { c });
+/// The description line: one line whatever the message holds (the host is on the next line).
+fn line(out: &mut String, scratch: &mut String, e: &Event) {
+    scratch.clear();
+    describe_into(scratch, e);
+    let text = match e.node {
+        Some(_) => scratch
+            .split_once(' ')
+            .map_or(scratch.as_str(), |(_, rest)| rest),
+        None => scratch.as_str(),
+    };
+    if text.contains(['\n', '\r']) {
+        out.push_str(&text.replace(['\n', '\r'], " "));
+    } else {
+        out.push_str(text);
     }
     out.push('\n');
 }

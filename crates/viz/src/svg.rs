@@ -14,7 +14,7 @@
 //! | `down` | the stretch of a process line between a crash and its recovery |
 //! | `crash`, `recover` | a red cross and a green triangle on the process line |
 //! | `leader` | a leader announcement (an output `{"Leader": id}`), labelled with the leader |
-//! | `adjust` | a clock adjustment (an output whose variant names an adjustment, see [`crate::trace::is_clock_adjustment`]) |
+//! | `adjust` | a clock adjustment: an `adjust` event (the runtime corrected the clock), or an output whose variant names an adjustment (see [`crate::trace::is_clock_adjustment`]) |
 //! | `output` | any other output, labelled with its variant |
 //! | `partition`, `heal` | a vertical line across all processes |
 //! | `ev` | one dot per event on a process line (`ev-send`, `ev-deliver`, `ev-input`, `ev-output`, `ev-timer`, ...), whose `<title>` tooltip gives the event's time, sequence number, Lamport and vector timestamps |
@@ -63,6 +63,11 @@ pub fn escape(text: &str) -> String {
 }
 
 fn push_escaped(out: &mut String, text: &str) {
+    let clean = |b: u8| b >= 0x20 && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0xEF);
+    if text.bytes().all(clean) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -646,6 +651,7 @@ impl<'a> Diagram<'a> {
 
     fn events(&mut self, b: &mut String) {
         let trace = self.trace;
+        let (mut scratch, mut title) = (String::new(), String::new());
         for e in &trace.events[self.lo..self.hi] {
             let x = self.x(e.time_ns);
             let Some(node) = e.node else {
@@ -653,9 +659,10 @@ impl<'a> Diagram<'a> {
                 continue;
             };
             let y = self.y(node);
-            let desc = describe(e);
-            let mut title = String::new();
-            push_escaped(&mut title, &desc);
+            scratch.clear();
+            describe_into(&mut scratch, e);
+            title.clear();
+            push_escaped(&mut title, &scratch);
             let name = e.kind.name();
             let cls = escape(name);
             match &e.kind {
@@ -686,6 +693,20 @@ impl<'a> Diagram<'a> {
                          <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">leader {leader}</text></g>",
                         x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y,
                         x + 6.0, y - 9.0
+                    );
+                }
+                EventKind::Adjust { delta_ns } => {
+                    self.used.adjust = true;
+                    let sign = if *delta_ns < 0 { "−" } else { "+" };
+                    let _ = writeln!(
+                        b,
+                        "<g class=\"adjust\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\" transform=\"rotate(45 {x:.1} {y:.1})\" fill=\"#17becf\" stroke=\"#0b5f67\"/>\
+                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#0b5f67\">{sign}{}</text></g>",
+                        x - 4.5,
+                        y - 4.5,
+                        x + 6.0,
+                        y + 18.0,
+                        format_ns(delta_ns.unsigned_abs())
                     );
                 }
                 EventKind::Output(v) if is_clock_adjustment(v) => {
@@ -847,11 +868,17 @@ fn msg_id_of(e: &Event) -> u64 {
 /// "Lamport 3, vector [1, 0, 2]" (or what of it the event has).
 fn stamps(e: &Event) -> String {
     let mut s = String::new();
+    push_stamps(&mut s, e);
+    s
+}
+
+fn push_stamps(s: &mut String, e: &Event) {
+    let start = s.len();
     if let Some(l) = e.lamport {
         let _ = write!(s, "Lamport {l}");
     }
     if let Some(v) = &e.vector {
-        if !s.is_empty() {
+        if s.len() > start {
             s.push_str(", ");
         }
         s.push_str("vector [");
@@ -863,52 +890,73 @@ fn stamps(e: &Event) -> String {
         }
         s.push(']');
     }
-    if s.is_empty() {
+    if s.len() == start {
         s.push_str("no timestamps");
     }
-    s
 }
 
-/// The tooltip of an event: what, where, when, and its timestamps.
-pub(crate) fn describe(e: &Event) -> String {
-    let node = e.node.map_or(String::new(), |n| format!("P{n} "));
-    let what = match &e.kind {
+/// Appends the tooltip of an event to `s`: what, where, when, and its timestamps.
+pub(crate) fn describe_into(s: &mut String, e: &Event) {
+    if let Some(n) = e.node {
+        let _ = write!(s, "P{n} ");
+    }
+    match &e.kind {
         EventKind::Send {
             to,
             msg_id,
             kind,
             msg,
             ..
-        } => format!("send {kind} #{msg_id} → P{to}: {}", short_json(msg)),
+        } => {
+            let _ = write!(s, "send {kind} #{msg_id} → P{to}: ");
+            push_short_json(s, msg);
+        }
         EventKind::Deliver {
             from,
             msg_id,
             kind,
             msg,
             duplicate,
-        } => format!(
-            "deliver {kind} #{msg_id} from P{from}{}: {}",
-            if *duplicate { " (duplicate)" } else { "" },
-            short_json(msg)
-        ),
+        } => {
+            let dup = if *duplicate { " (duplicate)" } else { "" };
+            let _ = write!(s, "deliver {kind} #{msg_id} from P{from}{dup}: ");
+            push_short_json(s, msg);
+        }
         EventKind::Drop {
             from,
             msg_id,
             kind,
             reason,
-        } => format!("drop {kind} #{msg_id} from P{from} ({reason})"),
-        EventKind::Input(v) => format!("input {}", short_json(v)),
-        EventKind::Output(v) => format!("output {}", short_json(v)),
-        EventKind::Timer(v) => format!("timer {}", short_json(v)),
-        EventKind::Partition { groups } => format!("partition {}", groups_text(groups)),
-        other => other.name().to_string(),
-    };
-    format!(
-        "{node}{what} · at {} · seq {} · {}",
-        format_ns(e.time_ns),
-        e.seq,
-        stamps(e)
-    )
+        } => {
+            let _ = write!(s, "drop {kind} #{msg_id} from P{from} ({reason})");
+        }
+        EventKind::Input(v) => {
+            s.push_str("input ");
+            push_short_json(s, v);
+        }
+        EventKind::Output(v) => {
+            s.push_str("output ");
+            push_short_json(s, v);
+        }
+        EventKind::Timer(v) => {
+            s.push_str("timer ");
+            push_short_json(s, v);
+        }
+        EventKind::Partition { groups } => {
+            let _ = write!(s, "partition {}", groups_text(groups));
+        }
+        EventKind::Adjust { delta_ns } => {
+            let sign = if *delta_ns < 0 { "-" } else { "+" };
+            let _ = write!(
+                s,
+                "clock adjusted by {sign}{}",
+                format_ns(delta_ns.unsigned_abs())
+            );
+        }
+        other => s.push_str(other.name()),
+    }
+    let _ = write!(s, " · at {} · seq {} · ", format_ns(e.time_ns), e.seq);
+    push_stamps(s, e);
 }
 
 fn groups_text(groups: &[Vec<NodeId>]) -> String {
@@ -923,7 +971,22 @@ fn groups_text(groups: &[Vec<NodeId>]) -> String {
 }
 
 fn short_json(v: &Value) -> String {
-    truncate(&v.to_string(), 160)
+    let mut s = String::new();
+    push_short_json(&mut s, v);
+    s
+}
+
+/// Appends compact JSON, cut after 160 characters.
+fn push_short_json(s: &mut String, v: &Value) {
+    const MAX: usize = 160;
+    let start = s.len();
+    let _ = write!(s, "{v}");
+    if s.len() - start > MAX {
+        if let Some((cut, _)) = s[start..].char_indices().nth(MAX) {
+            s.truncate(start + cut);
+            s.push('…');
+        }
+    }
 }
 
 fn truncate(s: &str, max: usize) -> String {

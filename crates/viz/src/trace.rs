@@ -90,6 +90,11 @@ pub enum EventKind {
     },
     /// Every link delivers again.
     Heal,
+    /// The runtime corrected the node's physical clock (by a step or a slew).
+    Adjust {
+        /// The correction, in nanoseconds (negative: set back).
+        delta_ns: i64,
+    },
     /// An event kind this build does not know (a later trace version's addition); kept and drawn
     /// as a plain mark rather than refused.
     Other {
@@ -113,6 +118,7 @@ impl EventKind {
             EventKind::Recover => "recover",
             EventKind::Partition { .. } => "partition",
             EventKind::Heal => "heal",
+            EventKind::Adjust { .. } => "adjust",
             EventKind::Other { name } => name,
         }
     }
@@ -459,6 +465,12 @@ impl Fields<'_> {
             .ok_or_else(|| self.err(field, "expected a non-negative integer"))
     }
 
+    fn int(&self, field: &str) -> Result<i64, TraceError> {
+        self.get(field)?
+            .as_i64()
+            .ok_or_else(|| self.err(field, "expected an integer"))
+    }
+
     fn opt_uint(&self, field: &str) -> Result<Option<u64>, TraceError> {
         match self.obj.get(field) {
             None | Some(Value::Null) => Ok(None),
@@ -562,6 +574,9 @@ impl Fields<'_> {
                 groups: self.groups()?,
             },
             "heal" => EventKind::Heal,
+            "adjust" => EventKind::Adjust {
+                delta_ns: self.int("delta_ns")?,
+            },
             other => EventKind::Other {
                 name: other.to_string(),
             },
@@ -671,10 +686,12 @@ mod tests {
             r#"{"seq":8,"time_ns":13,"event":"heal"}"#,
             r#"{"seq":9,"time_ns":14,"event":"recover","node":2}"#,
             r#"{"seq":10,"time_ns":15,"event":"output","node":0,"lamport":4,"vector":[2,2,0],"output":{"Leader":2}}"#,
+            r#"{"seq":11,"time_ns":16,"event":"adjust","node":1,"delta_ns":-250}"#,
         ])
         .unwrap();
+        assert_eq!(t.events[11].kind, EventKind::Adjust { delta_ns: -250 });
         assert_eq!(t.header.ids, vec![0, 1, 2]);
-        assert_eq!(t.events.len(), 11);
+        assert_eq!(t.events.len(), 12);
         assert_eq!(t.events[3].line, 5);
         assert_eq!(
             t.events[7].kind,

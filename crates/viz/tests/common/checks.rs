@@ -96,6 +96,7 @@ pub fn check_svg(trace: &Trace, svg: &str) {
         count_class(&doc, "leader"),
         count(&|k| matches!(k, EventKind::Output(v) if leader_of(v).is_some()))
     );
+    assert_eq!(count_class(&doc, "adjust"), adjustments(trace));
     assert_eq!(
         count_class(&doc, "partition"),
         count(&|k| matches!(k, EventKind::Partition { .. }))
@@ -154,7 +155,11 @@ fn adjustments(trace: &Trace) -> usize {
     trace
         .events
         .iter()
-        .filter(|e| matches!(&e.kind, EventKind::Output(v) if distsync_viz::trace::is_clock_adjustment(v)))
+        .filter(|e| match &e.kind {
+            EventKind::Output(v) => distsync_viz::trace::is_clock_adjustment(v),
+            EventKind::Adjust { .. } => true,
+            _ => false,
+        })
         .count()
 }
 
@@ -350,7 +355,11 @@ pub fn check_shiviz(trace: &Trace, log: &str) {
         .events
         .iter()
         .filter(|e| {
-            e.kind.is_process_event() || matches!(e.kind, EventKind::Crash | EventKind::Recover)
+            e.kind.is_process_event()
+                || matches!(
+                    e.kind,
+                    EventKind::Crash | EventKind::Recover | EventKind::Adjust { .. }
+                )
         })
         .count();
     assert_eq!(
@@ -384,7 +393,11 @@ pub fn check_shiviz(trace: &Trace, log: &str) {
         .events
         .iter()
         .filter(|e| {
-            e.kind.is_process_event() || matches!(e.kind, EventKind::Crash | EventKind::Recover)
+            e.kind.is_process_event()
+                || matches!(
+                    e.kind,
+                    EventKind::Crash | EventKind::Recover | EventKind::Adjust { .. }
+                )
         })
         .enumerate()
         .filter(|(_, e)| e.kind.is_process_event())

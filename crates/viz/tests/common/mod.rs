@@ -120,6 +120,10 @@ impl Builder {
         self.push(json!({"time_ns":t,"event":"partition","groups":groups}));
     }
 
+    pub fn adjust(&mut self, t: u64, node: u32, delta_ns: i64) {
+        self.push(json!({"time_ns":t,"event":"adjust","node":node,"delta_ns":delta_ns}));
+    }
+
     pub fn heal(&mut self, t: u64) {
         self.push(json!({"time_ns":t,"event":"heal"}));
     }
@@ -177,6 +181,7 @@ pub fn mutex_run() -> String {
     b.drop(12 * MS, lost, "partition");
     b.crash(12 * MS + 500_000, 0);
     b.heal(13 * MS);
+    b.adjust(13 * MS + 500_000, 1, 2_500);
     b.recover(14 * MS, 0);
     b.send(
         14 * MS + 500_000,
