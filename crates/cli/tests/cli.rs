@@ -115,6 +115,16 @@ fn a_missing_file_and_bad_flags_exit_2() {
         &["simulate", "--algo", "central", "--load", "medium"][..],
         &["simulate", "--algo", "nope"][..],
         &["simulate", "--algo", "central", "--nodes", "0"][..],
+        &["simulate", "--algo", "central", "--nodes", "4000000000"][..],
+        &[
+            "simulate",
+            "--algo",
+            "ricart-agrawala",
+            "--nodes",
+            "3000",
+            "--trace",
+            "/tmp/distsync-never-written.jsonl",
+        ][..],
     ] {
         let o = distsync(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -46,6 +46,9 @@ use distsync_core::mutex::MutualExclusion;
 use std::fmt;
 use std::io::Write;
 
+/// The largest membership a trace is written for (vector timestamps grow with N on every event).
+pub const MAX_TRACED_NODES: usize = 2_000;
+
 /// How to run a scenario.
 #[derive(Default)]
 pub struct RunOptions {
@@ -108,6 +111,16 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             ),
         }));
     };
+    if options.trace.is_some() && checked.peers.len() > MAX_TRACED_NODES {
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field: "nodes".into(),
+            message: format!(
+                "a trace carries a vector timestamp of every node on every event, so traces are limited to {MAX_TRACED_NODES} nodes; this scenario has {}",
+                checked.peers.len()
+            ),
+        }));
+    }
     let seed = options.seed.unwrap_or(scenario.seed);
     match entry.family {
         Family::Mutex => registry::visit_mutex(

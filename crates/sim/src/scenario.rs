@@ -100,6 +100,9 @@ impl Default for Scenario {
     }
 }
 
+/// The largest membership the simulator takes.
+pub const MAX_NODES: u32 = 1_000_000;
+
 /// The default horizon when a scenario names none.
 pub const DEFAULT_UNTIL: Duration = Duration::from_secs(60);
 
@@ -678,6 +681,12 @@ impl Scenario {
                 ))
             }
             (Some(0), None) => return Err(err("nodes", "expected at least 1 node, got 0".into())),
+            (Some(n), None) if *n > MAX_NODES => {
+                return Err(err(
+                    "nodes",
+                    format!("at most {MAX_NODES} nodes can be simulated, got {n}"),
+                ))
+            }
             (Some(n), None) => (0..*n).map(NodeId).collect(),
             (None, Some(ids)) => ids.clone(),
         };
