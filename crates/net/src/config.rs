@@ -1,0 +1,371 @@
+//! The cluster file: which nodes there are and where they listen, which algorithms they run, the
+//! timeouts, and the shared secret every connection must prove it knows.
+//!
+//! ```toml
+//! mutex = "central"              # a mutual-exclusion algorithm of the registry
+//! election = "bully"             # a leader-election algorithm of the registry
+//! secret = "5f0c...e1"           # at least 16 characters; `distsync cluster up` writes a random one
+//!
+//! [timeouts]                     # all optional, durations with units
+//! heartbeat = "100ms"            # how often a node tells every peer it is alive
+//! heartbeat_timeout = "500ms"    # silence after which a peer (or the leader) is taken for crashed
+//! answer_timeout = "100ms"       # the elections' T
+//! coordinator_timeout = "1s"     # the elections' T'
+//!
+//! [[node]]
+//! id = 0
+//! addr = "127.0.0.1:7000"
+//! ```
+//!
+//! Every field is checked when the file is read: an unknown field, a duration without a unit, an
+//! id that appears twice, an address that does not parse or an algorithm of the wrong family is
+//! refused with a message naming the file and the field, as scenario files are.
+
+use distsync_algorithms::registry::{self, Family};
+use distsync_core::{serde_duration, NodeId, Params, Peers};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+/// Node ids must be below this, so that an epoch can carry its leader's id (see `view`).
+pub const MAX_NODE_ID: u32 = 1023;
+/// A secret shorter than this is refused: it would be guessable offline from one handshake.
+pub const MIN_SECRET_LEN: usize = 16;
+
+/// One `[[node]]` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    /// The node's id, unique in the file, at most [`MAX_NODE_ID`].
+    pub id: NodeId,
+    /// Where the node listens, for its peers and its clients: "IP:PORT".
+    pub addr: String,
+}
+
+/// The `[timeouts]` table. Absent fields take the defaults of [`Timeouts::default`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// How often a node sends a heartbeat to every peer (and the leader to every node).
+    #[serde(with = "serde_duration")]
+    pub heartbeat: Duration,
+    /// How long a peer may stay silent before it is taken for crashed.
+    #[serde(with = "serde_duration")]
+    pub heartbeat_timeout: Duration,
+    /// The elections' T: the wait for an answer before taking the silent process for crashed.
+    #[serde(with = "serde_duration")]
+    pub answer_timeout: Duration,
+    /// The elections' T': the wait for an election's result before starting it again.
+    #[serde(with = "serde_duration")]
+    pub coordinator_timeout: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            heartbeat: Duration::from_millis(200),
+            heartbeat_timeout: Duration::from_millis(1000),
+            answer_timeout: Duration::from_millis(200),
+            coordinator_timeout: Duration::from_millis(2000),
+        }
+    }
+}
+
+/// A cluster file, as read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    /// The mutual-exclusion algorithm every node runs (a registry name).
+    pub mutex: String,
+    /// The leader-election algorithm every node runs (a registry name).
+    pub election: String,
+    /// The shared secret. Every connection proves it knows it (see `auth`).
+    pub secret: String,
+    /// Timeouts.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// The nodes, in ring order for ring election algorithms.
+    #[serde(rename = "node")]
+    pub nodes: Vec<NodeEntry>,
+}
+
+/// A cluster file that has been checked: addresses parsed, algorithms found.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// The file as read.
+    pub file: ClusterFile,
+    /// Where it was read from, for messages.
+    pub origin: String,
+    /// Every node id, in file order.
+    pub peers: Peers,
+    /// Each node's address, in file order.
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// A cluster file that cannot be used, naming the file and the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or "<text>" for text not read from a file).
+    pub origin: String,
+    /// The field at fault, dotted ("node[2].addr", "timeouts.heartbeat"), or "" for the file.
+    pub field: String,
+    /// What was expected.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(f, "{}: `{}`: {}", self.origin, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Cluster {
+    /// Reads and checks the cluster file at `path`.
+    pub fn load(path: &Path) -> Result<Cluster, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            origin: origin.clone(),
+            field: String::new(),
+            message: format!("cannot read the cluster file: {e}"),
+        })?;
+        Cluster::from_toml(&text, &origin)
+    }
+
+    /// Parses and checks cluster-file text; `origin` names it in messages.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Cluster, ConfigError> {
+        let file: ClusterFile = toml::from_str(text).map_err(|e| ConfigError {
+            origin: origin.to_string(),
+            field: String::new(),
+            message: e.message().to_string()
+                + &e.span()
+                    .map(|s| format!(" (at byte {})", s.start))
+                    .unwrap_or_default(),
+        })?;
+        Cluster::check(file, origin)
+    }
+
+    /// Checks a parsed cluster file.
+    pub fn check(file: ClusterFile, origin: &str) -> Result<Cluster, ConfigError> {
+        let err = |field: String, message: String| ConfigError {
+            origin: origin.to_string(),
+            field,
+            message,
+        };
+        family(&file.mutex, Family::Mutex).map_err(|m| err("mutex".into(), m))?;
+        family(&file.election, Family::Election).map_err(|m| err("election".into(), m))?;
+        if file.secret.len() < MIN_SECRET_LEN {
+            return Err(err(
+                "secret".into(),
+                format!(
+                    "must be at least {MIN_SECRET_LEN} characters (`distsync cluster up` writes a random one)"
+                ),
+            ));
+        }
+        if file.nodes.is_empty() {
+            return Err(err(
+                "node".into(),
+                "at least one [[node]] with `id` and `addr` is needed".into(),
+            ));
+        }
+        let mut addrs = Vec::with_capacity(file.nodes.len());
+        for (i, n) in file.nodes.iter().enumerate() {
+            if n.id.0 > MAX_NODE_ID {
+                return Err(err(
+                    format!("node[{i}].id"),
+                    format!("{} is too large: node ids go up to {MAX_NODE_ID}", n.id),
+                ));
+            }
+            let addr: SocketAddr = n.addr.parse().map_err(|_| {
+                err(
+                    format!("node[{i}].addr"),
+                    format!("{:?} is not IP:PORT (like \"127.0.0.1:7000\")", n.addr),
+                )
+            })?;
+            if addrs.contains(&addr) {
+                return Err(err(
+                    format!("node[{i}].addr"),
+                    format!("{addr} is also the address of another node"),
+                ));
+            }
+            addrs.push(addr);
+        }
+        let peers = Peers::new(file.nodes.iter().map(|n| n.id).collect())
+            .map_err(|e| err("node".into(), e.to_string()))?;
+        let t = &file.timeouts;
+        for (field, value) in [
+            ("heartbeat", t.heartbeat),
+            ("heartbeat_timeout", t.heartbeat_timeout),
+            ("answer_timeout", t.answer_timeout),
+            ("coordinator_timeout", t.coordinator_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(err(
+                    format!("timeouts.{field}"),
+                    "must be longer than zero".into(),
+                ));
+            }
+        }
+        if t.heartbeat_timeout < t.heartbeat * 2 {
+            return Err(err(
+                "timeouts.heartbeat_timeout".into(),
+                format!(
+                    "must be at least twice the heartbeat ({:?}), or live peers are taken for crashed",
+                    t.heartbeat
+                ),
+            ));
+        }
+        let cluster = Cluster {
+            file,
+            origin: origin.to_string(),
+            peers,
+            addrs,
+        };
+        let params = cluster.params();
+        crate::machine::validate(
+            &cluster.file.mutex,
+            &cluster.file.election,
+            &params,
+            &cluster.peers,
+        )
+        .map_err(|e| err(e.field.to_string(), e.message))?;
+        Ok(cluster)
+    }
+
+    /// The algorithm parameters every node derives from the file (the election timeouts).
+    pub fn params(&self) -> Params {
+        let t = &self.file.timeouts;
+        Params {
+            answer_timeout: Some(t.answer_timeout),
+            coordinator_timeout: Some(t.coordinator_timeout),
+            heartbeat: Some(t.heartbeat),
+            heartbeat_timeout: Some(t.heartbeat_timeout),
+            ..Params::default()
+        }
+    }
+
+    /// The address of node `id`.
+    pub fn addr_of(&self, id: NodeId) -> Option<SocketAddr> {
+        self.peers.position(id).map(|i| self.addrs[i])
+    }
+
+    /// The secret's bytes.
+    pub fn secret(&self) -> &[u8] {
+        self.file.secret.as_bytes()
+    }
+}
+
+fn family(name: &str, want: Family) -> Result<(), String> {
+    match registry::lookup(name) {
+        Some(e) if e.family == want => Ok(()),
+        Some(e) => Err(format!(
+            "{name:?} is a {} algorithm, not a {} algorithm",
+            e.family.name(),
+            want.name()
+        )),
+        None => {
+            let hint = registry::suggest(name)
+                .map(|s| format!(" (did you mean {s:?}?)"))
+                .unwrap_or_default();
+            Err(format!(
+                "no {} algorithm is called {name:?}{hint}; see `distsync list`",
+                want.name()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+mutex = "central"
+election = "bully"
+secret = "0123456789abcdef0123"
+[timeouts]
+heartbeat = "50ms"
+heartbeat_timeout = "300ms"
+[[node]]
+id = 0
+addr = "127.0.0.1:7000"
+[[node]]
+id = 1
+addr = "127.0.0.1:7001"
+[[node]]
+id = 2
+addr = "127.0.0.1:7002"
+"#;
+
+    fn field_of(text: &str) -> String {
+        let e = Cluster::from_toml(text, "c.toml").unwrap_err();
+        assert_eq!(e.origin, "c.toml");
+        e.field
+    }
+
+    #[test]
+    fn a_good_file_is_read_with_defaults() {
+        let c = Cluster::from_toml(GOOD, "c.toml").unwrap();
+        assert_eq!(c.peers.ids(), &[NodeId(0), NodeId(1), NodeId(2)]);
+        assert_eq!(c.addr_of(NodeId(2)).unwrap().port(), 7002);
+        assert_eq!(c.file.timeouts.heartbeat, Duration::from_millis(50));
+        assert_eq!(c.file.timeouts.answer_timeout, Duration::from_millis(200));
+        assert_eq!(
+            c.params().heartbeat_timeout,
+            Some(Duration::from_millis(300))
+        );
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        assert_eq!(
+            field_of(&GOOD.replace("\"central\"", "\"centrl\"")),
+            "mutex"
+        );
+        let e = Cluster::from_toml(&GOOD.replace("\"central\"", "\"centrl\""), "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean \"central\""), "{e}");
+        assert_eq!(field_of(&GOOD.replace("\"central\"", "\"bully\"")), "mutex");
+        assert_eq!(
+            field_of(&GOOD.replace("\"bully\"", "\"central\"")),
+            "election"
+        );
+        assert_eq!(
+            field_of(&GOOD.replace("0123456789abcdef0123", "short")),
+            "secret"
+        );
+        assert_eq!(
+            field_of(&GOOD.replace("127.0.0.1:7001", "nowhere")),
+            "node[1].addr"
+        );
+        assert_eq!(
+            field_of(&GOOD.replace("127.0.0.1:7001", "127.0.0.1:7000")),
+            "node[1].addr"
+        );
+        assert_eq!(field_of(&GOOD.replace("id = 2", "id = 5000")), "node[2].id");
+        assert_eq!(field_of(&GOOD.replace("id = 2", "id = 1")), "node");
+        assert_eq!(
+            field_of(&GOOD.replace("\"300ms\"", "\"60ms\"")),
+            "timeouts.heartbeat_timeout"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_and_unknown_fields_name_the_file() {
+        let e = Cluster::from_toml(&GOOD.replace("\"50ms\"", "50"), "c.toml").unwrap_err();
+        assert!(e.to_string().starts_with("c.toml: "), "{e}");
+        assert!(e.message.contains("unit"), "{e}");
+        let e = Cluster::from_toml(&format!("{GOOD}\nsecrte = 1"), "c.toml").unwrap_err();
+        assert!(e.message.contains("secrte"), "{e}");
+        let e = Cluster::load(Path::new("/nonexistent/c.toml")).unwrap_err();
+        assert!(e.message.contains("cannot read"), "{e}");
+    }
+}

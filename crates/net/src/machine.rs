@@ -1,0 +1,384 @@
+//! The algorithms, unchanged, behind one object-safe interface with byte-encoded messages and
+//! timers, so that the runtime is compiled once and not once per pair of algorithms.
+//!
+//! [`Erased`] holds an algorithm value and drives its [`Process`] handlers exactly as the
+//! simulator does (`sim::engine::call`): it builds a [`Ctx`] with the node id, the view's
+//! membership, the local clock reading and the node's randomness, calls one handler, and hands
+//! back the recorded effects, with messages encoded by the algorithm's own serde types and timers
+//! as their encoding (the runtime keys its sleeps by those bytes; `Erased` maps them back to the
+//! timer values it was given).
+
+use crate::wire::{self, DecodeError};
+use distsync_algorithms::election::Detector;
+use distsync_algorithms::registry::{self, ElectionVisitor, Entry, MutexVisitor};
+use distsync_core::election::{self as el, Election};
+use distsync_core::mutex::{self as mx, MutualExclusion};
+use distsync_core::{Ctx, Effect, EffectOf, NodeId, ParamError, Params, Peers, Process, Time};
+use rand_core::RngCore;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// What a handler call sees: the same things a simulated process sees.
+pub struct Env<'a> {
+    /// This node.
+    pub id: NodeId,
+    /// The membership the instance was built with.
+    pub peers: &'a Peers,
+    /// The OS monotonic clock since the node started.
+    pub now: Time,
+    /// Whether `on_start` follows a restart.
+    pub recovered: bool,
+    /// The node's randomness.
+    pub rng: &'a mut dyn RngCore,
+}
+
+/// An event for a handler.
+pub enum Event<'a, I> {
+    /// `on_start`.
+    Start,
+    /// `on_input`.
+    Input(I),
+    /// `on_message` with the encoded message.
+    Message(NodeId, &'a [u8]),
+    /// `on_timer` with the timer's encoding.
+    Timer(&'a [u8]),
+}
+
+/// An effect with the message and timer encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Out<O> {
+    /// Send these bytes to that node.
+    Send(NodeId, Vec<u8>),
+    /// Fire this timer after that long, replacing a pending one of the same encoding.
+    SetTimer(Vec<u8>, Duration),
+    /// Forget this timer.
+    CancelTimer(Vec<u8>),
+    /// Report to the runtime.
+    Output(O),
+}
+
+/// One algorithm instance with encoded messages and timers.
+pub trait Machine<I, O> {
+    /// Calls the handler for `event`, appending its effects to `out`. A message that does not
+    /// decode is an error and reaches no handler.
+    fn handle(
+        &mut self,
+        env: Env<'_>,
+        event: Event<'_, I>,
+        out: &mut Vec<Out<O>>,
+    ) -> Result<(), DecodeError>;
+}
+
+/// A mutual-exclusion instance.
+pub trait MutexMachine: Machine<mx::Input, mx::Output> {
+    /// Between Enter and Exit.
+    fn in_critical_section(&self) -> bool;
+}
+
+/// An election instance.
+pub trait ElectionMachine: Machine<el::Input, el::Output> {
+    /// The leader it believes in.
+    fn leader(&self) -> Option<NodeId>;
+    /// Whether it takes part in an election whose result it has not learned.
+    fn electing(&self) -> bool;
+}
+
+/// An algorithm value and the timers it has set, by encoding.
+pub struct Erased<A: Process> {
+    /// The algorithm, as the registry builds it.
+    pub inner: A,
+    timers: HashMap<Vec<u8>, A::Timer>,
+    effects: Vec<EffectOf<A>>,
+}
+
+impl<A: Process> Erased<A> {
+    /// Wraps `inner`.
+    pub fn new(inner: A) -> Self {
+        Erased {
+            inner,
+            timers: HashMap::new(),
+            effects: Vec::new(),
+        }
+    }
+}
+
+impl<A: Process> Machine<A::Input, A::Output> for Erased<A> {
+    fn handle(
+        &mut self,
+        env: Env<'_>,
+        event: Event<'_, A::Input>,
+        out: &mut Vec<Out<A::Output>>,
+    ) -> Result<(), DecodeError> {
+        let mut effects = std::mem::take(&mut self.effects);
+        {
+            let mut ctx = Ctx::new(
+                env.id,
+                env.peers,
+                env.now,
+                env.recovered,
+                env.rng,
+                &mut effects,
+            );
+            match event {
+                Event::Start => self.inner.on_start(&mut ctx),
+                Event::Input(i) => self.inner.on_input(i, &mut ctx),
+                Event::Message(from, bytes) => {
+                    let msg: A::Msg = wire::decode(bytes)?;
+                    self.inner.on_message(from, msg, &mut ctx)
+                }
+                Event::Timer(key) => {
+                    // A timer cancelled or replaced after the runtime queued its expiry is gone.
+                    let Some(timer) = self.timers.remove(key) else {
+                        self.effects = effects;
+                        return Ok(());
+                    };
+                    self.inner.on_timer(timer, &mut ctx)
+                }
+            }
+        }
+        for e in effects.drain(..) {
+            out.push(match e {
+                Effect::Send { to, msg } => Out::Send(to, wire::encode(&msg)),
+                Effect::SetTimer { timer, after } => {
+                    let key = wire::encode(&timer);
+                    self.timers.insert(key.clone(), timer);
+                    Out::SetTimer(key, after)
+                }
+                Effect::CancelTimer { timer } => {
+                    let key = wire::encode(&timer);
+                    self.timers.remove(&key);
+                    Out::CancelTimer(key)
+                }
+                Effect::Output(o) => Out::Output(o),
+            });
+        }
+        self.effects = effects;
+        Ok(())
+    }
+}
+
+impl<A: MutualExclusion> MutexMachine for Erased<A> {
+    fn in_critical_section(&self) -> bool {
+        self.inner.in_critical_section()
+    }
+}
+
+impl<A: Election> ElectionMachine for Erased<A> {
+    fn leader(&self) -> Option<NodeId> {
+        self.inner.leader()
+    }
+    fn electing(&self) -> bool {
+        self.inner.electing()
+    }
+}
+
+/// How to build and check instances of one mutual-exclusion algorithm.
+#[derive(Clone, Copy)]
+pub struct MutexKind {
+    /// Its registry entry.
+    pub entry: &'static Entry,
+    /// Checks parameters against a membership.
+    pub validate: fn(&Params, &Peers) -> Result<(), ParamError>,
+    /// A fresh instance.
+    pub new: fn(NodeId, &Peers, &Params) -> Box<dyn MutexMachine>,
+    /// Who competes for the lock (all but the central coordinator).
+    pub competitors: fn(&Peers, &Params) -> Vec<NodeId>,
+}
+
+/// How to build and check instances of one election algorithm, wrapped in the heartbeat
+/// [`Detector`] that watches the leader.
+#[derive(Clone, Copy)]
+pub struct ElectionKind {
+    /// Its registry entry.
+    pub entry: &'static Entry,
+    /// Checks parameters against a membership.
+    pub validate: fn(&Params, &Peers) -> Result<(), ParamError>,
+    /// A fresh instance.
+    pub new: fn(NodeId, &Peers, &Params) -> Box<dyn ElectionMachine>,
+}
+
+fn new_mutex<A: MutualExclusion + 'static>(
+    id: NodeId,
+    peers: &Peers,
+    params: &Params,
+) -> Box<dyn MutexMachine> {
+    Box::new(Erased::new(A::new(id, peers, params)))
+}
+
+fn new_election<A: Election + 'static>(
+    id: NodeId,
+    peers: &Peers,
+    params: &Params,
+) -> Box<dyn ElectionMachine> {
+    Box::new(Erased::new(<Detector<A> as distsync_core::Algorithm>::new(
+        id, peers, params,
+    )))
+}
+
+struct MutexKindOf;
+impl MutexVisitor for MutexKindOf {
+    type Output = MutexKind;
+    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> MutexKind {
+        MutexKind {
+            entry,
+            validate: A::validate,
+            new: new_mutex::<A>,
+            competitors: A::competitors,
+        }
+    }
+}
+
+struct ElectionKindOf;
+impl ElectionVisitor for ElectionKindOf {
+    type Output = ElectionKind;
+    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> ElectionKind {
+        ElectionKind {
+            entry,
+            validate: <Detector<A> as distsync_core::Algorithm>::validate,
+            new: new_election::<A>,
+        }
+    }
+}
+
+/// The mutual-exclusion algorithm called `name`.
+pub fn mutex_kind(name: &str) -> Option<MutexKind> {
+    registry::visit_mutex(name, MutexKindOf)
+}
+
+/// The election algorithm called `name`.
+pub fn election_kind(name: &str) -> Option<ElectionKind> {
+    registry::visit_election(name, ElectionKindOf)
+}
+
+/// Checks that both algorithms exist and accept the parameters for the full membership.
+pub fn validate(
+    mutex: &str,
+    election: &str,
+    params: &Params,
+    peers: &Peers,
+) -> Result<(), ParamError> {
+    let m = mutex_kind(mutex).ok_or_else(|| ParamError::new("mutex", "unknown algorithm"))?;
+    let e =
+        election_kind(election).ok_or_else(|| ParamError::new("election", "unknown algorithm"))?;
+    (m.validate)(params, peers)?;
+    (e.validate)(params, peers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn central_runs_behind_the_erased_interface() {
+        let kind = mutex_kind("central").unwrap();
+        let peers = Peers::range(3);
+        let params = Params::default();
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut client = (kind.new)(NodeId(0), &peers, &params);
+        let mut coord = (kind.new)(NodeId(2), &peers, &params);
+        let mut out = Vec::new();
+        let e = Env {
+            id: NodeId(0),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: false,
+            rng: &mut rng,
+        };
+        client
+            .handle(e, Event::Input(mx::Input::Request), &mut out)
+            .unwrap();
+        let [Out::Send(to, bytes)] = &out[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(*to, NodeId(2));
+        let bytes = bytes.clone();
+        out.clear();
+        let e = Env {
+            id: NodeId(2),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: false,
+            rng: &mut rng,
+        };
+        coord
+            .handle(e, Event::Message(NodeId(0), &bytes), &mut out)
+            .unwrap();
+        let [Out::Send(NodeId(0), grant)] = &out[..] else {
+            panic!("{out:?}")
+        };
+        let grant = grant.clone();
+        out.clear();
+        let e = Env {
+            id: NodeId(0),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: false,
+            rng: &mut rng,
+        };
+        client
+            .handle(e, Event::Message(NodeId(2), &grant), &mut out)
+            .unwrap();
+        assert_eq!(out, vec![Out::Output(mx::Output::Enter)]);
+        assert!(client.in_critical_section());
+        // Garbage is a decode error, not a panic.
+        let e = Env {
+            id: NodeId(2),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: false,
+            rng: &mut rng,
+        };
+        assert!(coord
+            .handle(e, Event::Message(NodeId(0), &[99, 1]), &mut out)
+            .is_err());
+    }
+
+    #[test]
+    fn every_registered_algorithm_has_a_kind() {
+        for e in registry::entries() {
+            match e.family {
+                registry::Family::Mutex => assert!(mutex_kind(e.name).is_some()),
+                registry::Family::Election => assert!(election_kind(e.name).is_some()),
+            }
+        }
+    }
+
+    #[test]
+    fn election_timers_round_trip_through_their_encoding() {
+        let kind = election_kind("bully").unwrap();
+        let peers = Peers::range(3);
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut m = (kind.new)(NodeId(0), &peers, &Params::default());
+        let mut out = Vec::new();
+        let env = Env {
+            id: NodeId(0),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: true,
+            rng: &mut rng,
+        };
+        m.handle(env, Event::Start, &mut out).unwrap();
+        // A recovered bully process holds an election: ELECTION to 1 and 2, and a timer T.
+        let sends = out.iter().filter(|o| matches!(o, Out::Send(..))).count();
+        assert_eq!(sends, 2, "{out:?}");
+        let key = out
+            .iter()
+            .find_map(|o| match o {
+                Out::SetTimer(k, _) => Some(k.clone()),
+                _ => None,
+            })
+            .expect("a timer");
+        out.clear();
+        let env = Env {
+            id: NodeId(0),
+            peers: &peers,
+            now: Time::ZERO,
+            recovered: false,
+            rng: &mut rng,
+        };
+        m.handle(env, Event::Timer(&key), &mut out).unwrap();
+        // Nobody answered within T: node 0 is the coordinator.
+        assert_eq!(m.leader(), Some(NodeId(0)));
+    }
+}

@@ -1,0 +1,234 @@
+//! What travels inside frames: node-to-node messages, client requests and replies, and their
+//! encoding (bincode, bounded by the frame size, trailing bytes refused).
+
+use crate::frame::MAX_FRAME;
+use bincode::Options;
+use distsync_core::NodeId;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A lock name may be this long at most (bytes).
+pub const MAX_NAME: usize = 128;
+
+/// A view of the cluster: who is in it, led by whom, numbered by `epoch`.
+///
+/// An epoch is `round << 10 | leader` (node ids are below 1024), so two leaders that start a
+/// view in the same round still number it differently, and a later round always compares higher.
+pub type Epoch = u32;
+
+/// A message from one node to another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PeerMsg {
+    /// "I am alive", sent every `heartbeat` on every link.
+    Ping,
+    /// A message of the election algorithm (encoded by the algorithm's own type).
+    Election(Vec<u8>),
+    /// A message of the mutual-exclusion instance for lock `name` in view `epoch`; `token` is the
+    /// sender's highest fencing token so far (it orders grants, see `node`).
+    Mutex {
+        /// The view the message belongs to; messages of other views are dropped.
+        epoch: Epoch,
+        /// The lock.
+        name: String,
+        /// The sender's highest fencing token.
+        token: u64,
+        /// The algorithm's message.
+        msg: Vec<u8>,
+    },
+    /// Leader to all: a view change to `epoch` begins; stop granting and report your holders.
+    Prepare {
+        /// The new view.
+        epoch: Epoch,
+    },
+    /// Answer to Prepare: the locks this node's clients hold, with their tokens.
+    State {
+        /// The view being prepared.
+        epoch: Epoch,
+        /// (lock, fencing token) for every lock a local client holds.
+        held: Vec<(String, u64)>,
+    },
+    /// Leader to the members: the new view. Holders re-acquire first.
+    Commit {
+        /// The view.
+        epoch: Epoch,
+        /// Its members, in the cluster file's order.
+        members: Vec<NodeId>,
+        /// For each held lock, the member that keeps it.
+        holders: Vec<(String, NodeId)>,
+    },
+    /// Member to leader: it holds `name` again in the new view.
+    Reacquired {
+        /// The view.
+        epoch: Epoch,
+        /// The lock.
+        name: String,
+    },
+    /// Leader to the members: every holder is settled; serve waiting clients.
+    Open {
+        /// The view.
+        epoch: Epoch,
+    },
+}
+
+/// A client's request to the node it is connected to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientRequest {
+    /// Acquire lock `name`; answered by `Granted` (maybe much later), `Redirect` or `Refused`.
+    Lock {
+        /// The lock.
+        name: String,
+    },
+    /// Release lock `name`; answered by `Released`.
+    Unlock {
+        /// The lock.
+        name: String,
+    },
+    /// What this node knows about the cluster; answered by `Status`.
+    Status,
+    /// Keeps the connection alive; answered by `Pong`.
+    Ping,
+}
+
+/// A node's reply or notice to a client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientReply {
+    /// The lock is yours.
+    Granted {
+        /// The lock.
+        name: String,
+        /// The fencing token: larger than every token granted before, for this lock or across
+        /// a failover.
+        token: u64,
+        /// The node that holds it on the client's behalf.
+        holder: NodeId,
+    },
+    /// The lock is released.
+    Released {
+        /// The lock.
+        name: String,
+    },
+    /// The lock was taken from you (the view changed and another holder was kept); your token is
+    /// stale and resources will refuse it.
+    Revoked {
+        /// The lock.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// Ask node `node` instead (e.g. this node is the central algorithm's coordinator and does
+    /// not compete for the lock).
+    Redirect {
+        /// Where to go.
+        node: NodeId,
+        /// Why.
+        reason: String,
+    },
+    /// The request cannot be served.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// Answer to Status.
+    Status(NodeStatus),
+    /// Answer to Ping.
+    Pong,
+}
+
+/// What a node knows, for `distsync leader` and `distsync cluster status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// The node's id.
+    pub id: NodeId,
+    /// The leader its election algorithm believes in.
+    pub leader: Option<NodeId>,
+    /// Whether an election is under way at this node.
+    pub electing: bool,
+    /// The view it is in, if any.
+    pub epoch: Option<Epoch>,
+    /// The view's members.
+    pub members: Vec<NodeId>,
+    /// Whether the view is open (serving locks).
+    pub open: bool,
+    /// The locks a local client holds.
+    pub holding: Vec<String>,
+    /// The mutual-exclusion algorithm.
+    pub mutex: String,
+    /// The election algorithm.
+    pub election: String,
+}
+
+/// A frame whose payload does not decode.
+#[derive(Debug)]
+pub struct DecodeError(pub String);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed message: {}", self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn options() -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_limit(MAX_FRAME as u64)
+        .reject_trailing_bytes()
+}
+
+/// Encodes a message.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    options()
+        .serialize(value)
+        .expect("messages are plain data within the size bound")
+}
+
+/// Decodes a message, refusing trailing bytes and anything that would allocate past the bound.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    options()
+        .deserialize(bytes)
+        .map_err(|e| DecodeError(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn round_trips() {
+        let m = PeerMsg::Mutex {
+            epoch: 5 << 10 | 3,
+            name: "db".into(),
+            token: 1 << 40,
+            msg: vec![1, 2, 3],
+        };
+        assert_eq!(decode::<PeerMsg>(&encode(&m)).unwrap(), m);
+        let r = ClientReply::Granted {
+            name: "x".into(),
+            token: 7,
+            holder: NodeId(2),
+        };
+        assert_eq!(decode::<ClientReply>(&encode(&r)).unwrap(), r);
+    }
+
+    #[test]
+    fn trailing_and_truncated_bytes_are_refused() {
+        let mut b = encode(&ClientRequest::Lock { name: "x".into() });
+        assert!(decode::<ClientRequest>(&b[..b.len() - 1]).is_err());
+        b.push(0);
+        assert!(decode::<ClientRequest>(&b).is_err());
+        // A length that promises more than the bound does not allocate it.
+        let huge = [0u8, 0xfc, 0xff, 0xff, 0xff, 0xff];
+        assert!(decode::<ClientRequest>(&huge).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode::<PeerMsg>(&bytes);
+            let _ = decode::<ClientRequest>(&bytes);
+            let _ = decode::<crate::auth::Hello>(&bytes);
+        }
+    }
+}
