@@ -5,10 +5,15 @@
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
 
 mod compare_cmd;
+mod cluster_cmd;
+mod leader_cmd;
 mod list;
+mod lock_cmd;
+mod node_cmd;
 mod output;
 mod run;
 mod sweep_cmd;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,11 +35,21 @@ enum Command {
     Run(run::RunArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
+    /// Draw a trace: SVG space-time diagram, Perfetto / chrome://tracing JSON, ShiViz log.
+    Trace(trace_cmd::TraceArgs),
     /// Run every algorithm of a family on the same workloads and set the measured figures
     /// beside the formulas of theory.
     Compare(compare_cmd::CompareArgs),
     /// Plot a report figure against a scenario parameter for several algorithms.
     Sweep(sweep_cmd::SweepArgs),
+    /// Run one node of a real cluster (TCP, the cluster file's algorithms) until SIGTERM/ctrl-c.
+    Node(node_cmd::NodeArgs),
+    /// Take a distributed lock, run a command holding it (with a fencing token), release it.
+    Lock(lock_cmd::LockArgs),
+    /// Ask every node of a cluster who leads, and whether they agree.
+    Leader(leader_cmd::LeaderArgs),
+    /// Start, stop or inspect a cluster of node processes on this machine.
+    Cluster(cluster_cmd::ClusterArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -43,6 +58,8 @@ pub enum Outcome {
     Ok,
     /// A monitor found a violation.
     Violation,
+    /// This exit code (a locked command's status, a failed lock, a disagreement).
+    Code(u8),
 }
 
 /// A failure that is the user's input: printed as one line, exit code 2.
@@ -60,12 +77,18 @@ fn main() -> ExitCode {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),
         Command::Simulate(args) => run::simulate(args),
+        Command::Trace(args) => trace_cmd::trace(args),
         Command::Compare(args) => compare_cmd::compare(args),
         Command::Sweep(args) => sweep_cmd::sweep_cmd(args),
+        Command::Node(args) => node_cmd::node(args),
+        Command::Lock(args) => lock_cmd::lock(args),
+        Command::Leader(args) => leader_cmd::leader(args),
+        Command::Cluster(args) => cluster_cmd::cluster(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Violation) => ExitCode::from(1),
+        Ok(Outcome::Code(c)) => ExitCode::from(c),
         Err(InputError(message)) => {
             eprintln!("error: {message}");
             ExitCode::from(2)

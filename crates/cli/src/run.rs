@@ -1,6 +1,7 @@
 //! `distsync run` and `distsync simulate`: one simulated run, summarized or as JSON.
 
 use crate::output;
+use crate::trace_cmd;
 use crate::{InputError, Outcome};
 use distsync_core::{parse_duration, NodeId};
 use distsync_sim::{run, DelaySpec, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec};
@@ -23,6 +24,9 @@ pub struct RunArgs {
     /// Replace the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Draw the run's space-time diagram to this SVG file (see `distsync trace render`).
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<PathBuf>,
 }
 
 /// Arguments of `distsync simulate`.
@@ -137,6 +141,7 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
         &origin,
         args.seed,
         args.trace.as_deref(),
+        args.svg.as_deref(),
         args.json,
         Some(&args.scenario),
     )
@@ -175,6 +180,7 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
         "command line",
         None,
         args.trace.as_deref(),
+        None,
         args.json,
         None,
     )
@@ -185,6 +191,7 @@ fn execute(
     origin: &str,
     seed: Option<u64>,
     trace: Option<&Path>,
+    svg: Option<&Path>,
     json: bool,
     file: Option<&Path>,
 ) -> Result<Outcome, InputError> {
@@ -200,6 +207,13 @@ fn execute(
             format!("cannot write the trace {}: {e}", trace.unwrap().display())
         })?)),
         None => None,
+    };
+    // For --svg, the trace is also kept in memory and drawn after the run.
+    let captured = svg.map(|_| trace_cmd::Captured::default());
+    let writer: Option<Box<dyn std::io::Write>> = match (writer, &captured) {
+        (Some(file), Some(copy)) => Some(Box::new(trace_cmd::Tee(file, copy.clone()))),
+        (None, Some(copy)) => Some(Box::new(copy.clone())),
+        (writer, None) => writer,
     };
     let bar = (!json && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(1000);
@@ -240,6 +254,9 @@ fn execute(
     if let (Some(staged), Some(trace)) = (&staged, trace) {
         std::fs::rename(staged, trace)
             .map_err(|e| format!("cannot write the trace {}: {e}", trace.display()))?;
+    }
+    if let (Some(out), Some(copy)) = (svg, &captured) {
+        trace_cmd::svg_of_run(copy, origin, out)?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -17,8 +17,39 @@
 //! docs/net.md describes the protocol, the failure handling and its limits.
 
 pub mod auth;
+pub mod client;
 pub mod config;
 pub mod connection;
 pub mod frame;
+pub mod local;
 pub mod machine;
+pub mod node;
+mod peer;
+pub mod shutdown;
+pub mod timers;
 pub mod wire;
+
+pub use config::{Cluster, ClusterFile, ConfigError, NodeEntry, Timeouts};
+pub use node::run;
+
+/// The tokio the runtime uses, for callers that drive it (the CLI).
+pub use tokio;
+
+/// Logs to stderr through `tracing`, filtered by `RUST_LOG` (default: `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+/// A multi-threaded tokio runtime for a node or a client.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}

@@ -45,6 +45,9 @@ pub enum PeerMsg {
     State {
         /// The view being prepared.
         epoch: Epoch,
+        /// The last view this node was a member of (0: none). Holds reported by a node that
+        /// missed a later view are stale (the lock was handed on without it) and are revoked.
+        view: Epoch,
         /// (lock, fencing token) for every lock a local client holds.
         held: Vec<(String, u64)>,
     },
@@ -63,6 +66,12 @@ pub enum PeerMsg {
         epoch: Epoch,
         /// The lock.
         name: String,
+    },
+    /// Answer to a Prepare whose epoch is not above the highest this node has seen: the would-be
+    /// leader (e.g. restarted, so it forgot the epochs) must start again above `seen`.
+    Stale {
+        /// The highest epoch this node has seen.
+        seen: Epoch,
     },
     /// Leader to the members: every holder is settled; serve waiting clients.
     Open {

@@ -22,6 +22,7 @@
 
 pub mod perfetto;
 pub mod plot;
+mod scale;
 pub mod shiviz;
 pub mod svg;
 pub mod trace;

@@ -20,9 +20,12 @@
 //! | `ev` | one dot per event on a process line (`ev-send`, `ev-deliver`, `ev-input`, `ev-output`, `ev-timer`, ...), whose `<title>` tooltip gives the event's time, sequence number, Lamport and vector timestamps |
 //! | `legend` | the key: message kinds and the marks used |
 //!
-//! The drawing scales to its content: its width grows with the number of distinct event times in
-//! the window (so bursts of events get room), between 720 and 60 000 pixels of plot.
+//! The drawing scales to its content: the typical gap between successive event times gets a fixed
+//! room, so the width grows with the number of events, and quiet stretches are shortened and
+//! marked as breaks in the axis (`gap`), as `scale.rs` explains. The plot is 720 to 60 000 pixels
+//! wide.
 
+use crate::scale::TimeScale;
 use crate::trace::{is_clock_adjustment, leader_of, variant_name, Event, EventKind, NodeId, Trace};
 use crate::units::{in_unit, nice_step, unit_for};
 use crate::{format_ns, RenderError};
@@ -40,12 +43,9 @@ pub struct SvgOptions {
 }
 
 const LEFT: f64 = 84.0;
-const RIGHT: f64 = 48.0;
+const RIGHT: f64 = 72.0;
 const TOP: f64 = 72.0;
 const LANE: f64 = 64.0;
-const MIN_PLOT: f64 = 720.0;
-const MAX_PLOT: f64 = 60_000.0;
-const PX_PER_TIME: f64 = 16.0;
 
 /// Colours for message kinds, in order of first appearance in the trace (red is kept for crashes
 /// and drops).
@@ -63,23 +63,37 @@ pub fn escape(text: &str) -> String {
 }
 
 fn push_escaped(out: &mut String, text: &str) {
-    let clean = |b: u8| b >= 0x20 && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0xEF);
-    if text.bytes().all(clean) {
-        out.push_str(text);
-        return;
+    let bytes = text.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        let (replacement, len) = match bytes[i] {
+            b'&' => ("&amp;", 1),
+            b'<' => ("&lt;", 1),
+            b'>' => ("&gt;", 1),
+            b'"' => ("&quot;", 1),
+            b'\'' => ("&#39;", 1),
+            b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            0..=0x1f => ("\u{FFFD}", 1),
+            // U+FFFE and U+FFFF (EF BF BE, EF BF BF) are not XML characters either.
+            0xEF if bytes.get(i + 1) == Some(&0xBF)
+                && matches!(bytes.get(i + 2), Some(0xBE | 0xBF)) =>
+            {
+                ("\u{FFFD}", 3)
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.push_str(&text[start..i]);
+        out.push_str(replacement);
+        i += len;
+        start = i;
     }
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
+    out.push_str(&text[start..]);
 }
 
 /// Draws the space-time diagram of `trace` for the window in `opts`.
@@ -103,6 +117,7 @@ struct Diagram<'a> {
     lo: usize,
     hi: usize,
     plot_width: f64,
+    scale: TimeScale,
     kinds: Vec<&'a str>,
     kind_index: HashMap<&'a str, usize>,
     lanes: HashMap<NodeId, usize>,
@@ -128,15 +143,8 @@ impl<'a> Diagram<'a> {
     fn new(trace: &'a Trace, t0: u64, t1: u64) -> Diagram<'a> {
         let lo = trace.events.partition_point(|e| e.time_ns < t0);
         let hi = trace.events.partition_point(|e| e.time_ns <= t1);
-        let mut distinct = 0usize;
-        let mut last = None;
-        for e in &trace.events[lo..hi] {
-            if last != Some(e.time_ns) {
-                distinct += 1;
-                last = Some(e.time_ns);
-            }
-        }
-        let plot_width = (distinct as f64 * PX_PER_TIME).clamp(MIN_PLOT, MAX_PLOT);
+        let scale = TimeScale::new(t0, t1, trace.events[lo..hi].iter().map(|e| e.time_ns));
+        let plot_width = scale.width;
         let mut kinds = Vec::new();
         let mut kind_index = HashMap::new();
         for e in &trace.events {
@@ -169,6 +177,7 @@ impl<'a> Diagram<'a> {
             lo,
             hi,
             plot_width,
+            scale,
             kinds,
             kind_index,
             lanes,
@@ -177,8 +186,7 @@ impl<'a> Diagram<'a> {
     }
 
     fn x(&self, t: u64) -> f64 {
-        let span = (self.t1 - self.t0).max(1) as f64;
-        LEFT + (t.saturating_sub(self.t0)) as f64 / span * self.plot_width
+        LEFT + self.scale.x(t)
     }
 
     fn y(&self, node: NodeId) -> f64 {
@@ -202,11 +210,11 @@ impl<'a> Diagram<'a> {
     }
 
     fn draw(mut self) -> String {
-        let body = self.body();
+        let mut body = self.body();
         let legend = self.legend();
         let height = legend.1 + 16.0;
         let width = self.width();
-        let mut svg = String::with_capacity(body.len() + legend.0.len() + 4096);
+        let mut svg = String::with_capacity(4096);
         let _ = write!(
             svg,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
@@ -218,10 +226,12 @@ impl<'a> Diagram<'a> {
             svg,
             "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"white\"/>"
         );
-        svg.push_str(&body);
-        svg.push_str(&legend.0);
-        svg.push_str("</svg>\n");
-        svg
+        // The body is by far the largest part: put the head in front of it in place.
+        body.reserve(svg.len() + legend.0.len() + 8);
+        body.insert_str(0, &svg);
+        body.push_str(&legend.0);
+        body.push_str("</svg>\n");
+        body
     }
 
     fn defs(&self) -> String {
@@ -255,7 +265,7 @@ impl<'a> Diagram<'a> {
     }
 
     fn body(&mut self) -> String {
-        let mut b = String::with_capacity(4096 + (self.hi - self.lo) * 320);
+        let mut b = String::with_capacity(16384 + (self.hi - self.lo) * 480);
         self.title(&mut b);
         self.axis(&mut b);
         self.down_stretches(&mut b);
@@ -291,34 +301,82 @@ impl<'a> Diagram<'a> {
     }
 
     fn axis(&self, b: &mut String) {
-        let span = (self.t1 - self.t0).max(1);
-        let unit = unit_for(span);
-        let target = (self.plot_width / 70.0).max(2.0) as u64;
-        let step = nice_step(span, target);
+        let unit = unit_for((self.t1 - self.t0).max(1));
+        // About one tick per 80 pixels inside the stretches drawn to scale.
+        let step = nice_step((80.0 / self.scale.px_per_ns).max(1.0) as u64, 1);
         let top = TOP - 20.0;
         let axis_y = self.bottom() + 28.0;
         b.push_str("<g class=\"time-axis\">\n");
-        let _ = writeln!(
-            b,
-            "<line class=\"axis\" x1=\"{:.1}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\"/>",
-            LEFT,
-            LEFT + self.plot_width
-        );
-        let mut t = self.t0.div_ceil(step).saturating_mul(step);
-        while t <= self.t1 {
-            let x = self.x(t);
+        // Shortened quiet stretches: a light band and a break in the axis.
+        for &(from, to) in &self.scale.breaks {
+            let (xa, xb) = (self.x(from), self.x(to));
+            let mid = (xa + xb) / 2.0;
             let _ = writeln!(
                 b,
-                "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{axis_y:.1}\"/>\
-                 <line class=\"axis\" x1=\"{x:.1}\" y1=\"{axis_y:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>\
-                 <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                axis_y + 5.0,
+                "<g class=\"gap\"><title>no event from {} to {} ({}): drawn shortened</title>\
+                 <rect x=\"{:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#f2f2f2\"/>\
+                 <path d=\"M{:.1},{:.1} l6,-12 M{:.1},{:.1} l6,-12\" stroke=\"#444\" stroke-width=\"1.2\"/>\
+                 <text class=\"mark\" x=\"{mid:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#666\">+{}</text></g>",
+                format_ns(from),
+                format_ns(to),
+                format_ns(to - from),
+                xa + 8.0,
+                (xb - xa - 16.0).max(1.0),
+                axis_y - top,
+                mid - 7.0,
+                axis_y + 6.0,
+                mid + 1.0,
+                axis_y + 6.0,
                 axis_y + 18.0,
-                in_unit(t, unit)
+                format_ns(to - from)
             );
-            match t.checked_add(step) {
-                Some(next) => t = next,
-                None => break,
+        }
+        // The axis line, interrupted at each break.
+        let mut segments: Vec<(f64, f64)> = Vec::new();
+        for &(from, to) in &self.scale.runs {
+            segments.push((self.x(from), self.x(to)));
+        }
+        for (i, &(xa, xb)) in segments.iter().enumerate() {
+            let xa = if i > 0 { xa - 12.0 } else { xa };
+            let xb = if i + 1 < segments.len() {
+                xb + 12.0
+            } else {
+                xb
+            };
+            let _ = writeln!(
+                b,
+                "<line class=\"axis\" x1=\"{xa:.1}\" y1=\"{axis_y:.1}\" x2=\"{xb:.1}\" y2=\"{axis_y:.1}\"/>"
+            );
+        }
+        let mut last_x = f64::NEG_INFINITY;
+        for &(from, to) in &self.scale.runs {
+            let mut ticks: Vec<u64> = Vec::new();
+            let mut t = from.div_ceil(step).saturating_mul(step);
+            while t <= to {
+                ticks.push(t);
+                match t.checked_add(step) {
+                    Some(next) => t = next,
+                    None => break,
+                }
+            }
+            if ticks.is_empty() {
+                ticks.push(from); // a short stretch still says when it is
+            }
+            for t in ticks {
+                let x = self.x(t);
+                if x - last_x < 44.0 {
+                    continue;
+                }
+                last_x = x;
+                let _ = writeln!(
+                    b,
+                    "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{top:.1}\" x2=\"{x:.1}\" y2=\"{axis_y:.1}\"/>\
+                     <line class=\"axis\" x1=\"{x:.1}\" y1=\"{axis_y:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"/>\
+                     <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                    axis_y + 5.0,
+                    axis_y + 18.0,
+                    in_unit(t, unit)
+                );
             }
         }
         let _ = writeln!(
@@ -1011,6 +1069,11 @@ mod tests {
         );
         assert_eq!(escape("a\u{1}b\tc"), "a\u{FFFD}b\tc");
         assert_eq!(escape("P1 → P2 µs"), "P1 → P2 µs");
+        assert_eq!(escape("a\u{FFFE}b\u{FFFF}c"), "a\u{FFFD}b\u{FFFD}c");
+        assert_eq!(
+            escape("\u{FFFD}\u{F000}\u{FFEE}"),
+            "\u{FFFD}\u{F000}\u{FFEE}"
+        );
     }
 
     #[test]

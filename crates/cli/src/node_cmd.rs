@@ -1,0 +1,43 @@
+//! `distsync node`: run one node of a cluster until SIGTERM or ctrl-c.
+
+use crate::{InputError, Outcome};
+use distsync_core::NodeId;
+use distsync_net::Cluster;
+use std::path::PathBuf;
+
+/// Arguments of `distsync node`.
+#[derive(clap::Args)]
+pub struct NodeArgs {
+    /// The cluster file (TOML): nodes, algorithms, timeouts, secret.
+    #[arg(long, value_name = "CLUSTER.toml")]
+    cluster: PathBuf,
+    /// This node's id in the cluster file.
+    #[arg(long, value_name = "N")]
+    id: u32,
+}
+
+/// Runs the node; logs go to stderr (`RUST_LOG` filters them, default `info`).
+pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
+    let cluster = Cluster::load(&args.cluster)?;
+    let id = NodeId(args.id);
+    if !cluster.peers.contains(id) {
+        return Err(InputError(format!(
+            "{}: no [[node]] has id {id} (ids: {:?})",
+            cluster.origin,
+            cluster.peers.ids()
+        )));
+    }
+    distsync_net::init_logging();
+    let rt = distsync_net::runtime()?;
+    match rt.block_on(distsync_net::run(
+        cluster,
+        id,
+        distsync_net::shutdown::signalled(),
+    )) {
+        Ok(()) => Ok(Outcome::Ok),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(Outcome::Code(1))
+        }
+    }
+}

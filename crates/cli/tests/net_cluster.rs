@@ -1,0 +1,725 @@
+//! Real clusters: `distsync node` processes on 127.0.0.1 (free ports chosen at test time),
+//! `distsync lock` clients running a shell command that increments a shared file, kill -9 of a
+//! coordinator or token holder, `distsync leader`, and hostile connections.
+//!
+//! The shared file is a *fenced resource*: `count last_token`. The command run under the lock
+//! (see `COUNTER`) reads it under flock(1), refuses to go on if its fencing token is not above
+//! the last one the file saw (and records its token there), sleeps, then writes count+1 only if
+//! no newer token touched the file meanwhile, and appends "token count" to a log. Without
+//! failures every write must be accepted: the file ends at exactly 8 x 25 = 200 and the tokens
+//! grow with the count. With a crash, a client whose lock was lost may be refused by the
+//! resource: the file then equals the number of accepted writes (the log's lines).
+//!
+//! Every wait is bounded; every process started is killed when its test ends, even on failure.
+//! The cluster tests take a global lock so that only one cluster runs at a time on 2 cores.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_distsync");
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The command run under the lock: $1 the fenced counter file, $2 the log of accepted writes.
+const COUNTER: &str = r#"
+f="$1"; log="$2"; t="$DISTSYNC_FENCING_TOKEN"
+exec 9>>"$f.lk"
+flock 9
+read count last < "$f"
+if [ "$t" -le "$last" ]; then echo "read $t <= $last" >> "$f.refused"; exit 3; fi
+echo "$count $t" > "$f"
+flock -u 9
+sleep "${SLEEP:-0.003}"
+flock 9
+read count2 last2 < "$f"
+if [ "$last2" != "$t" ]; then echo "write $t, file saw $last2" >> "$f.refused"; exit 3; fi
+next=$((count2 + 1))
+echo "$next $t" > "$f"
+echo "$t $next" >> "$log"
+"#;
+
+fn lock_guard() -> MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+struct TestCluster {
+    dir: PathBuf,
+    cluster: PathBuf,
+    n: usize,
+    nodes: Mutex<Vec<Option<Child>>>,
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
+        for c in nodes.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "distsync-net-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl TestCluster {
+    fn start(name: &str, n: usize, mutex: &str, election: &str) -> TestCluster {
+        let dir = scratch(name);
+        let ports = free_ports(n);
+        let mut text = format!(
+            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n\
+             [timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout = \"500ms\"\n\
+             answer_timeout = \"100ms\"\ncoordinator_timeout = \"800ms\"\n"
+        );
+        for (i, p) in ports.iter().enumerate() {
+            text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
+        }
+        let cluster = dir.join("cluster.toml");
+        fs::write(&cluster, text).unwrap();
+        let c = TestCluster {
+            dir,
+            cluster,
+            n,
+            nodes: Mutex::new(Vec::new()),
+        };
+        for i in 0..n {
+            let child = c.spawn_node(i);
+            c.nodes.lock().unwrap().push(Some(child));
+        }
+        c
+    }
+
+    fn spawn_node(&self, i: usize) -> Child {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("node-{i}.log")))
+            .unwrap();
+        Command::new(BIN)
+            .args(["node", "--cluster"])
+            .arg(&self.cluster)
+            .args(["--id", &i.to_string()])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    fn kill9(&self, i: usize) {
+        let taken = self.nodes.lock().unwrap()[i].take();
+        if let Some(mut c) = taken {
+            c.kill().unwrap(); // SIGKILL
+            c.wait().unwrap();
+        }
+    }
+
+    fn leader_json(&self) -> serde_json::Value {
+        let out = Command::new(BIN)
+            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
+            .arg(&self.cluster)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "leader --json printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Waits until every live node agrees on one leader and its view is open with every live
+    /// node; returns the leader.
+    fn settled(&self, within: Duration) -> u64 {
+        let until = Instant::now() + within;
+        loop {
+            let j = self.leader_json();
+            let live: Vec<&serde_json::Value> = j["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["reachable"] == true)
+                .collect();
+            let open = live.iter().all(|n| {
+                n["open"] == true && n["members"].as_array().map(|m| m.len()) == Some(live.len())
+            });
+            if j["agreed"] == true && open {
+                return j["leader"].as_u64().unwrap();
+            }
+            assert!(
+                Instant::now() < until,
+                "the cluster did not settle within {within:?}: {j}\n{}",
+                self.logs()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for i in 0..self.n {
+            let text =
+                fs::read_to_string(self.dir.join(format!("node-{i}.log"))).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            s += &format!("--- node {i} (last lines)\n");
+            for l in tail.into_iter().rev() {
+                s += l;
+                s += "\n";
+            }
+        }
+        s
+    }
+
+    fn lock(&self, node: usize, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(["lock", "--timeout", "20s", "--cluster"])
+            .arg(&self.cluster)
+            .args(["--node", &node.to_string(), "--name", "counter", "--"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+struct Run {
+    /// (token, count) of every accepted write, in the order the file recorded them.
+    log: Vec<(u64, u64)>,
+    /// The file's final count.
+    count: u64,
+    /// Lock invocations that failed (exit status not 0).
+    failed: usize,
+    refused: String,
+}
+
+/// 8 clients, each taking the lock 25 times through node (client % nodes); `during` runs on the
+/// test thread while they work.
+fn counter_run(c: &TestCluster, nodes: usize, during: impl FnOnce(&Path)) -> Run {
+    let file = c.dir.join("counter");
+    let log = c.dir.join("counter.log");
+    fs::write(&file, "0 0\n").unwrap();
+    fs::write(&log, "").unwrap();
+    let script = c.dir.join("counter.sh");
+    fs::write(&script, COUNTER).unwrap();
+    let failed = thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|client| {
+                let (file, log, script) = (&file, &log, &script);
+                s.spawn(move || {
+                    let mut failed = 0;
+                    for _ in 0..25 {
+                        let out = c.lock(
+                            client % nodes,
+                            &[
+                                "sh",
+                                script.to_str().unwrap(),
+                                file.to_str().unwrap(),
+                                log.to_str().unwrap(),
+                            ],
+                        );
+                        if !out.status.success() {
+                            failed += 1;
+                            eprintln!(
+                                "client {client}: {:?}: {}",
+                                out.status,
+                                String::from_utf8_lossy(&out.stderr)
+                            );
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        during(&file);
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    let text = fs::read_to_string(&file).unwrap();
+    let count = text.split_whitespace().next().unwrap().parse().unwrap();
+    let log = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut w = l.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+            (w.next().unwrap(), w.next().unwrap())
+        })
+        .collect();
+    let refused = fs::read_to_string(c.dir.join("counter.refused")).unwrap_or_default();
+    Run {
+        log,
+        count,
+        failed,
+        refused,
+    }
+}
+
+fn assert_tokens_increase(run: &Run) {
+    for (i, w) in run.log.windows(2).enumerate() {
+        assert!(
+            w[1].0 > w[0].0,
+            "fencing tokens must grow in the order the file recorded them: write {} has token {} after {}",
+            i + 1,
+            w[1].0,
+            w[0].0
+        );
+    }
+    for (i, &(_, count)) in run.log.iter().enumerate() {
+        assert_eq!(
+            count,
+            i as u64 + 1,
+            "the log records every count once, in order"
+        );
+    }
+}
+
+fn two_hundred(mutex: &str) {
+    let _g = lock_guard();
+    let c = TestCluster::start(mutex, 5, mutex, "bully");
+    c.settled(Duration::from_secs(15));
+    let run = counter_run(&c, 5, |_| {});
+    assert_eq!(
+        run.failed,
+        0,
+        "every lock invocation succeeds\n{}",
+        c.logs()
+    );
+    assert_eq!(run.refused, "", "no write is refused when nothing fails");
+    assert_eq!(run.count, 200, "{}", c.logs());
+    assert_eq!(run.log.len(), 200);
+    assert_tokens_increase(&run);
+}
+
+#[test]
+fn central_counts_to_200() {
+    two_hundred("central");
+}
+
+#[test]
+fn ricart_agrawala_counts_to_200() {
+    two_hundred("ricart-agrawala");
+}
+
+#[test]
+fn suzuki_kasami_counts_to_200() {
+    two_hundred("suzuki-kasami");
+}
+
+#[test]
+fn raymond_counts_to_200() {
+    two_hundred("raymond");
+}
+
+/// Waits (bounded) until the counter file reaches `n`.
+fn wait_count(file: &Path, n: u64, within: Duration) {
+    let until = Instant::now() + within;
+    loop {
+        let text = fs::read_to_string(file).unwrap_or_default();
+        let count: u64 = text
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        if count >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "the counter did not reach {n} within {within:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn current_count(file: &Path) -> u64 {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Checks a run with a crash: it completed, every invocation that exited 0 is exactly one
+/// accepted write, accepted writes carry growing tokens, and the work went on after the crash.
+fn assert_crash_run(run: &Run, at_kill: u64, c: &TestCluster) {
+    eprintln!(
+        "count {} at the kill, {} at the end; {} invocations failed; refused: {}",
+        at_kill, run.count, run.failed, run.refused
+    );
+    assert_eq!(
+        run.count,
+        run.log.len() as u64,
+        "the file equals the number of accepted writes"
+    );
+    assert_eq!(
+        run.count,
+        200 - run.failed as u64,
+        "every lock invocation that succeeded wrote exactly once\n{}",
+        c.logs()
+    );
+    assert_tokens_increase(run);
+    assert!(
+        run.count > at_kill + 50,
+        "clients were served after the crash (count {} at the kill, {} at the end)\n{}",
+        at_kill,
+        run.count,
+        c.logs()
+    );
+}
+
+#[test]
+fn central_survives_a_kill_9_of_its_coordinator() {
+    let _g = lock_guard();
+    let c = TestCluster::start("central-kill", 5, "central", "bully");
+    let leader = c.settled(Duration::from_secs(15));
+    assert_eq!(leader, 4, "bully elects the highest id, the coordinator");
+    let mut at_kill = 0;
+    let run = counter_run(&c, 4, |file| {
+        wait_count(file, 40, Duration::from_secs(30));
+        at_kill = current_count(file);
+        c.kill9(4);
+    });
+    assert_crash_run(&run, at_kill, &c);
+    let new = c.settled(Duration::from_secs(10));
+    assert_eq!(new, 3, "the highest live id is the new coordinator");
+}
+
+#[test]
+fn suzuki_kasami_survives_a_kill_9_of_its_token_holder() {
+    let _g = lock_guard();
+    let c = TestCluster::start("sk-kill", 5, "suzuki-kasami", "bully");
+    c.settled(Duration::from_secs(15));
+    let mut at_kill = 0;
+    let mut killed = None;
+    let run = counter_run(&c, 5, |file| {
+        wait_count(file, 40, Duration::from_secs(30));
+        // The node whose client is inside the critical section holds the token.
+        let until = Instant::now() + Duration::from_secs(10);
+        let holder = loop {
+            let j = c.leader_json();
+            let h = j["nodes"].as_array().unwrap().iter().find(|n| {
+                n["holding"]
+                    .as_array()
+                    .is_some_and(|h| h.iter().any(|x| x == "counter"))
+            });
+            if let Some(h) = h {
+                break h["id"].as_u64().unwrap() as usize;
+            }
+            assert!(Instant::now() < until, "no node was seen holding the lock");
+        };
+        at_kill = current_count(file);
+        c.kill9(holder);
+        killed = Some(holder);
+    });
+    let killed = killed.unwrap();
+    assert_crash_run(&run, at_kill, &c);
+    let leader = c.settled(Duration::from_secs(10));
+    let expected = if killed == 4 { 3 } else { 4 };
+    assert_eq!(leader, expected as u64, "bully: the highest live id leads");
+    let j = c.leader_json();
+    for n in j["nodes"].as_array().unwrap() {
+        if n["id"].as_u64() == Some(killed as u64) {
+            assert_eq!(n["reachable"], false);
+        } else {
+            let members = n["members"].as_array().unwrap();
+            assert!(!members.iter().any(|m| m.as_u64() == Some(killed as u64)));
+            assert_eq!(members.len(), 4, "the crashed node left the view: {n}");
+        }
+    }
+}
+
+/// `distsync leader` after a kill -9 of the leader: every live node names the same new one
+/// within the configured timeouts: the silence before the leader is suspected
+/// (heartbeat_timeout 500ms), the election (T = 100ms, T' = 800ms at most) and the view change
+/// (one round trip, under heartbeat_timeout), plus the time `leader` takes to ask.
+fn new_leader_in_time(mutex: &str, election: &str, expect: u64) {
+    let _g = lock_guard();
+    let c = TestCluster::start(&format!("leader-{election}"), 5, mutex, election);
+    let first = c.settled(Duration::from_secs(15));
+    assert_eq!(first, 4, "{election} elects the highest id");
+    let killed_at = Instant::now();
+    c.kill9(4);
+    let bound = Duration::from_millis(500 + 100 + 800 + 500) + Duration::from_secs(1);
+    let until = killed_at + bound;
+    loop {
+        let j = c.leader_json();
+        if j["agreed"] == true {
+            assert_eq!(j["leader"].as_u64(), Some(expect), "{j}");
+            let answered = j["answered"].as_u64().unwrap();
+            assert_eq!(answered, 4, "every live node answered: {j}");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no agreement on a new leader within {bound:?} of the kill: {j}\n{}",
+            c.logs()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "{election}: new leader agreed {:?} after the kill",
+        killed_at.elapsed()
+    );
+}
+
+#[test]
+fn leader_names_the_new_bully_leader_after_a_kill() {
+    new_leader_in_time("central", "bully", 3);
+}
+
+#[test]
+fn leader_names_the_new_ring_leader_after_a_kill() {
+    new_leader_in_time("ricart-agrawala", "chang-roberts", 3);
+}
+
+fn node_addr(c: &TestCluster, i: usize) -> String {
+    let cluster = distsync_net::Cluster::load(&c.cluster).unwrap();
+    cluster.addrs[i].to_string()
+}
+
+/// Sends `bytes` to `addr` and waits (bounded) for the node to close the connection.
+fn send_and_expect_close(addr: &str, bytes: &[u8], shutdown_write: bool) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(bytes);
+    if shutdown_write {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    }
+    let mut buf = [0u8; 1024];
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return, // closed (or reset)
+            Ok(_) => {}               // the node's handshake Challenge, if any
+        }
+        assert!(
+            Instant::now() < until,
+            "the node did not close the connection"
+        );
+    }
+}
+
+fn node_running(c: &TestCluster, i: usize) -> bool {
+    let mut nodes = c.nodes.lock().unwrap();
+    nodes[i]
+        .as_mut()
+        .is_some_and(|ch| ch.try_wait().unwrap().is_none())
+}
+
+#[test]
+fn hostile_connections_are_refused_and_the_node_keeps_serving() {
+    let _g = lock_guard();
+    let c = TestCluster::start("hostile", 3, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(15));
+    let addr = node_addr(&c, 0);
+
+    // A client with the wrong secret.
+    let wrong = c.dir.join("wrong.toml");
+    let text = fs::read_to_string(&c.cluster)
+        .unwrap()
+        .replace("test-secret-0123456789", "not-the-secret-0123456789");
+    fs::write(&wrong, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "5s", "--node", "0", "--cluster"])
+        .arg(&wrong)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the lock is refused");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("secret"), "the client is told why: {err}");
+    let out = Command::new(BIN)
+        .args(["leader", "--json", "--cluster"])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        j["answered"], 0,
+        "no node answers a client without the secret: {j}"
+    );
+
+    // A stream of random bytes, an oversized frame, a truncated frame, a malformed Hello.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let random: Vec<u8> = (0..65536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    send_and_expect_close(&addr, &random, false);
+    send_and_expect_close(&addr, &[0xff, 0xff, 0xff, 0xff, 1, 2, 3], false);
+    send_and_expect_close(&addr, &[0, 0, 0, 100, 1, 2, 3], true);
+    send_and_expect_close(&addr, &[0, 0, 0, 3, 0xff, 0xff, 0xff], false);
+
+    // An authenticated client that sends a malformed (but correctly sealed) frame.
+    let cluster = distsync_net::Cluster::load(&c.cluster).unwrap();
+    let rt = distsync_net::runtime().unwrap();
+    rt.block_on(async {
+        let s = distsync_net::tokio::net::TcpStream::connect(&addr)
+            .await
+            .unwrap();
+        let (mut r, mut w) = distsync_net::connection::initiate(
+            s,
+            cluster.secret(),
+            distsync_net::auth::Role::Client,
+        )
+        .await
+        .unwrap();
+        w.send(&vec![0xffu8; 64]).await.unwrap();
+        let end = distsync_net::tokio::time::timeout(
+            Duration::from_secs(5),
+            r.recv::<distsync_net::wire::ClientReply>(),
+        )
+        .await
+        .expect("the node closes the connection");
+        assert!(
+            !matches!(end, Ok(Some(_))),
+            "no reply to garbage: {:?}",
+            end.ok()
+        );
+    });
+
+    // The node is still up and serving.
+    assert!(node_running(&c, 0), "node 0 is still running");
+    let out = c.lock(0, &["true"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.settled(Duration::from_secs(5));
+    let log = fs::read_to_string(c.dir.join("node-0.log")).unwrap();
+    let refused = log.matches("refused connection").count();
+    assert!(
+        refused >= 5,
+        "every refused connection is logged ({refused}):\n{log}"
+    );
+    assert!(log.contains("does not know the cluster secret"), "{log}");
+    assert!(log.contains("exceeds the limit"), "{log}");
+    assert!(
+        log.contains("closing client connection: malformed message"),
+        "{log}"
+    );
+}
+
+/// What no lock service built on timeouts survives: a holder that is cut off (here: its node
+/// paused with SIGSTOP, as a partition or a long GC pause would) loses its lock after the
+/// timeout while its command still runs, so two commands run "under the lock" at once. Only the
+/// fencing token saves the resource: the stale holder's late write is refused.
+#[test]
+fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
+    let _g = lock_guard();
+    let c = TestCluster::start("pause", 3, "central", "bully");
+    assert_eq!(c.settled(Duration::from_secs(15)), 2);
+    let file = c.dir.join("counter");
+    let log = c.dir.join("counter.log");
+    let script = c.dir.join("counter.sh");
+    fs::write(&file, "0 0\n").unwrap();
+    fs::write(&script, COUNTER).unwrap();
+    let slow = Command::new(BIN)
+        .args([
+            "lock",
+            "--timeout",
+            "20s",
+            "--node",
+            "0",
+            "--name",
+            "counter",
+            "--cluster",
+        ])
+        .arg(&c.cluster)
+        .args(["--", "sh"])
+        .arg(&script)
+        .arg(&file)
+        .arg(&log)
+        .env("SLEEP", "3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the slow command holds the lock (its token is registered in the file).
+    let until = Instant::now() + Duration::from_secs(10);
+    while fs::read_to_string(&file).unwrap().trim() == "0 0" {
+        assert!(Instant::now() < until, "the slow holder never got the lock");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let pid = c.nodes.lock().unwrap()[0].as_ref().unwrap().id();
+    let stop = |sig: &str| {
+        assert!(Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success())
+    };
+    stop("-STOP");
+    let paused_at = Instant::now();
+    // Another client gets the lock while the first command still runs.
+    let fast = c.lock(
+        1,
+        &[
+            "sh",
+            script.to_str().unwrap(),
+            file.to_str().unwrap(),
+            log.to_str().unwrap(),
+        ],
+    );
+    let granted_after = paused_at.elapsed();
+    stop("-CONT");
+    assert!(
+        fast.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fast.stderr)
+    );
+    assert!(
+        granted_after < Duration::from_secs(3),
+        "the second holder ran while the first command was still inside its critical section"
+    );
+    let slow = slow.wait_with_output().unwrap();
+    assert_eq!(
+        slow.status.code(),
+        Some(3),
+        "the stale holder's write is refused by the fenced resource: {}",
+        String::from_utf8_lossy(&slow.stderr)
+    );
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("1 "),
+        "only the second holder's increment counts: {text}"
+    );
+    let refused = fs::read_to_string(c.dir.join("counter.refused")).unwrap();
+    assert!(refused.starts_with("write"), "{refused}");
+    // Once resumed, the paused node rejoins without its stale hold.
+    c.settled(Duration::from_secs(10));
+    let j = c.leader_json();
+    assert!(
+        j["nodes"][0]["holding"].as_array().unwrap().is_empty(),
+        "{j}"
+    );
+}

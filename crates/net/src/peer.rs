@@ -1,0 +1,219 @@
+//! Links between nodes, and the listener that accepts nodes and clients.
+//!
+//! Each node dials every other node once and uses that connection to send to it; what it
+//! receives comes over the connections the others dialed. A dialer ([`spawn_link`]) connects,
+//! authenticates, then forwards the node's messages for that peer and a `Ping` every heartbeat;
+//! when the connection fails (the peer crashed or restarted) it logs it and dials again, with a
+//! short pause between attempts, until the node stops. Messages for a peer that is down wait in a
+//! bounded queue; when it is full they are dropped, as a crashed process loses its messages.
+//!
+//! The listener ([`serve`]) runs the handshake on every connection: one that cannot prove the
+//! secret is refused and logged. A node's messages become [`Event::Peer`]; a client gets a
+//! session whose requests become [`Event::Client`]. A malformed, truncated, oversized or
+//! unauthentic frame ends that one connection, with a log line, and nothing else.
+
+use crate::auth::Role;
+use crate::config::Cluster;
+use crate::connection::{self, ConnError};
+use crate::wire::{ClientReply, ClientRequest, PeerMsg};
+use distsync_core::NodeId;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn};
+
+/// Messages waiting for one peer.
+pub const LINK_QUEUE: usize = 4096;
+/// Replies waiting for one client.
+pub const CLIENT_QUEUE: usize = 256;
+
+/// What the connection tasks tell the node.
+#[derive(Debug)]
+pub enum Event {
+    /// Node `from` sent a message.
+    Peer(NodeId, PeerMsg),
+    /// A client connected; replies go to this sender.
+    ClientOpen(u64, mpsc::Sender<ClientReply>),
+    /// A client's request.
+    Client(u64, ClientRequest),
+    /// A client's connection ended.
+    ClientGone(u64),
+}
+
+/// Starts the dialer of the link to `peer` at `addr`, sending what arrives on `rx`.
+pub fn spawn_link(
+    me: NodeId,
+    peer: NodeId,
+    addr: SocketAddr,
+    secret: Arc<[u8]>,
+    heartbeat: Duration,
+    mut rx: mpsc::Receiver<PeerMsg>,
+) {
+    tokio::spawn(async move {
+        let retry = heartbeat.min(Duration::from_millis(200));
+        let mut failures = 0u32;
+        loop {
+            let stream = match tokio::time::timeout(
+                Duration::from_secs(2),
+                TcpStream::connect(addr),
+            )
+            .await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    if failures == 0 {
+                        debug!(peer = %peer, %addr, "cannot connect: {e}; retrying");
+                    }
+                    failures += 1;
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+                Err(_) => {
+                    failures += 1;
+                    continue;
+                }
+            };
+            let (_reader, mut writer) =
+                match connection::initiate(stream, &secret, Role::Peer(me)).await {
+                    Ok(halves) => halves,
+                    Err(e) => {
+                        warn!(peer = %peer, %addr, "link handshake failed: {e}");
+                        tokio::time::sleep(retry).await;
+                        continue;
+                    }
+                };
+            info!(peer = %peer, %addr, "link up");
+            failures = 0;
+            let mut beat = tokio::time::interval(heartbeat);
+            let end: Result<(), ConnError> = loop {
+                tokio::select! {
+                    msg = rx.recv() => match msg {
+                        Some(m) => if let Err(e) = writer.send(&m).await { break Err(e) },
+                        None => return, // the node stopped
+                    },
+                    _ = beat.tick() => if let Err(e) = writer.send(&PeerMsg::Ping).await {
+                        break Err(e)
+                    },
+                }
+            };
+            if let Err(e) = end {
+                info!(peer = %peer, "link down: {e}; reconnecting");
+            }
+            tokio::time::sleep(retry).await;
+        }
+    });
+}
+
+/// Accepts connections on `listener` until the node stops, sending what they carry to `events`.
+pub async fn serve(
+    listener: TcpListener,
+    cluster: Arc<Cluster>,
+    me: NodeId,
+    events: mpsc::Sender<Event>,
+) {
+    let next_client = Arc::new(AtomicU64::new(1));
+    let secret: Arc<[u8]> = cluster.secret().into();
+    let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
+    loop {
+        let (stream, addr) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (events, secret, cluster, next_client) = (
+            events.clone(),
+            secret.clone(),
+            cluster.clone(),
+            next_client.clone(),
+        );
+        tokio::spawn(async move {
+            let (role, mut reader, writer) = match connection::respond(stream, &secret).await {
+                Ok(c) => c,
+                Err(e) => {
+                    warn!(%addr, "refused connection: {e}");
+                    return;
+                }
+            };
+            match role {
+                Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
+                    warn!(%addr, "refused connection: node {id} is not a peer of node {me}");
+                }
+                Role::Peer(id) => {
+                    debug!(%addr, peer = %id, "peer connected");
+                    loop {
+                        match reader.recv::<PeerMsg>().await {
+                            Ok(Some(msg)) => {
+                                if events.send(Event::Peer(id, msg)).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(None) => {
+                                debug!(peer = %id, "peer closed its link");
+                                return;
+                            }
+                            Err(e) => {
+                                warn!(%addr, peer = %id, "closing link from peer: {e}");
+                                return;
+                            }
+                        }
+                    }
+                }
+                Role::Client => {
+                    let id = next_client.fetch_add(1, Ordering::Relaxed);
+                    client_session(id, addr, reader, writer, events, client_timeout).await;
+                }
+            }
+        });
+    }
+}
+
+async fn client_session(
+    id: u64,
+    addr: SocketAddr,
+    mut reader: connection::Reader,
+    mut writer: connection::Writer,
+    events: mpsc::Sender<Event>,
+    timeout: Duration,
+) {
+    let (tx, mut rx) = mpsc::channel::<ClientReply>(CLIENT_QUEUE);
+    if events.send(Event::ClientOpen(id, tx)).await.is_err() {
+        return;
+    }
+    debug!(client = id, %addr, "client connected");
+    let write = tokio::spawn(async move {
+        while let Some(reply) = rx.recv().await {
+            if writer.send(&reply).await.is_err() {
+                return;
+            }
+        }
+    });
+    loop {
+        match tokio::time::timeout(timeout, reader.recv::<ClientRequest>()).await {
+            Ok(Ok(Some(req))) => {
+                if events.send(Event::Client(id, req)).await.is_err() {
+                    break;
+                }
+            }
+            Ok(Ok(None)) => {
+                debug!(client = id, "client closed the connection");
+                break;
+            }
+            Ok(Err(e)) => {
+                warn!(client = id, %addr, "closing client connection: {e}");
+                break;
+            }
+            Err(_) => {
+                warn!(client = id, %addr, "closing client connection: silent for {timeout:?}");
+                break;
+            }
+        }
+    }
+    let _ = events.send(Event::ClientGone(id)).await;
+    write.abort();
+}
