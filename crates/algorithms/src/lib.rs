@@ -9,6 +9,7 @@
 //! assert!(registry::lookup("lamport-mutex").unwrap().needs_fifo);
 //! ```
 
+pub mod clocks;
 pub mod election;
 pub mod mutex;
 pub mod registry;

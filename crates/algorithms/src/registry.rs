@@ -3,8 +3,10 @@
 //! Runtimes are generic over the algorithm type; they reach the type for a name through a
 //! visitor (`visit_mutex`), so that adding an algorithm is one line in the table below.
 
+use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
+use distsync_core::Params;
 use serde::Serialize;
 
 /// The family an algorithm belongs to, which decides its inputs, outputs and monitors.
@@ -15,6 +17,8 @@ pub enum Family {
     Mutex,
     /// Leader election.
     Election,
+    /// Physical clock synchronization.
+    ClockSync,
 }
 
 impl Family {
@@ -23,6 +27,7 @@ impl Family {
         match self {
             Family::Mutex => "mutex",
             Family::Election => "election",
+            Family::ClockSync => "clock-sync",
         }
     }
 }
@@ -137,16 +142,92 @@ election_algorithms! {
         "Peterson 1982, unidirectional ring: active and relay processes, tid/ntid/nntid, rounds (seed 004)";
 }
 
+/// Something to do with a clock-synchronization algorithm type, chosen by name at run time.
+pub trait ClockSyncVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the algorithm type registered under the name.
+    fn visit<A: ClockSync + 'static>(self, entry: &'static Entry) -> Self::Output;
+}
+
+macro_rules! clock_sync_algorithms {
+    ($($name:literal => $ty:ty, $desc:literal;)*) => {
+        const CLOCK_SYNC: &[Entry] = &[$(Entry {
+            name: $name,
+            family: Family::ClockSync,
+            needs_fifo: false,
+            description: $desc,
+        }),*];
+
+        fn visit_clock_sync_type<V: ClockSyncVisitor>(
+            name: &str,
+            entry: &'static Entry,
+            visitor: V,
+        ) -> Option<V::Output> {
+            match name {
+                $($name => Some(visitor.visit::<$ty>(entry)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+clock_sync_algorithms! {
+    "berkeley" => crate::clocks::Berkeley<crate::election::Bully>,
+        "Berkeley (Gusella-Zatti 1989): an elected master polls, averages within a threshold of the median, sends adjustments (seed 000)";
+    "cristian" => crate::clocks::Cristian,
+        "Cristian 1989: ask a time server, set T + RTT/2 from the smallest round trip, bound RTT/2 - min (seed 000)";
+    "ntp" => crate::clocks::Ntp,
+        "NTP (RFC 5905): on-wire offset and delay, 8-sample clock filter, intersection of several servers, strata (seed 000)";
+}
+
+/// Calls `visitor` with the clock-synchronization algorithm named `name`; `None` if no
+/// clock-synchronization algorithm has that name. Berkeley's master is chosen by the election
+/// algorithm `params.master_election` names (bully by default), so `berkeley` comes as
+/// `Berkeley<E>` for that algorithm `E`; `None` too if that is not an election algorithm.
+pub fn visit_clock_sync<V: ClockSyncVisitor>(
+    name: &str,
+    params: &Params,
+    visitor: V,
+) -> Option<V::Output> {
+    let entry = lookup(name)?;
+    if name == "berkeley" {
+        let election = params
+            .master_election
+            .as_deref()
+            .unwrap_or(crate::clocks::berkeley::DEFAULT_MASTER_ELECTION);
+        return visit_election(election, BerkeleyWith { entry, visitor });
+    }
+    visit_clock_sync_type(name, entry, visitor)
+}
+
+/// Visits `Berkeley<E>` for the election algorithm `E` it is given.
+struct BerkeleyWith<V> {
+    entry: &'static Entry,
+    visitor: V,
+}
+
+impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
+    type Output = V::Output;
+    fn visit<E: Election + 'static>(self, _election: &'static Entry) -> V::Output {
+        self.visitor.visit::<crate::clocks::Berkeley<E>>(self.entry)
+    }
+}
+
 /// Every registered algorithm, by family and then name.
 pub fn entries() -> Vec<&'static Entry> {
-    let mut all: Vec<&'static Entry> = MUTEX.iter().chain(ELECTION).collect();
+    let mut all: Vec<&'static Entry> = MUTEX.iter().chain(ELECTION).chain(CLOCK_SYNC).collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
 }
 
 /// The algorithm registered under `name`.
 pub fn lookup(name: &str) -> Option<&'static Entry> {
-    MUTEX.iter().chain(ELECTION).find(|e| e.name == name)
+    MUTEX
+        .iter()
+        .chain(ELECTION)
+        .chain(CLOCK_SYNC)
+        .find(|e| e.name == name)
 }
 
 /// The registered name closest to a misspelled one, for "did you mean" hints.
@@ -210,6 +291,56 @@ mod tests {
         assert_eq!(visit_election("ricart-agrawala", ElectionName), None);
         assert_eq!(lookup("chang-roberts").unwrap().family, Family::Election);
         assert_eq!(suggest("chang-robert"), Some("chang-roberts"));
+    }
+
+    struct ClockName;
+    impl ClockSyncVisitor for ClockName {
+        type Output = &'static str;
+        fn visit<A: ClockSync + 'static>(self, entry: &'static Entry) -> &'static str {
+            entry.name
+        }
+    }
+
+    #[test]
+    fn every_clock_sync_entry_dispatches_to_its_type() {
+        let clocks: Vec<_> = entries()
+            .into_iter()
+            .filter(|e| e.family == Family::ClockSync)
+            .collect();
+        assert!(!clocks.is_empty());
+        for e in clocks {
+            assert_eq!(
+                visit_clock_sync(e.name, &Params::default(), ClockName),
+                Some(e.name)
+            );
+            assert_eq!(visit_mutex(e.name, Name), None);
+        }
+        assert_eq!(
+            visit_clock_sync("bully", &Params::default(), ClockName),
+            None
+        );
+        // Berkeley's master may be elected by any election algorithm of the registry.
+        for election in [
+            "bully",
+            "ring",
+            "chang-roberts",
+            "ring-active-list",
+            "peterson",
+        ] {
+            let params = Params {
+                master_election: Some(election.into()),
+                ..Params::default()
+            };
+            assert_eq!(
+                visit_clock_sync("berkeley", &params, ClockName),
+                Some("berkeley")
+            );
+        }
+        let params = Params {
+            master_election: Some("central".into()),
+            ..Params::default()
+        };
+        assert_eq!(visit_clock_sync("berkeley", &params, ClockName), None);
     }
 
     #[test]

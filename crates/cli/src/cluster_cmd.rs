@@ -93,12 +93,9 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
     };
     let file = local::cluster_file(a.nodes, &a.mutex, &a.election, a.base_port, timeouts)?;
     // Check everything (algorithm names, timeouts) before writing or starting anything.
-    let cluster = Cluster::check(file.clone(), "the generated cluster file").map_err(|e| {
-        InputError(
-            e.to_string()
-                .replace("`mutex`", "--mutex")
-                .replace("`election`", "--election"),
-        )
+    let cluster = Cluster::check(file.clone(), "cluster up").map_err(|e| {
+        let flag = e.field.trim_start_matches("timeouts.").replace('_', "-");
+        InputError(format!("--{flag}: {}", e.message))
     })?;
     let path = local::write_cluster(&a.dir, &file)?;
     let exe = std::env::current_exe()?;

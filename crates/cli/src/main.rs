@@ -4,8 +4,9 @@
 //! Exit codes: 0 when the run completed and every monitored property held, 1 when a monitor
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
 
-mod compare_cmd;
+mod check_cmd;
 mod cluster_cmd;
+mod compare_cmd;
 mod leader_cmd;
 mod list;
 mod lock_cmd;
@@ -42,6 +43,9 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Plot a report figure against a scenario parameter for several algorithms.
     Sweep(sweep_cmd::SweepArgs),
+    /// Explore every interleaving of a small mutual-exclusion configuration: prove mutual
+    /// exclusion, no deadlock and completion there, or print a shortest trace breaking one.
+    Check(check_cmd::CheckArgs),
     /// Run one node of a real cluster (TCP, the cluster file's algorithms) until SIGTERM/ctrl-c.
     Node(node_cmd::NodeArgs),
     /// Take a distributed lock, run a command holding it (with a fencing token), release it.
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace_cmd::trace(args),
         Command::Compare(args) => compare_cmd::compare(args),
         Command::Sweep(args) => sweep_cmd::sweep_cmd(args),
+        Command::Check(args) => check_cmd::check(args),
         Command::Node(args) => node_cmd::node(args),
         Command::Lock(args) => lock_cmd::lock(args),
         Command::Leader(args) => leader_cmd::leader(args),

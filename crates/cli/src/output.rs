@@ -71,6 +71,37 @@ pub fn summary(r: &Report) -> String {
             m.throughput_per_s, m.unserved_requests, m.abandoned_requests, m.max_bypass
         );
     }
+    if let Some(e) = &r.election {
+        let leader = e.leader.map_or("none".to_string(), |l| l.to_string());
+        let live = e.known_by.len();
+        let _ = writeln!(
+            out,
+            "leader:     {leader} ({} by the {live} live nodes); {} elections, {} disturbed",
+            if e.agreed { "agreed" } else { "NOT agreed" },
+            e.elections,
+            e.disturbed
+        );
+        let kinds: Vec<String> = e
+            .messages
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "election:   {} messages ({}); completed in {}; longest chain {}{}",
+            e.messages.total,
+            if kinds.is_empty() {
+                "none".to_string()
+            } else {
+                kinds.join(", ")
+            },
+            e.completion_time_ns
+                .map_or("-".to_string(), |ns| dur(ns as f64)),
+            e.longest_chain,
+            e.rounds.map_or(String::new(), |r| format!("; {r} rounds"))
+        );
+    }
     if r.violations.is_empty() {
         let _ = writeln!(out, "violations: none");
     } else {

@@ -140,6 +140,11 @@ impl TestCluster {
         }
     }
 
+    fn respawn(&self, i: usize) {
+        let child = self.spawn_node(i);
+        self.nodes.lock().unwrap()[i] = Some(child);
+    }
+
     fn leader_json(&self) -> serde_json::Value {
         let out = Command::new(BIN)
             .args(["leader", "--json", "--timeout", "1s", "--cluster"])
@@ -721,5 +726,35 @@ fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
     assert!(
         j["nodes"][0]["holding"].as_array().unwrap().is_empty(),
         "{j}"
+    );
+}
+
+/// A node killed and restarted faster than the failure timeout comes back without a view (and
+/// without its state); the others' requests reach it, it asks the leader to let it in, and a view
+/// change does. Ricart-Agrawala needs its reply, so a lock through another node proves it.
+#[test]
+fn a_node_restarted_within_the_timeout_rejoins_the_view() {
+    let _g = lock_guard();
+    let c = TestCluster::start("restart", 5, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(15));
+    c.kill9(1);
+    c.respawn(1);
+    let t0 = Instant::now();
+    let out = c.lock(0, &["true"]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        c.logs()
+    );
+    eprintln!(
+        "lock through node 0 after node 1 restarted: {:?}",
+        t0.elapsed()
+    );
+    c.settled(Duration::from_secs(10));
+    let log = fs::read_to_string(c.dir.join("node-1.log")).unwrap();
+    assert!(
+        log.contains("asking the leader to let this node in"),
+        "{log}"
     );
 }

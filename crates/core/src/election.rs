@@ -43,6 +43,13 @@ pub trait Election: Algorithm + Process<Input = Input, Output = Output> {
     /// True while the process takes part in an election whose result it has not yet learned.
     fn electing(&self) -> bool;
 
+    /// True while this process holds messages it sent and does not yet know to have arrived
+    /// (the ring link's unacknowledged messages, resent past a crashed successor after T).
+    /// Monitors take an election for over only when no process is electing or pending.
+    fn pending(&self) -> bool {
+        false
+    }
+
     /// Whether the algorithm promises to elect the highest live id (the validity monitor checks
     /// it only for algorithms that promise it).
     fn elects_highest() -> bool {
@@ -54,8 +61,9 @@ pub trait Election: Algorithm + Process<Input = Input, Output = Output> {
         false
     }
 
-    /// For algorithms that work in rounds (Peterson's), the round in which this process
-    /// learned it was elected; `None` for others and for processes that were not elected.
+    /// For algorithms that work in rounds (Peterson's): how many rounds this process completed
+    /// as an active process in the last election it took part in. The largest over all
+    /// processes is the number of rounds the election needed. `None` for other algorithms.
     fn rounds(&self) -> Option<u32> {
         None
     }

@@ -44,6 +44,7 @@
 //! ```
 
 pub mod clock;
+pub mod clock_sync;
 pub mod election;
 mod id;
 pub mod mutex;

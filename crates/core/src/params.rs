@@ -32,6 +32,29 @@ pub struct Params {
     /// process suspects it and starts an election.
     #[serde(default, with = "crate::serde_duration::option")]
     pub heartbeat_timeout: Option<Duration>,
+    /// Clock synchronization: Cristian's time server (default: the lowest id).
+    #[serde(default)]
+    pub server: Option<NodeId>,
+    /// Clock synchronization: request/reply exchanges per Cristian synchronization (default 4).
+    #[serde(default)]
+    pub samples: Option<u32>,
+    /// Clock synchronization: the smallest one-way delay the algorithm may assume (default 0).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub min_delay: Option<Duration>,
+    /// Clock synchronization: the bound on clock drift that error bounds allow for, in ppm
+    /// (default 100).
+    #[serde(default)]
+    pub max_drift_ppm: Option<f64>,
+    /// Berkeley: how far from the median a clock may be and still count (default 1s).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub threshold: Option<Duration>,
+    /// Berkeley: the election algorithm that chooses the master (default "bully").
+    #[serde(default)]
+    pub master_election: Option<String>,
+    /// NTP: server ids by stratum, `[[stratum 1], [stratum 2], ...]`; the other nodes are
+    /// clients of the last level (default: the lowest id alone at stratum 1).
+    #[serde(default)]
+    pub strata: Option<Vec<Vec<NodeId>>>,
 }
 
 /// Quorum constructions for Maekawa-style algorithms.

@@ -73,6 +73,9 @@ pub enum PeerMsg {
         /// The highest epoch this node has seen.
         seen: Epoch,
     },
+    /// A node without a view (it restarted faster than the timeout, or missed a commit) asks
+    /// the leader for a view change that lets it in.
+    Join,
     /// Leader to the members: every holder is settled; serve waiting clients.
     Open {
         /// The view.

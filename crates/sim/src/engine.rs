@@ -38,7 +38,7 @@ pub trait Harness<P: Process> {
     fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
         let _ = (node, ctl);
     }
-    /// A node recovered with fresh state.
+    /// A node recovered with fresh state; called before its process's `on_start`.
     fn on_recover(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
         let _ = (node, ctl);
     }
@@ -136,7 +136,11 @@ pub struct Core<P: Process> {
     next_msg_id: u64,
     next_timer_generation: u64,
     in_flight: u64,
+    /// Of `in_flight`, the copies of kinds in `chain_excludes`.
+    in_flight_excluded: u64,
     by_kind: Vec<(&'static str, u64)>,
+    /// Message kinds that do not lengthen causal chains (acknowledgements, heartbeats).
+    chain_excludes: Vec<&'static str>,
     violations: Vec<Violation>,
     suppressed_violations: u64,
     tracer: Option<Tracer>,
@@ -190,9 +194,25 @@ impl<'c, P: Process> Control<'c, P> {
         self.core.in_flight
     }
 
+    /// Message copies in flight, leaving out the kinds excluded from causal chains
+    /// (acknowledgements, heartbeats): the algorithm's own messages still travelling.
+    pub fn in_flight_own(&self) -> u64 {
+        self.core.in_flight - self.core.in_flight_excluded
+    }
+
     /// Messages sent so far.
     pub fn messages_sent(&self) -> u64 {
         self.core.messages.total
+    }
+
+    /// The longest causal chain of messages so far (see [`Engine::with_chain_excluding`]).
+    pub fn longest_chain(&self) -> u64 {
+        self.core.slots.iter().map(|s| s.chain).max().unwrap_or(0)
+    }
+
+    /// Messages sent so far, by kind, in the order the kinds first appeared.
+    pub fn messages_by_kind(&self) -> &[(&'static str, u64)] {
+        &self.core.by_kind
     }
 
     /// Gives `node` the input `input` at time `at` (not before now).
@@ -315,7 +335,11 @@ impl<P: Process> Core<P> {
                 },
             )
         });
-        let chain = self.slots[from].chain + 1;
+        let chain = if self.chain_excludes.contains(&kind) {
+            0
+        } else {
+            self.slots[from].chain + 1
+        };
         let fates = self.network.route(self.now, from, to_pos, &mut self.rng);
         let copies = fates.iter().flatten().count();
         if copies == 2 {
@@ -334,6 +358,9 @@ impl<P: Process> Core<P> {
                     };
                     let s = if last { stamp.take() } else { stamp.clone() };
                     self.in_flight += 1;
+                    if chain == 0 {
+                        self.in_flight_excluded += 1;
+                    }
                     self.push(
                         at,
                         Kind::Deliver {
@@ -423,7 +450,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             next_msg_id: 0,
             next_timer_generation: 0,
             in_flight: 0,
+            in_flight_excluded: 0,
             by_kind: Vec::new(),
+            chain_excludes: Vec::new(),
             violations: Vec::new(),
             suppressed_violations: 0,
             tracer,
@@ -447,6 +476,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
             progress: None,
         }
+    }
+
+    /// Messages of these kinds neither lengthen nor carry causal chains: `longest_chain` counts
+    /// the algorithm's own messages, not the acknowledgements or heartbeats wrapped around them.
+    pub fn with_chain_excluding(mut self, kinds: &[&'static str]) -> Self {
+        self.core.chain_excludes = kinds.to_vec();
+        self
     }
 
     /// Calls `progress(now_ns, until_ns)` every 65,536 events.
@@ -548,6 +584,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 stamp,
             } => {
                 self.core.in_flight -= 1;
+                if chain == 0 {
+                    self.core.in_flight_excluded -= 1;
+                }
                 let from_id = self.core.peers.ids()[from];
                 let to_id = self.core.peers.ids()[to];
                 let reason = if self.core.slots[to].process.is_none() {
@@ -714,13 +753,15 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 if let Some(t) = self.core.tracer.as_mut() {
                     t.plain_event(now, "recover", Some(*id), Line::default());
                 }
-                self.call(pos, true, |p, ctx| p.on_start(ctx));
+                // The harness hears of the recovery first, so that it sees the system as it was
+                // before the recovered process's start sends or outputs anything.
                 self.harness.on_recover(
                     *id,
                     &mut Control {
                         core: &mut self.core,
                     },
                 );
+                self.call(pos, true, |p, ctx| p.on_start(ctx));
             }
             Action::Partition(groups) => {
                 let positions: Vec<Vec<usize>> = groups
@@ -763,11 +804,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             return;
         };
         let mut effects = std::mem::take(&mut core.effects);
+        // The process reads its own (possibly drifting) clock, never true time.
+        let local = core.clocks.read(pos, core.now);
         {
             let mut ctx = Ctx::new(
                 id,
                 &core.peers,
-                core.now,
+                local,
                 recovered,
                 &mut core.rng,
                 &mut effects,

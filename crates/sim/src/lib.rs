@@ -24,8 +24,10 @@
 //! assert!(report.violations.is_empty());
 //! ```
 
+mod clock_sync;
 pub mod clocks;
 pub mod compare;
+mod election;
 mod engine;
 mod mutex;
 mod network;
@@ -34,14 +36,21 @@ pub mod scenario;
 pub mod sweep;
 mod trace;
 
+pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
+pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
 pub use mutex::MutexHarness;
-pub use report::{MessageStats, MutexReport, Report, Stats, Violation};
+pub use report::{
+    ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
+};
 pub use scenario::{
-    Action, Checked, DelaySpec, NetworkSpec, Scenario, ScenarioError, WorkloadKind, WorkloadSpec,
+    Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
+    WorkloadSpec,
 };
 
-use distsync_algorithms::registry::{self, Entry, Family, MutexVisitor};
+use distsync_algorithms::election::Detector;
+use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
+use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
 use std::fmt;
 use std::io::Write;
@@ -122,6 +131,29 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         }));
     }
     let seed = options.seed.unwrap_or(scenario.seed);
+    if entry.family != Family::Election {
+        let misplaced = |field: String, what: &str| {
+            Err(SimError::Scenario(ScenarioError {
+                origin: origin.clone(),
+                field,
+                message: format!(
+                    "{what} applies to leader election, and `{}` is a {} algorithm",
+                    scenario.algorithm,
+                    entry.family.name()
+                ),
+            }))
+        };
+        if scenario.detect.is_some() {
+            return misplaced("detect".into(), "`detect`");
+        }
+        if let Some((_, i, _)) = checked
+            .actions
+            .iter()
+            .find(|(_, _, a)| matches!(a, Action::Elect(_)))
+        {
+            return misplaced(format!("event[{i}].elect"), "`elect`");
+        }
+    }
     match entry.family {
         Family::Mutex => registry::visit_mutex(
             &scenario.algorithm,
@@ -134,15 +166,108 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             },
         )
         .expect("the registry lists it as mutex"),
-        family => Err(SimError::Scenario(ScenarioError {
-            origin,
-            field: "algorithm".into(),
-            message: format!(
-                "`{}` is a {} algorithm, and the simulator cannot run that family yet",
-                scenario.algorithm,
-                family.name()
-            ),
-        })),
+        Family::Election => registry::visit_election(
+            &scenario.algorithm,
+            ElectionRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .expect("the registry lists it as election"),
+        Family::ClockSync => registry::visit_clock_sync(
+            &scenario.algorithm,
+            &scenario.params(),
+            FamilyRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .unwrap_or_else(|| {
+            // Only Berkeley's `master_election` can fail to name a type.
+            Err(SimError::Scenario(ScenarioError {
+                origin: origin.clone(),
+                field: "master_election".into(),
+                message: format!(
+                    "`{}` is not an election algorithm (`distsync list` shows them)",
+                    scenario.master_election.as_deref().unwrap_or_default()
+                ),
+            }))
+        }),
+    }
+}
+
+/// A run of a family harnessed in this crate by time and order (clock synchronization,
+/// multicast, snapshots): what every such run needs.
+struct FamilyRun<'a> {
+    checked: &'a Checked,
+    origin: &'a str,
+    seed: u64,
+    trace: Option<Box<dyn Write>>,
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
+}
+
+impl FamilyRun<'_> {
+    fn run<A: distsync_core::Algorithm, H: Harness<A>>(
+        self,
+        entry: &'static Entry,
+        harness: H,
+    ) -> Result<Report, SimError> {
+        Engine::<A, _>::new(
+            self.checked,
+            entry.family.name(),
+            self.seed,
+            harness,
+            self.trace,
+        )
+        .with_progress(self.progress)
+        .run()
+        .map_err(SimError::Trace)
+    }
+}
+
+impl registry::ClockSyncVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: distsync_core::clock_sync::ClockSync + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
+    }
+}
+
+struct ElectionRun<'a> {
+    checked: &'a Checked,
+    origin: &'a str,
+    seed: u64,
+    trace: Option<Box<dyn Write>>,
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
+}
+
+impl ElectionRun<'_> {
+    fn run<P: Election>(self, family: &str) -> Result<Report, SimError> {
+        let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
+        Engine::<P, _>::new(self.checked, family, self.seed, harness, self.trace)
+            .with_chain_excluding(&OVERHEAD_KINDS)
+            .with_progress(self.progress)
+            .run()
+            .map_err(SimError::Trace)
+    }
+}
+
+impl ElectionVisitor for ElectionRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output {
+        match self.checked.scenario.detect {
+            Some(Detect::Timeout) => self.run::<Detector<A>>(entry.family.name()),
+            Some(Detect::None) | None => self.run::<A>(entry.family.name()),
+        }
     }
 }
 

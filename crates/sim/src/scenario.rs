@@ -56,6 +56,35 @@ pub struct Scenario {
     /// Elections with timeout detection: the silence after which the coordinator is suspected.
     #[serde(default, with = "serde_duration::option")]
     pub heartbeat_timeout: Option<Duration>,
+    /// Elections: how processes notice a crashed coordinator. `"timeout"`: the coordinator sends
+    /// heartbeats and a process that misses them for `heartbeat_timeout` starts an election;
+    /// `"none"` (the default): only scripted `elect` events and recoveries start elections.
+    #[serde(default)]
+    pub detect: Option<Detect>,
+    /// Clock synchronization: how often every process is told to synchronize (default 1s).
+    #[serde(default, with = "serde_duration::option")]
+    pub sync_interval: Option<Duration>,
+    /// Clock synchronization: Cristian's time server (default: the lowest id).
+    #[serde(default)]
+    pub server: Option<NodeId>,
+    /// Clock synchronization: exchanges per Cristian synchronization (default 4).
+    #[serde(default)]
+    pub samples: Option<u32>,
+    /// Clock synchronization: the smallest one-way delay the algorithm may assume (default 0).
+    #[serde(default, with = "serde_duration::option")]
+    pub min_delay: Option<Duration>,
+    /// Clock synchronization: the drift bound error bounds allow for, in ppm (default 100).
+    #[serde(default)]
+    pub max_drift_ppm: Option<f64>,
+    /// Berkeley: how far from the median a clock may be and still count (default 1s).
+    #[serde(default, with = "serde_duration::option")]
+    pub threshold: Option<Duration>,
+    /// Berkeley: the election algorithm that chooses the master (default "bully").
+    #[serde(default)]
+    pub master_election: Option<String>,
+    /// NTP: server ids by stratum, `[[stratum 1], [stratum 2], ...]`.
+    #[serde(default)]
+    pub strata: Option<Vec<Vec<NodeId>>>,
     /// The network model.
     #[serde(default)]
     pub network: NetworkSpec,
@@ -92,6 +121,15 @@ impl Default for Scenario {
             coordinator_timeout: None,
             heartbeat: None,
             heartbeat_timeout: None,
+            detect: None,
+            sync_interval: None,
+            server: None,
+            samples: None,
+            min_delay: None,
+            max_drift_ppm: None,
+            threshold: None,
+            master_election: None,
+            strata: None,
             network: NetworkSpec::default(),
             clocks: None,
             workload: None,
@@ -100,6 +138,15 @@ impl Default for Scenario {
     }
 }
 
+/// How election processes notice a crashed coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Detect {
+    /// Heartbeats from the coordinator and a timeout at every other process.
+    Timeout,
+    /// No failure detector: elections start by `elect` events and recoveries only.
+    None,
+}
 /// The largest membership the simulator takes.
 pub const MAX_NODES: u32 = 1_000_000;
 
@@ -535,6 +582,18 @@ pub struct EventSpec {
     /// Every link delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
+    /// Node starts an election (it noticed the coordinator is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elect: Option<NodeId>,
+    /// Node synchronizes its clock now (clock synchronization).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<NodeId>,
+    /// Node starts a snapshot (snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<NodeId>,
+    /// Node multicasts a message (multicast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<NodeId>,
 }
 
 /// A scripted event, checked.
@@ -550,6 +609,14 @@ pub enum Action {
     Partition(Vec<Vec<NodeId>>),
     /// Partition ends.
     Heal,
+    /// Node starts an election.
+    Elect(NodeId),
+    /// Node synchronizes its clock.
+    Sync(NodeId),
+    /// Node starts a snapshot.
+    Snapshot(NodeId),
+    /// Node multicasts a message.
+    Multicast(NodeId),
 }
 
 impl EventSpec {
@@ -563,6 +630,18 @@ impl EventSpec {
         }
         if let Some(n) = self.recover {
             found.push(("recover", Action::Recover(n)));
+        }
+        if let Some(n) = self.elect {
+            found.push(("elect", Action::Elect(n)));
+        }
+        if let Some(n) = self.sync {
+            found.push(("sync", Action::Sync(n)));
+        }
+        if let Some(n) = self.snapshot {
+            found.push(("snapshot", Action::Snapshot(n)));
+        }
+        if let Some(n) = self.multicast {
+            found.push(("multicast", Action::Multicast(n)));
         }
         if let Some(groups) = &self.partition {
             found.push(("partition", Action::Partition(groups.clone())));
@@ -579,7 +658,8 @@ impl EventSpec {
         match found.len() {
             1 => Ok(found.pop().expect("one").1),
             0 => {
-                Err("an event needs one action: request, crash, recover, partition or heal".into())
+                Err("an event needs one action: request, crash, recover, partition, heal, elect, sync, snapshot or multicast"
+                    .into())
             }
             _ => Err(format!(
                 "an event has exactly one action, this one has {}",
@@ -659,6 +739,13 @@ impl Scenario {
             coordinator_timeout: self.coordinator_timeout,
             heartbeat: self.heartbeat,
             heartbeat_timeout: self.heartbeat_timeout,
+            server: self.server,
+            samples: self.samples,
+            min_delay: self.min_delay,
+            max_drift_ppm: self.max_drift_ppm,
+            threshold: self.threshold,
+            master_election: self.master_election.clone(),
+            strata: self.strata.clone(),
         }
     }
 
@@ -817,6 +904,10 @@ impl Scenario {
                 Action::Request(n) => member(&format!("{field}.request"), *n)?,
                 Action::Crash(n) => member(&format!("{field}.crash"), *n)?,
                 Action::Recover(n) => member(&format!("{field}.recover"), *n)?,
+                Action::Elect(n) => member(&format!("{field}.elect"), *n)?,
+                Action::Sync(n) => member(&format!("{field}.sync"), *n)?,
+                Action::Snapshot(n) => member(&format!("{field}.snapshot"), *n)?,
+                Action::Multicast(n) => member(&format!("{field}.multicast"), *n)?,
                 Action::Partition(groups) => {
                     let mut seen = std::collections::BTreeSet::new();
                     for n in groups.iter().flatten() {

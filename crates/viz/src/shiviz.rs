@@ -41,6 +41,7 @@ pub fn render(trace: &Trace) -> String {
     let mut sent: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut out = String::with_capacity(trace.events.len() * 120 + 128);
     let mut scratch = String::new();
+    let hosts: Vec<String> = ids.iter().map(|&id| host(id)).collect();
     out.push_str(REGEX);
     out.push_str("\n\n");
     for e in &trace.events {
@@ -63,13 +64,13 @@ pub fn render(trace: &Trace) -> String {
             sent.insert(msg_id, clocks[me].clone());
         }
         line(&mut out, &mut scratch, e);
-        out.push_str(&host(node));
+        out.push_str(&hosts[me]);
         out.push_str(" {");
         // Own component first, then the others in ring order; zero components are left out.
-        let _ = write!(out, "\"{}\":{}", host(node), clocks[me][me]);
+        let _ = write!(out, "\"{}\":{}", hosts[me], clocks[me][me]);
         for (i, &c) in clocks[me].iter().enumerate() {
             if i != me && c > 0 {
-                let _ = write!(out, ",\"{}\":{c}", host(ids[i]));
+                let _ = write!(out, ",\"{}\":{c}", hosts[i]);
             }
         }
         out.push_str("}\n");
@@ -88,7 +89,7 @@ fn logged(e: &Event) -> bool {
 /// The description line: one line whatever the message holds (the host is on the next line).
 fn line(out: &mut String, scratch: &mut String, e: &Event) {
     scratch.clear();
-    describe_into(scratch, e);
+    describe_into(scratch, e, false);
     let text = match e.node {
         Some(_) => scratch
             .split_once(' ')

@@ -604,15 +604,15 @@ impl<'a> Diagram<'a> {
             Some(s) => title.push_str(&format!(
                 " · sent at {} ({}) · delivered at {} ({}) · {}",
                 format_ns(s.time_ns),
-                stamps(s),
+                lamport(s),
                 format_ns(deliver.time_ns),
-                stamps(deliver),
+                lamport(deliver),
                 short_json(msg)
             )),
             None => title.push_str(&format!(
                 " · send not in the trace · delivered at {} ({}) · {}",
                 format_ns(deliver.time_ns),
-                stamps(deliver),
+                lamport(deliver),
                 short_json(msg)
             )),
         }
@@ -667,7 +667,7 @@ impl<'a> Diagram<'a> {
             title.push_str(&format!(
                 " · sent at {} ({})",
                 format_ns(s.time_ns),
-                stamps(s)
+                lamport(s)
             ));
         }
         title.push_str(&format!(" · lost at {}", format_ns(drop.time_ns)));
@@ -718,7 +718,7 @@ impl<'a> Diagram<'a> {
             };
             let y = self.y(node);
             scratch.clear();
-            describe_into(&mut scratch, e);
+            describe_into(&mut scratch, e, true);
             title.clear();
             push_escaped(&mut title, &scratch);
             let name = e.kind.name();
@@ -923,11 +923,10 @@ fn msg_id_of(e: &Event) -> u64 {
     }
 }
 
-/// "Lamport 3, vector [1, 0, 2]" (or what of it the event has).
-fn stamps(e: &Event) -> String {
-    let mut s = String::new();
-    push_stamps(&mut s, e);
-    s
+/// "Lamport 3" (a message's tooltip; the vector timestamps are on the events at its ends).
+fn lamport(e: &Event) -> String {
+    e.lamport
+        .map_or("no timestamps".to_string(), |l| format!("Lamport {l}"))
 }
 
 fn push_stamps(s: &mut String, e: &Event) {
@@ -953,8 +952,9 @@ fn push_stamps(s: &mut String, e: &Event) {
     }
 }
 
-/// Appends the tooltip of an event to `s`: what, where, when, and its timestamps.
-pub(crate) fn describe_into(s: &mut String, e: &Event) {
+/// Appends the tooltip of an event to `s`: what, where, when, and its timestamps (the Lamport
+/// timestamp only, unless `vector`).
+pub(crate) fn describe_into(s: &mut String, e: &Event, vector: bool) {
     if let Some(n) = e.node {
         let _ = write!(s, "P{n} ");
     }
@@ -1014,7 +1014,13 @@ pub(crate) fn describe_into(s: &mut String, e: &Event) {
         other => s.push_str(other.name()),
     }
     let _ = write!(s, " · at {} · seq {} · ", format_ns(e.time_ns), e.seq);
-    push_stamps(s, e);
+    if vector {
+        push_stamps(s, e);
+    } else if let Some(l) = e.lamport {
+        let _ = write!(s, "Lamport {l}");
+    } else {
+        s.push_str("no timestamps");
+    }
 }
 
 fn groups_text(groups: &[Vec<NodeId>]) -> String {

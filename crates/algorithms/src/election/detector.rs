@@ -35,11 +35,14 @@ pub enum DetectMsg<M> {
     Heartbeat,
 }
 
+/// The kind heartbeats are counted under.
+pub const HEARTBEAT: &str = "Heartbeat";
+
 impl<M: Message> Message for DetectMsg<M> {
     fn kind(&self) -> &'static str {
         match self {
             DetectMsg::Inner(m) => m.kind(),
-            DetectMsg::Heartbeat => "Heartbeat",
+            DetectMsg::Heartbeat => HEARTBEAT,
         }
     }
 }
@@ -93,6 +96,9 @@ impl<A: Election> Election for Detector<A> {
     }
     fn electing(&self) -> bool {
         self.inner.electing()
+    }
+    fn pending(&self) -> bool {
+        self.inner.pending()
     }
     fn elects_highest() -> bool {
         A::elects_highest()

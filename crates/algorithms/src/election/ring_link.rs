@@ -37,11 +37,14 @@ pub enum LinkMsg<M> {
     Ack { inc: u64, seq: u64 },
 }
 
+/// The kind acknowledgements are counted under.
+pub const ACK: &str = "Ack";
+
 impl<M: Message> Message for LinkMsg<M> {
     fn kind(&self) -> &'static str {
         match self {
             LinkMsg::Data { msg, .. } => msg.kind(),
-            LinkMsg::Ack { .. } => "Ack",
+            LinkMsg::Ack { .. } => ACK,
         }
     }
 }
@@ -92,6 +95,9 @@ impl<A: Election> Election for RingLink<A> {
     }
     fn electing(&self) -> bool {
         self.inner.electing()
+    }
+    fn pending(&self) -> bool {
+        !self.unacked.is_empty() || self.inner.pending()
     }
     fn elects_highest() -> bool {
         A::elects_highest()
