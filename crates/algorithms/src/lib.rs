@@ -11,5 +11,6 @@
 
 pub mod clocks;
 pub mod election;
+pub mod multicast;
 pub mod mutex;
 pub mod registry;

@@ -5,6 +5,7 @@
 
 use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
+use distsync_core::multicast::Multicast;
 use distsync_core::mutex::MutualExclusion;
 use distsync_core::Params;
 use serde::Serialize;
@@ -19,6 +20,8 @@ pub enum Family {
     Election,
     /// Physical clock synchronization.
     ClockSync,
+    /// Ordered multicast.
+    Multicast,
 }
 
 impl Family {
@@ -28,6 +31,7 @@ impl Family {
             Family::Mutex => "mutex",
             Family::Election => "election",
             Family::ClockSync => "clock-sync",
+            Family::Multicast => "multicast",
         }
     }
 }
@@ -214,9 +218,52 @@ impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
     }
 }
 
+/// Something to do with a multicast algorithm type, chosen by name at run time.
+pub trait MulticastVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the algorithm type registered under the name.
+    fn visit<A: Multicast + 'static>(self, entry: &'static Entry) -> Self::Output;
+}
+
+macro_rules! multicast_algorithms {
+    ($($name:literal => $ty:ty, fifo: $fifo:literal, $desc:literal;)*) => {
+        const MULTICAST: &[Entry] = &[$(Entry {
+            name: $name,
+            family: Family::Multicast,
+            needs_fifo: $fifo,
+            description: $desc,
+        }),*];
+
+        /// Calls `visitor` with the multicast algorithm named `name`; `None` if no multicast
+        /// algorithm has that name.
+        pub fn visit_multicast<V: MulticastVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+            let entry = lookup(name)?;
+            match name {
+                $($name => Some(visitor.visit::<$ty>(entry)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+multicast_algorithms! {
+    "fifo-broadcast" => crate::multicast::FifoBroadcast, fifo: false,
+        "FIFO broadcast: per-sender sequence numbers, the baseline with no causal guarantee (seeds 000, 003)";
+    "causal-broadcast" => crate::multicast::CausalBroadcast, fifo: false,
+        "Birman-Schiper-Stephenson causal broadcast: vector timestamps, buffer until causally ready (seeds 000, 003)";
+    "total-order-multicast" => crate::multicast::TotalOrder, fifo: true,
+        "totally ordered multicast: Lamport-clock queue, acknowledgements from all, N^2-1 messages (seed 003)";
+}
+
 /// Every registered algorithm, by family and then name.
 pub fn entries() -> Vec<&'static Entry> {
-    let mut all: Vec<&'static Entry> = MUTEX.iter().chain(ELECTION).chain(CLOCK_SYNC).collect();
+    let mut all: Vec<&'static Entry> = MUTEX
+        .iter()
+        .chain(ELECTION)
+        .chain(CLOCK_SYNC)
+        .chain(MULTICAST)
+        .collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
 }
@@ -227,6 +274,7 @@ pub fn lookup(name: &str) -> Option<&'static Entry> {
         .iter()
         .chain(ELECTION)
         .chain(CLOCK_SYNC)
+        .chain(MULTICAST)
         .find(|e| e.name == name)
 }
 
@@ -341,6 +389,32 @@ mod tests {
             ..Params::default()
         };
         assert_eq!(visit_clock_sync("berkeley", &params, ClockName), None);
+    }
+
+    struct MulticastName;
+    impl MulticastVisitor for MulticastName {
+        type Output = (&'static str, usize);
+        fn visit<A: Multicast + 'static>(self, entry: &'static Entry) -> Self::Output {
+            (entry.name, A::guarantees().len())
+        }
+    }
+
+    #[test]
+    fn every_multicast_entry_dispatches_to_its_type() {
+        let got: Vec<_> = entries()
+            .into_iter()
+            .filter(|e| e.family == Family::Multicast)
+            .map(|e| visit_multicast(e.name, MulticastName).unwrap())
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("causal-broadcast", 2),
+                ("fifo-broadcast", 1),
+                ("total-order-multicast", 3)
+            ]
+        );
+        assert_eq!(visit_multicast("cristian", MulticastName), None);
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub mod clock;
 pub mod clock_sync;
 pub mod election;
 mod id;
+pub mod multicast;
 pub mod mutex;
 mod params;
 mod process;

@@ -24,11 +24,13 @@
 //! assert!(report.violations.is_empty());
 //! ```
 
+pub mod app;
 mod clock_sync;
 pub mod clocks;
 pub mod compare;
 mod election;
 mod engine;
+mod multicast;
 mod mutex;
 mod network;
 mod report;
@@ -39,6 +41,7 @@ mod trace;
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
+pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
 pub use mutex::MutexHarness;
 pub use report::{
     ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
@@ -199,6 +202,17 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
                 ),
             }))
         }),
+        Family::Multicast => registry::visit_multicast(
+            &scenario.algorithm,
+            FamilyRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .expect("the registry lists it as multicast"),
     }
 }
 
@@ -238,6 +252,17 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
         entry: &'static Entry,
     ) -> Self::Output {
         let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
+    }
+}
+
+impl registry::MulticastVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: distsync_core::multicast::Multicast + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
 }

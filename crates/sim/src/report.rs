@@ -39,6 +39,9 @@ pub struct Report {
     /// Clock-synchronization figures, for clock-synchronization algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<crate::clock_sync::ClockReport>,
+    /// Multicast figures, for multicast algorithms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<crate::multicast::MulticastReport>,
 }
 
 /// Figures for leader election (see crates/sim/src/election.rs).

@@ -85,6 +85,13 @@ pub struct Scenario {
     /// NTP: server ids by stratum, `[[stratum 1], [stratum 2], ...]`.
     #[serde(default)]
     pub strata: Option<Vec<Vec<NodeId>>>,
+    /// Multicast: the workload of multicasts and the orders the monitors check.
+    #[serde(default)]
+    pub multicast: Option<crate::multicast::MulticastSpec>,
+    /// The application under the algorithm: a bank (snapshots) or a replicated database
+    /// (multicast).
+    #[serde(default)]
+    pub app: Option<crate::app::AppSpec>,
     /// The network model.
     #[serde(default)]
     pub network: NetworkSpec,
@@ -130,6 +137,8 @@ impl Default for Scenario {
             threshold: None,
             master_election: None,
             strata: None,
+            multicast: None,
+            app: None,
             network: NetworkSpec::default(),
             clocks: None,
             workload: None,

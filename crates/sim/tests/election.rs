@@ -371,6 +371,7 @@ fn chang_roberts_average_over_random_orders_is_n_h_n() {
     }
     let mean = total as f64 / 500.0;
     let n_h_n: f64 = (1..=n).map(|k| f64::from(n) / f64::from(k)).sum();
+    println!("chang-roberts, n = {n}, 500 random orders: mean {mean:.2} election messages, n*H_n = {n_h_n:.2}");
     assert!(
         (mean - n_h_n).abs() <= 0.1 * n_h_n,
         "mean {mean} election messages, n*H_n = {n_h_n:.2}"

@@ -3,7 +3,7 @@
 //!
 //! Runs have bursts of activity separated by long quiet stretches (a timeout, a pause before a
 //! recovery). Drawn linearly, the bursts shrink to a few pixels. Here the typical gap between
-//! successive event times (the first quartile of the gaps) gets [`GAP_PX`] pixels, every gap is
+//! successive event times (the median gap) gets [`GAP_PX`] pixels, every gap is
 //! drawn to that scale, except that a gap that would be wider than [`BREAK_OVER_PX`] is drawn
 //! [`BREAK_PX`] wide and marked as a break on the axis. The whole is then stretched or squeezed
 //! to lie between [`MIN_WIDTH`] and [`MAX_WIDTH`] pixels. Between two successive event times the
@@ -13,7 +13,7 @@
 /// Pixels for the typical gap between successive event times.
 pub(crate) const GAP_PX: f64 = 28.0;
 /// A gap wider than this (at the typical scale) is shortened.
-pub(crate) const BREAK_OVER_PX: f64 = 140.0;
+pub(crate) const BREAK_OVER_PX: f64 = 8.0 * GAP_PX;
 /// The width of a shortened gap.
 pub(crate) const BREAK_PX: f64 = 84.0;
 /// The narrowest plot.
@@ -52,7 +52,7 @@ impl TimeScale {
         let gaps: Vec<u64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
         let mut sorted = gaps.clone();
         sorted.sort_unstable();
-        let typical = sorted[sorted.len() / 4].max(1) as f64;
+        let typical = sorted[sorted.len() / 2].max(1) as f64;
         let mut px_per_ns = GAP_PX / typical;
         let mut widths: Vec<f64> = Vec::with_capacity(gaps.len());
         let mut shortened: Vec<bool> = Vec::with_capacity(gaps.len());
@@ -118,26 +118,33 @@ mod tests {
 
     #[test]
     fn quiet_stretches_are_shortened() {
-        // Bursts 1 ms apart, then 88 ms of nothing, then another burst.
-        let times = [1, 2, 3, 4, 12, 13, 100, 101].map(|t| t * MS);
+        // Events 1 ms apart, then 10 ms of nothing, then 85 ms of nothing.
+        let times = [1, 2, 3, 4, 14, 15, 100, 101].map(|t| t * MS);
         let s = TimeScale::new(0, 101 * MS, times.into_iter());
-        assert_eq!(s.breaks, vec![(4 * MS, 12 * MS), (13 * MS, 100 * MS)]);
+        assert_eq!(s.breaks, vec![(4 * MS, 14 * MS), (15 * MS, 100 * MS)]);
         assert_eq!(
             s.runs,
-            vec![(0, 4 * MS), (12 * MS, 13 * MS), (100 * MS, 101 * MS)]
+            vec![(0, 4 * MS), (14 * MS, 15 * MS), (100 * MS, 101 * MS)]
         );
         // Every millisecond of activity gets the same room, a break a fixed one.
         let ms = s.x(2 * MS) - s.x(MS);
-        assert!((s.x(13 * MS) - s.x(12 * MS) - ms).abs() < 1e-9);
-        let b1 = s.x(12 * MS) - s.x(4 * MS);
-        let b2 = s.x(100 * MS) - s.x(13 * MS);
+        assert!((s.x(15 * MS) - s.x(14 * MS) - ms).abs() < 1e-9);
+        let b1 = s.x(14 * MS) - s.x(4 * MS);
+        let b2 = s.x(100 * MS) - s.x(15 * MS);
         assert!((b1 - b2).abs() < 1e-9 && b1 < 4.0 * ms);
         assert!((s.width - MIN_WIDTH).abs() < 1e-9);
         assert_eq!(s.x(101 * MS), s.width);
         assert_eq!(s.x(0), 0.0);
         // Monotone, and linear inside a gap.
-        assert!(s.x(50 * MS) > s.x(13 * MS) && s.x(50 * MS) < s.x(100 * MS));
+        assert!(s.x(50 * MS) > s.x(15 * MS) && s.x(50 * MS) < s.x(100 * MS));
         assert!((s.x(MS + MS / 2) - (s.x(MS) + ms / 2.0)).abs() < 1e-9);
+        // A gap of 7 typical gaps is not shortened.
+        let s = TimeScale::new(
+            0,
+            17 * MS,
+            [1, 2, 3, 10, 11, 12].map(|t| t * MS).into_iter(),
+        );
+        assert!(s.breaks.is_empty(), "{:?}", s.breaks);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! | `down` | the stretch of a process line between a crash and its recovery |
 //! | `crash`, `recover` | a red cross and a green triangle on the process line |
 //! | `leader` | a leader announcement (an output `{"Leader": id}`), labelled with the leader |
-//! | `adjust` | a clock adjustment: an `adjust` event (the runtime corrected the clock), or an output whose variant names an adjustment (see [`crate::trace::is_clock_adjustment`]) |
+//! | `adjust` | a clock adjustment: an `adjust` event (the runtime corrected the clock by `delta_ns`), labelled with the correction |
 //! | `output` | any other output, labelled with its variant |
 //! | `partition`, `heal` | a vertical line across all processes |
 //! | `ev` | one dot per event on a process line (`ev-send`, `ev-deliver`, `ev-input`, `ev-output`, `ev-timer`, ...), whose `<title>` tooltip gives the event's time, sequence number, Lamport and vector timestamps |
@@ -26,8 +26,8 @@
 //! wide.
 
 use crate::scale::TimeScale;
-use crate::trace::{is_clock_adjustment, leader_of, variant_name, Event, EventKind, NodeId, Trace};
-use crate::units::{in_unit, nice_step, unit_for};
+use crate::trace::{leader_of, variant_name, Event, EventKind, NodeId, Trace};
+use crate::units::{format_ns_short, in_unit, nice_step, unit_for};
 use crate::{format_ns, RenderError};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -122,6 +122,9 @@ struct Diagram<'a> {
     kind_index: HashMap<&'a str, usize>,
     lanes: HashMap<NodeId, usize>,
     used: Used,
+    /// Per lane, where the last label above (below) the line ends.
+    label_end_above: Vec<f64>,
+    label_end_below: Vec<f64>,
 }
 
 /// Which marks appear, for the legend.
@@ -182,11 +185,30 @@ impl<'a> Diagram<'a> {
             kind_index,
             lanes,
             used,
+            label_end_above: vec![f64::NEG_INFINITY; trace.header.ids.len()],
+            label_end_below: vec![f64::NEG_INFINITY; trace.header.ids.len()],
         }
     }
 
     fn x(&self, t: u64) -> f64 {
         LEFT + self.scale.x(t)
+    }
+
+    /// Whether a label of `text` starting at `x` above (or below) `node`'s line stays clear of
+    /// the last one drawn there; if so, it takes the room. Labels that would overlap are left
+    /// out (the mark and its tooltip stay).
+    fn label_room(&mut self, node: NodeId, above: bool, x: f64, text: &str) -> bool {
+        let lane = self.lanes.get(&node).copied().unwrap_or(0);
+        let ends = if above {
+            &mut self.label_end_above
+        } else {
+            &mut self.label_end_below
+        };
+        if x < ends[lane] + 4.0 {
+            return false;
+        }
+        ends[lane] = x + text.chars().count() as f64 * 6.2;
+        true
     }
 
     fn y(&self, node: NodeId) -> f64 {
@@ -292,18 +314,19 @@ impl<'a> Diagram<'a> {
                 if self.t0 == 0 {
                     "0".to_string()
                 } else {
-                    format_ns(self.t0)
+                    format_ns_short(self.t0)
                 },
-                format_ns(self.t1)
+                format_ns_short(self.t1)
             ),
         );
         b.push_str("</text>\n");
     }
 
     fn axis(&self, b: &mut String) {
-        let unit = unit_for((self.t1 - self.t0).max(1));
-        // About one tick per 80 pixels inside the stretches drawn to scale.
+        // About one tick per 80 pixels inside the stretches drawn to scale, labelled in the unit
+        // that keeps the labels short (a 200 µs step in ms: 3.2, 3.4, ...).
         let step = nice_step((80.0 / self.scale.px_per_ns).max(1.0) as u64, 1);
+        let unit = unit_for(step.saturating_mul(10));
         let top = TOP - 20.0;
         let axis_y = self.bottom() + 28.0;
         b.push_str("<g class=\"time-axis\">\n");
@@ -327,8 +350,8 @@ impl<'a> Diagram<'a> {
                 axis_y + 6.0,
                 mid + 1.0,
                 axis_y + 6.0,
-                axis_y + 18.0,
-                format_ns(to - from)
+                axis_y + 31.0,
+                format_ns_short(to - from)
             );
         }
         // The axis line, interrupted at each break.
@@ -359,9 +382,6 @@ impl<'a> Diagram<'a> {
                     None => break,
                 }
             }
-            if ticks.is_empty() {
-                ticks.push(from); // a short stretch still says when it is
-            }
             for t in ticks {
                 let x = self.x(t);
                 if x - last_x < 44.0 {
@@ -383,7 +403,7 @@ impl<'a> Diagram<'a> {
             b,
             "<text class=\"axis-title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">time ({})</text>",
             LEFT + self.plot_width / 2.0,
-            axis_y + 36.0,
+            axis_y + 46.0,
             unit.symbol
         );
         b.push_str("</g>\n");
@@ -745,38 +765,41 @@ impl<'a> Diagram<'a> {
                 EventKind::Output(v) if leader_of(v).is_some() => {
                     self.used.leader = true;
                     let leader = leader_of(v).unwrap_or_default();
-                    let _ = writeln!(
+                    let _ = write!(
                         b,
-                        "<g class=\"leader\"><title>{title}</title><path d=\"M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} z\" fill=\"#f2c500\" stroke=\"#8a6d00\"/>\
-                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">leader {leader}</text></g>",
-                        x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y,
-                        x + 6.0, y - 9.0
+                        "<g class=\"leader\"><title>{title}</title><path d=\"M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} z\" fill=\"#f2c500\" stroke=\"#8a6d00\"/>",
+                        x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y
                     );
+                    let label = format!("leader {leader}");
+                    if self.label_room(node, true, x + 6.0, &label) {
+                        let _ = write!(
+                            b,
+                            "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
+                            x + 6.0,
+                            y - 9.0
+                        );
+                    }
+                    b.push_str("</g>\n");
                 }
                 EventKind::Adjust { delta_ns } => {
                     self.used.adjust = true;
                     let sign = if *delta_ns < 0 { "−" } else { "+" };
-                    let _ = writeln!(
+                    let _ = write!(
                         b,
-                        "<g class=\"adjust\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\" transform=\"rotate(45 {x:.1} {y:.1})\" fill=\"#17becf\" stroke=\"#0b5f67\"/>\
-                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#0b5f67\">{sign}{}</text></g>",
+                        "<g class=\"adjust\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\" transform=\"rotate(45 {x:.1} {y:.1})\" fill=\"#17becf\" stroke=\"#0b5f67\"/>",
                         x - 4.5,
-                        y - 4.5,
-                        x + 6.0,
-                        y + 18.0,
-                        format_ns(delta_ns.unsigned_abs())
+                        y - 4.5
                     );
-                }
-                EventKind::Output(v) if is_clock_adjustment(v) => {
-                    self.used.adjust = true;
-                    let mut label = String::new();
-                    push_escaped(&mut label, &truncate(&short_json(v), 40));
-                    let _ = writeln!(
-                        b,
-                        "<g class=\"adjust\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"9\" height=\"9\" transform=\"rotate(45 {x:.1} {y:.1})\" fill=\"#17becf\" stroke=\"#0b5f67\"/>\
-                         <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#0b5f67\">{label}</text></g>",
-                        x - 4.5, y - 4.5, x + 6.0, y + 18.0
-                    );
+                    let label = format!("{sign}{}", format_ns_short(delta_ns.unsigned_abs()));
+                    if self.label_room(node, false, x + 6.0, &label) {
+                        let _ = write!(
+                            b,
+                            "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#0b5f67\">{label}</text>",
+                            x + 6.0,
+                            y + 18.0
+                        );
+                    }
+                    b.push_str("</g>\n");
                 }
                 EventKind::Output(v) => {
                     let variant = variant_name(v).unwrap_or("output");
@@ -785,7 +808,7 @@ impl<'a> Diagram<'a> {
                         b,
                         "<circle class=\"ev ev-output\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"#6a3d9a\"><title>{title}</title></circle>"
                     );
-                    if !cs_mark {
+                    if !cs_mark && self.label_room(node, true, x + 4.0, &truncate(variant, 24)) {
                         let mut label = String::new();
                         push_escaped(&mut label, &truncate(variant, 24));
                         let _ = write!(
@@ -892,7 +915,7 @@ impl<'a> Diagram<'a> {
                 items.push((symbol.to_string(), label.to_string()));
             }
         }
-        let top = self.bottom() + 84.0;
+        let top = self.bottom() + 100.0;
         let mut s = String::from("<g class=\"legend\">\n");
         let (mut x, mut y) = (LEFT, top);
         let right = self.width() - RIGHT;

@@ -330,18 +330,6 @@ pub fn leader_of(output: &Value) -> Option<u64> {
     }
 }
 
-/// True when `output` reports a clock adjustment: its variant name mentions adjusting, setting or
-/// synchronizing a clock or an offset (`{"Adjust": ...}`, `{"ClockSet": ...}`, `"Synchronized"`).
-pub fn is_clock_adjustment(output: &Value) -> bool {
-    let Some(name) = variant_name(output) else {
-        return false;
-    };
-    let lower = name.to_ascii_lowercase();
-    ["adjust", "clock", "sync", "offset"]
-        .iter()
-        .any(|w| lower.contains(w))
-}
-
 struct Parser {
     origin: String,
     header: Option<Header>,
@@ -849,8 +837,5 @@ mod tests {
         assert_eq!(variant_name(&json!(3)), None);
         assert_eq!(leader_of(&json!({"Leader": 3})), Some(3));
         assert_eq!(leader_of(&json!("Leader")), None);
-        assert!(is_clock_adjustment(&json!({"Adjust": {"delta_ns": -20}})));
-        assert!(is_clock_adjustment(&json!("Synchronized")));
-        assert!(!is_clock_adjustment(&json!("Enter")));
     }
 }

@@ -54,6 +54,23 @@ pub fn format_ns(ns: u64) -> String {
     format!("{} {}", in_unit(ns, unit), unit.symbol)
 }
 
+/// `ns` to about four significant digits, for labels: `format_ns_short(3_023_079_906) ==
+/// "3.023 s"` (tooltips keep exact times).
+pub(crate) fn format_ns_short(ns: u64) -> String {
+    let unit = unit_for(ns);
+    let value = ns as f64 / unit.ns as f64;
+    let decimals = if value >= 100.0 {
+        1
+    } else if value >= 10.0 {
+        2
+    } else {
+        3
+    };
+    let text = format!("{value:.decimals$}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {}", unit.symbol)
+}
+
 /// A round step (1, 2 or 5 times a power of ten nanoseconds) giving about `target` ticks over
 /// `span` nanoseconds.
 pub(crate) fn nice_step(span: u64, target: u64) -> u64 {
@@ -81,6 +98,11 @@ mod tests {
         assert_eq!(format_ns(1_250_000), "1.25 ms");
         assert_eq!(format_ns(2_000_000_001), "2.000000001 s");
         assert_eq!(in_unit(500_000, UNITS[1]), "0.5");
+        assert_eq!(format_ns_short(3_023_079_906), "3.023 s");
+        assert_eq!(format_ns_short(8_019_688), "8.02 ms");
+        assert_eq!(format_ns_short(608_647), "608.6 µs");
+        assert_eq!(format_ns_short(10_000_000), "10 ms");
+        assert_eq!(format_ns_short(0), "0 ns");
     }
 
     #[test]

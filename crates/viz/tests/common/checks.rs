@@ -155,11 +155,7 @@ fn adjustments(trace: &Trace) -> usize {
     trace
         .events
         .iter()
-        .filter(|e| match &e.kind {
-            EventKind::Output(v) => distsync_viz::trace::is_clock_adjustment(v),
-            EventKind::Adjust { .. } => true,
-            _ => false,
-        })
+        .filter(|e| matches!(e.kind, EventKind::Adjust { .. }))
         .count()
 }
 
