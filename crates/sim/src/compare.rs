@@ -309,10 +309,12 @@ fn theory(
         ("messages_per_entry", Load::Light, "majority-vote") => {
             exact(3.0 * (nf - 1.0), "2(N-1) + release = 3(N-1)")
         }
+        // Every request waits, so every voter also answers QUEUED: N-1 more; INQUIRE and YIELD
+        // are rare when all requests are made at once.
         ("messages_per_entry", Load::Heavy, "majority-vote") => (
-            None,
-            "3(N-1) + QUEUED, INQUIRE, YIELD".into(),
-            Relation::None,
+            Some(4.0 * (nf - 1.0)),
+            "3(N-1) + N-1 QUEUED = 4(N-1)".into(),
+            Relation::Approximate(0.05),
         ),
         ("sync_delay_T", _, "central") => exact(2.0, "2T"),
         // RELEASE to the arbiters, then their REPLY: 2T, or T when the leaver is itself one of
