@@ -160,6 +160,8 @@ struct View {
     holders: HashMap<String, NodeId>,
     /// `Err` when the mutual-exclusion algorithm cannot run with these members.
     usable: Result<(), String>,
+    /// When this node committed it.
+    committed_at: Instant,
 }
 
 /// Who holds a lock at this node.
@@ -350,6 +352,16 @@ impl Node {
 
     fn on_tick(&mut self) {
         let now = Instant::now();
+        // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
+        let stuck = self.view.as_ref().and_then(|v| {
+            let limit = self.timeouts().heartbeat_timeout * 3;
+            (!v.open && now.duration_since(v.committed_at) > limit).then_some(v.leader)
+        });
+        if let Some(leader) = stuck {
+            if self.change.is_none() {
+                self.ask_to_join(leader);
+            }
+        }
         if self.view.is_some() || self.change.is_some() {
             self.no_view_since = None;
         } else {
@@ -727,6 +739,7 @@ impl Node {
             open: false,
             holders: holders.clone(),
             usable: usable.clone(),
+            committed_at: Instant::now(),
         });
         if let Err(e) = &usable {
             warn!(node = %me, epoch, "the mutex algorithm cannot run in this view: {e}");
@@ -746,6 +759,24 @@ impl Node {
                 }
             } else {
                 self.revoke(&name, "another holder was kept in the new view");
+            }
+        }
+        // Holds this node reported but no longer has (the client unlocked or left during the
+        // change): nothing to re-acquire, so say so at once.
+        for (name, &node) in &holders {
+            let held = self.locks.get(name).is_some_and(|l| l.holder.is_some());
+            if node == me && !held {
+                if from == me {
+                    self.on_reacquired(epoch, name.clone());
+                } else {
+                    self.send(
+                        from,
+                        PeerMsg::Reacquired {
+                            epoch,
+                            name: name.clone(),
+                        },
+                    );
+                }
             }
         }
         // Messages of this view that arrived before its commit.
@@ -1155,5 +1186,237 @@ mod tests {
         // The first grant of a later view beats every grant of an earlier one.
         let t3 = next_token(t2 + 1000, e2);
         assert!(t3 > t2 + 1000 && t3 >> 32 == e2 as u64);
+    }
+}
+
+/// Nodes in one process, with the links replaced by queues the test drains by hand and the
+/// clock paused: the view changes and fencing tokens, deterministically.
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+    use crate::config::Cluster;
+
+    struct Harness {
+        nodes: Vec<Node>,
+        rx: Vec<Vec<Option<mpsc::Receiver<PeerMsg>>>>,
+        up: Vec<bool>,
+        clients: HashMap<u64, mpsc::Receiver<ClientReply>>,
+    }
+
+    const FILE: &str = r#"
+mutex = "central"
+election = "bully"
+secret = "0123456789abcdef0123"
+[timeouts]
+heartbeat = "50ms"
+heartbeat_timeout = "300ms"
+answer_timeout = "50ms"
+coordinator_timeout = "500ms"
+[[node]]
+id = 0
+addr = "127.0.0.1:1"
+[[node]]
+id = 1
+addr = "127.0.0.1:2"
+[[node]]
+id = 2
+addr = "127.0.0.1:3"
+"#;
+
+    impl Harness {
+        fn new() -> Harness {
+            let cluster = Arc::new(Cluster::from_toml(FILE, "test").unwrap());
+            let n = cluster.peers.len();
+            let mut nodes = Vec::new();
+            let mut rx: Vec<Vec<Option<mpsc::Receiver<PeerMsg>>>> = Vec::new();
+            for i in 0..n {
+                let mut node = Node::new(cluster.clone(), NodeId(i as u32));
+                let mut row = Vec::new();
+                for j in 0..n {
+                    if i == j {
+                        row.push(None);
+                    } else {
+                        let (tx, r) = mpsc::channel(LINK_QUEUE);
+                        node.links.insert(NodeId(j as u32), tx);
+                        row.push(Some(r));
+                    }
+                }
+                nodes.push(node);
+                rx.push(row);
+            }
+            for node in &mut nodes {
+                node.start();
+            }
+            Harness {
+                nodes,
+                rx,
+                up: vec![true; n],
+                clients: HashMap::new(),
+            }
+        }
+
+        /// Delivers every queued message between live nodes until none is left.
+        fn deliver(&mut self) {
+            loop {
+                let mut moved = false;
+                for i in 0..self.nodes.len() {
+                    for j in 0..self.nodes.len() {
+                        let Some(r) = self.rx[i][j].as_mut() else {
+                            continue;
+                        };
+                        while let Ok(msg) = r.try_recv() {
+                            moved = true;
+                            if self.up[i] && self.up[j] {
+                                self.nodes[j].on_event(Event::Peer(NodeId(i as u32), msg));
+                            }
+                        }
+                    }
+                }
+                if !moved {
+                    return;
+                }
+            }
+        }
+
+        /// Lets `ms` milliseconds pass in 10ms steps: link pings between live nodes, ticks,
+        /// timers, deliveries.
+        async fn run(&mut self, ms: u64) {
+            for _ in 0..ms / 10 {
+                tokio::time::advance(Duration::from_millis(10)).await;
+                for i in 0..self.nodes.len() {
+                    for j in 0..self.nodes.len() {
+                        if i != j && self.up[i] && self.up[j] {
+                            self.nodes[j].on_event(Event::Peer(NodeId(i as u32), PeerMsg::Ping));
+                        }
+                    }
+                }
+                for i in 0..self.nodes.len() {
+                    if self.up[i] {
+                        self.nodes[i].on_timers();
+                        self.nodes[i].on_tick();
+                    }
+                }
+                self.deliver();
+            }
+        }
+
+        fn client(&mut self, node: usize, c: u64, req: ClientRequest) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.clients.entry(c) {
+                let (tx, rx) = mpsc::channel(64);
+                e.insert(rx);
+                self.nodes[node].on_event(Event::ClientOpen(c, tx));
+            }
+            self.nodes[node].on_event(Event::Client(c, req));
+            self.deliver();
+        }
+
+        fn replies(&mut self, c: u64) -> Vec<ClientReply> {
+            let mut out = Vec::new();
+            while let Ok(r) = self.clients.get_mut(&c).unwrap().try_recv() {
+                out.push(r);
+            }
+            out
+        }
+
+        fn open_everywhere(&self, leader: u32, members: usize) -> bool {
+            self.nodes
+                .iter()
+                .zip(&self.up)
+                .filter(|(_, &u)| u)
+                .all(|(n, _)| {
+                    let s = n.status();
+                    s.leader == Some(NodeId(leader)) && s.open && s.members.len() == members
+                })
+        }
+    }
+
+    fn lock() -> ClientRequest {
+        ClientRequest::Lock { name: "x".into() }
+    }
+
+    fn granted(replies: &[ClientReply]) -> Option<u64> {
+        replies.iter().find_map(|r| match r {
+            ClientReply::Granted { token, .. } => Some(*token),
+            _ => None,
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_holder_keeps_its_lock_across_a_coordinator_crash_and_tokens_grow() {
+        let mut h = Harness::new();
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        // The coordinator redirects; node 0's client gets the lock, node 1's waits.
+        h.client(2, 9, lock());
+        assert!(matches!(h.replies(9)[..], [ClientReply::Redirect { .. }]));
+        h.client(0, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("granted");
+        h.client(0, 2, lock());
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "a second client of node 0 waits"
+        );
+        h.client(1, 3, lock());
+        assert_eq!(granted(&h.replies(3)), None, "node 1's client waits");
+        // The coordinator crashes.
+        h.up[2] = false;
+        h.run(2000).await;
+        assert!(
+            h.open_everywhere(1, 2),
+            "node 1 leads a view of the two live nodes"
+        );
+        assert!(h.replies(1).is_empty(), "the holder was not revoked");
+        assert_eq!(granted(&h.replies(2)), None, "the lock is still held");
+        // Node 1 now coordinates and does not compete: its waiting client goes to node 0.
+        assert!(
+            matches!(
+                h.replies(3)[..],
+                [ClientReply::Redirect {
+                    node: NodeId(0),
+                    ..
+                }]
+            ),
+            "redirected"
+        );
+        // The holder releases: the waiting client is served with a token of the new view.
+        h.client(0, 1, ClientRequest::Unlock { name: "x".into() });
+        h.run(100).await;
+        let t2 = granted(&h.replies(2)).expect("the waiting client is served");
+        assert!(t2 > t1, "{t2} > {t1}");
+        let epoch = h.nodes[0].status().epoch.unwrap();
+        assert_eq!(
+            t2 >> 32,
+            epoch as u64,
+            "the token carries the new view's epoch"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_holder_that_missed_a_view_is_revoked_when_it_comes_back() {
+        let mut h = Harness::new();
+        h.run(1000).await;
+        h.client(0, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("granted");
+        // Node 0 is cut off: the others take it for crashed and form a view without it.
+        h.up[0] = false;
+        h.run(1500).await;
+        assert!(h.nodes[2].status().members == vec![NodeId(1), NodeId(2)]);
+        h.client(1, 2, lock());
+        let t2 = granted(&h.replies(2)).expect("the lock is handed on");
+        assert!(t2 > t1);
+        // Node 0 comes back: its hold is stale and revoked, the current holder keeps the lock.
+        h.up[0] = true;
+        h.run(1500).await;
+        assert!(h.open_everywhere(2, 3));
+        assert!(
+            h.replies(1)
+                .iter()
+                .any(|r| matches!(r, ClientReply::Revoked { .. })),
+            "the stale holder is told"
+        );
+        assert!(h.replies(2).is_empty(), "the current holder keeps the lock");
+        assert_eq!(h.nodes[1].status().holding, vec!["x".to_string()]);
+        assert!(h.nodes[0].status().holding.is_empty());
     }
 }
