@@ -14,3 +14,4 @@ pub mod election;
 pub mod multicast;
 pub mod mutex;
 pub mod registry;
+pub mod snapshot;

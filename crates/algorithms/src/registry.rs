@@ -7,6 +7,7 @@ use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
 use distsync_core::multicast::Multicast;
 use distsync_core::mutex::MutualExclusion;
+use distsync_core::snapshot::GlobalSnapshot;
 use distsync_core::Params;
 use serde::Serialize;
 
@@ -22,6 +23,8 @@ pub enum Family {
     ClockSync,
     /// Ordered multicast.
     Multicast,
+    /// Global snapshots.
+    Snapshot,
 }
 
 impl Family {
@@ -32,6 +35,7 @@ impl Family {
             Family::Election => "election",
             Family::ClockSync => "clock-sync",
             Family::Multicast => "multicast",
+            Family::Snapshot => "snapshot",
         }
     }
 }
@@ -256,6 +260,40 @@ multicast_algorithms! {
         "totally ordered multicast: Lamport-clock queue, acknowledgements from all, N^2-1 messages (seed 003)";
 }
 
+/// Something to do with a snapshot algorithm type, chosen by name at run time.
+pub trait SnapshotVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Called with the algorithm type registered under the name.
+    fn visit<A: GlobalSnapshot + 'static>(self, entry: &'static Entry) -> Self::Output;
+}
+
+macro_rules! snapshot_algorithms {
+    ($($name:literal => $ty:ty, fifo: $fifo:literal, $desc:literal;)*) => {
+        const SNAPSHOT: &[Entry] = &[$(Entry {
+            name: $name,
+            family: Family::Snapshot,
+            needs_fifo: $fifo,
+            description: $desc,
+        }),*];
+
+        /// Calls `visitor` with the snapshot algorithm named `name`; `None` if no snapshot
+        /// algorithm has that name.
+        pub fn visit_snapshot<V: SnapshotVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+            let entry = lookup(name)?;
+            match name {
+                $($name => Some(visitor.visit::<$ty>(entry)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+snapshot_algorithms! {
+    "chandy-lamport" => crate::snapshot::ChandyLamport, fifo: true,
+        "Chandy-Lamport 1985: record, markers on every channel, record channels until their marker; over a bank (seed 000)";
+}
+
 /// Every registered algorithm, by family and then name.
 pub fn entries() -> Vec<&'static Entry> {
     let mut all: Vec<&'static Entry> = MUTEX
@@ -263,6 +301,7 @@ pub fn entries() -> Vec<&'static Entry> {
         .chain(ELECTION)
         .chain(CLOCK_SYNC)
         .chain(MULTICAST)
+        .chain(SNAPSHOT)
         .collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
@@ -275,6 +314,7 @@ pub fn lookup(name: &str) -> Option<&'static Entry> {
         .chain(ELECTION)
         .chain(CLOCK_SYNC)
         .chain(MULTICAST)
+        .chain(SNAPSHOT)
         .find(|e| e.name == name)
 }
 
@@ -415,6 +455,24 @@ mod tests {
             ]
         );
         assert_eq!(visit_multicast("cristian", MulticastName), None);
+    }
+
+    struct SnapshotName;
+    impl SnapshotVisitor for SnapshotName {
+        type Output = &'static str;
+        fn visit<A: GlobalSnapshot + 'static>(self, entry: &'static Entry) -> Self::Output {
+            entry.name
+        }
+    }
+
+    #[test]
+    fn the_snapshot_entry_dispatches_to_its_type() {
+        assert_eq!(
+            visit_snapshot("chandy-lamport", SnapshotName),
+            Some("chandy-lamport")
+        );
+        assert!(lookup("chandy-lamport").unwrap().needs_fifo);
+        assert_eq!(visit_snapshot("causal-broadcast", SnapshotName), None);
     }
 
     #[test]

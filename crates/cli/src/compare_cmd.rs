@@ -2,6 +2,9 @@
 
 use crate::{InputError, Outcome};
 use distsync_sim::compare::{compare_mutex, CompareOptions, Load, Relation, Row};
+use distsync_sim::compare_election::{
+    compare_election, ElectionCompareOptions, ElectionRow, Order,
+};
 use distsync_viz::plot::{line_chart, Series};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -12,14 +15,18 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct CompareArgs {
     /// The family to compare.
-    #[arg(long, default_value = "mutex", value_parser = ["mutex"])]
+    #[arg(long, default_value = "mutex", value_parser = ["mutex", "election"])]
     family: String,
     /// Membership sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "3,5,8")]
     nodes: Vec<u32>,
-    /// light, heavy or both.
+    /// light, heavy or both (mutex).
     #[arg(long, default_value = "both", value_parser = ["light", "heavy", "both"])]
     load: String,
+    /// Id orders along the ring, comma-separated (election): ascending, descending, random.
+    #[arg(long, value_delimiter = ',', default_value = "ascending,descending,random",
+          value_parser = ["ascending", "descending", "random"])]
+    orders: Vec<String>,
     /// Only these algorithms (comma-separated registry names); all of the family by default.
     #[arg(long, value_delimiter = ',')]
     algo: Vec<String>,
@@ -77,6 +84,9 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
             }
         }
     }
+    if args.family == "election" {
+        return compare_elections(&args);
+    }
     let loads = match args.load.as_str() {
         "light" => vec![Load::Light],
         "heavy" => vec![Load::Heavy],
@@ -125,6 +135,101 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
     } else {
         Ok(Outcome::Ok)
     }
+}
+
+/// `--family election`: rings in each order, every process or one starting.
+fn compare_elections(args: &CompareArgs) -> Result<Outcome, InputError> {
+    if args.plot.is_some() {
+        return Err(InputError(
+            "--plot draws the mutex comparison; the election comparison prints a table".into(),
+        ));
+    }
+    let orders = args
+        .orders
+        .iter()
+        .map(|o| match o.as_str() {
+            "ascending" => Order::Ascending,
+            "descending" => Order::Descending,
+            _ => Order::Random,
+        })
+        .collect();
+    let options = ElectionCompareOptions {
+        algorithms: args.algo.clone(),
+        nodes: args.nodes.clone(),
+        orders,
+        seed: args.seed,
+    };
+    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} comparing {bar:40} {pos}/{len} runs")
+                .expect("valid template"),
+        );
+        bar
+    });
+    let rows = compare_election(&options, |done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print_election_table(&rows);
+    }
+    if rows
+        .iter()
+        .any(|r| r.agrees == Some(false) && !matches!(r.relation, Relation::Approximate(_)))
+    {
+        Ok(Outcome::Violation)
+    } else {
+        Ok(Outcome::Ok)
+    }
+}
+
+fn print_election_table(rows: &[ElectionRow]) {
+    println!(
+        "T = 1ms message delay, FIFO; ids 0..n-1 along the ring in the given order; messages are \
+         the algorithm's own (no acknowledgements); completion in units of T.\n"
+    );
+    println!(
+        "{:16}  {:>4}  {:10}  {:8}  {:13}  {:>8}  {:>8}  {:44}  agrees",
+        "algorithm", "N", "order", "starters", "metric", "measured", "theory", "formula"
+    );
+    for r in rows {
+        let note = if r.note.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", r.note)
+        };
+        let verdict = match (r.agrees, r.relation) {
+            (Some(true), Relation::Exact) => "yes",
+            (Some(true), _) => "yes (bound)",
+            (Some(false), Relation::Exact) => "NO",
+            (Some(false), _) => "NO (bound)",
+            (None, _) => "",
+        };
+        println!(
+            "{:16}  {:>4}  {:10}  {:8}  {:13}  {:>8}  {:>8}  {:44}  {}{}",
+            r.algorithm,
+            r.nodes,
+            r.order,
+            r.starters,
+            r.metric,
+            fmt(r.measured),
+            fmt(r.theory),
+            r.formula,
+            verdict,
+            note
+        );
+    }
+    let checked = rows.iter().filter(|r| r.agrees.is_some()).count();
+    let ok = rows.iter().filter(|r| r.agrees == Some(true)).count();
+    println!("\n{ok} of {checked} figures with a formula or bound agree.");
 }
 
 fn print_table(rows: &[Row]) {

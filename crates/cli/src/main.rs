@@ -5,6 +5,7 @@
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
 
 mod check_cmd;
+mod clocks_cmd;
 mod cluster_cmd;
 mod compare_cmd;
 mod leader_cmd;
@@ -36,6 +37,8 @@ enum Command {
     Run(run::RunArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
+    /// From a trace: did event a happen before event b, after it, or concurrently?
+    Clocks(clocks_cmd::ClocksArgs),
     /// Draw a trace: SVG space-time diagram, Perfetto / chrome://tracing JSON, ShiViz log.
     Trace(trace_cmd::TraceArgs),
     /// Run every algorithm of a family on the same workloads and set the measured figures
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run_file(args),
         Command::Simulate(args) => run::simulate(args),
         Command::Trace(args) => trace_cmd::trace(args),
+        Command::Clocks(args) => clocks_cmd::clocks(args),
         Command::Compare(args) => compare_cmd::compare(args),
         Command::Sweep(args) => sweep_cmd::sweep_cmd(args),
         Command::Check(args) => check_cmd::check(args),

@@ -758,3 +758,28 @@ fn a_node_restarted_within_the_timeout_rejoins_the_view() {
         "{log}"
     );
 }
+
+/// Ricart-Agrawala asks every member; a crashed member would block everyone. After the timeout
+/// the view change removes it, and locks through the other nodes are served again.
+#[test]
+fn ricart_agrawala_goes_on_without_a_crashed_node() {
+    let _g = lock_guard();
+    let c = TestCluster::start("ra-crash", 5, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(15));
+    c.kill9(2);
+    let t0 = Instant::now();
+    for node in [0, 1, 3] {
+        let out = c.lock(node, &["true"]);
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            c.logs()
+        );
+    }
+    eprintln!("three locks after the crash took {:?}", t0.elapsed());
+    c.settled(Duration::from_secs(10));
+    let j = c.leader_json();
+    let members = j["nodes"][0]["members"].as_array().unwrap();
+    assert_eq!(members.len(), 4, "node 2 was removed: {j}");
+}

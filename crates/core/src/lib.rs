@@ -51,6 +51,7 @@ pub mod multicast;
 pub mod mutex;
 mod params;
 mod process;
+pub mod snapshot;
 pub mod testing;
 mod time;
 

@@ -55,6 +55,13 @@ pub struct Params {
     /// clients of the last level (default: the lowest id alone at stratum 1).
     #[serde(default)]
     pub strata: Option<Vec<Vec<NodeId>>>,
+    /// Snapshots: every bank account's opening balance (default 1000).
+    #[serde(default)]
+    pub balance: Option<u64>,
+    /// Snapshots: each bank account's opening balance, in membership order (instead of
+    /// `balance`).
+    #[serde(default)]
+    pub balances: Option<Vec<u64>>,
 }
 
 /// Quorum constructions for Maekawa-style algorithms.

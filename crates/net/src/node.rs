@@ -1200,6 +1200,8 @@ mod cluster_tests {
         nodes: Vec<Node>,
         rx: Vec<Vec<Option<mpsc::Receiver<PeerMsg>>>>,
         up: Vec<bool>,
+        /// Pairs of nodes that cannot reach each other (a partition), both directions.
+        cut: Vec<(usize, usize)>,
         clients: HashMap<u64, mpsc::Receiver<ClientReply>>,
     }
 
@@ -1223,9 +1225,20 @@ id = 2
 addr = "127.0.0.1:3"
 "#;
 
+    fn five_nodes(mutex: &str) -> String {
+        let mut text = FILE.replace("\"central\"", &format!("{mutex:?}"));
+        text +=
+            "[[node]]\nid = 3\naddr = \"127.0.0.1:4\"\n[[node]]\nid = 4\naddr = \"127.0.0.1:5\"\n";
+        text
+    }
+
     impl Harness {
         fn new() -> Harness {
-            let cluster = Arc::new(Cluster::from_toml(FILE, "test").unwrap());
+            Harness::with(FILE)
+        }
+
+        fn with(file: &str) -> Harness {
+            let cluster = Arc::new(Cluster::from_toml(file, "test").unwrap());
             let n = cluster.peers.len();
             let mut nodes = Vec::new();
             let mut rx: Vec<Vec<Option<mpsc::Receiver<PeerMsg>>>> = Vec::new();
@@ -1251,7 +1264,21 @@ addr = "127.0.0.1:3"
                 nodes,
                 rx,
                 up: vec![true; n],
+                cut: Vec::new(),
                 clients: HashMap::new(),
+            }
+        }
+
+        fn linked(&self, i: usize, j: usize) -> bool {
+            self.up[i] && self.up[j] && !self.cut.contains(&(i, j)) && !self.cut.contains(&(j, i))
+        }
+
+        /// Cuts every link between `a` and `b`.
+        fn partition(&mut self, a: &[usize], b: &[usize]) {
+            for &i in a {
+                for &j in b {
+                    self.cut.push((i, j));
+                }
             }
         }
 
@@ -1261,12 +1288,13 @@ addr = "127.0.0.1:3"
                 let mut moved = false;
                 for i in 0..self.nodes.len() {
                     for j in 0..self.nodes.len() {
+                        let linked = self.linked(i, j);
                         let Some(r) = self.rx[i][j].as_mut() else {
                             continue;
                         };
                         while let Ok(msg) = r.try_recv() {
                             moved = true;
-                            if self.up[i] && self.up[j] {
+                            if linked {
                                 self.nodes[j].on_event(Event::Peer(NodeId(i as u32), msg));
                             }
                         }
@@ -1285,7 +1313,7 @@ addr = "127.0.0.1:3"
                 tokio::time::advance(Duration::from_millis(10)).await;
                 for i in 0..self.nodes.len() {
                     for j in 0..self.nodes.len() {
-                        if i != j && self.up[i] && self.up[j] {
+                        if i != j && self.linked(i, j) {
                             self.nodes[j].on_event(Event::Peer(NodeId(i as u32), PeerMsg::Ping));
                         }
                     }
@@ -1418,5 +1446,47 @@ addr = "127.0.0.1:3"
         assert!(h.replies(2).is_empty(), "the current holder keeps the lock");
         assert_eq!(h.nodes[1].status().holding, vec!["x".to_string()]);
         assert!(h.nodes[0].status().holding.is_empty());
+    }
+
+    /// What the bully algorithm cannot survive: a partition. Each side elects its own highest id,
+    /// forms its own view and grants the lock, so two clients hold it at once (their tokens carry
+    /// different epochs). When the partition heals, one leader and one view come back, and of the
+    /// two holders only the one from the latest view keeps the lock; the other is revoked.
+    #[tokio::test(start_paused = true)]
+    async fn a_partition_gives_bully_two_leaders_that_both_grant_until_it_heals() {
+        let mut h = Harness::with(&five_nodes("ricart-agrawala"));
+        h.run(1000).await;
+        assert!(h.open_everywhere(4, 5));
+        h.partition(&[0, 1, 2], &[3, 4]);
+        h.run(2000).await;
+        let leaders: Vec<Option<NodeId>> = h.nodes.iter().map(|n| n.status().leader).collect();
+        assert_eq!(
+            leaders,
+            [2, 2, 2, 4, 4].map(|l| Some(NodeId(l))).to_vec(),
+            "two leaders"
+        );
+        h.client(0, 1, lock());
+        h.client(3, 2, lock());
+        h.run(100).await;
+        let t1 = granted(&h.replies(1)).expect("the majority side grants");
+        let t2 = granted(&h.replies(2)).expect("the minority side grants too");
+        assert_ne!(
+            t1 >> 32,
+            t2 >> 32,
+            "the two grants belong to two different views"
+        );
+        // Heal: one leader, one view, one holder.
+        h.cut.clear();
+        h.run(3000).await;
+        assert!(h.open_everywhere(4, 5), "one leader and one view again");
+        let revoked =
+            |r: &Vec<ClientReply>| r.iter().any(|r| matches!(r, ClientReply::Revoked { .. }));
+        let (r1, r2) = (h.replies(1), h.replies(2));
+        assert!(
+            revoked(&r1) != revoked(&r2),
+            "exactly one of the two holders is revoked: {r1:?} {r2:?}"
+        );
+        let holding: usize = h.nodes.iter().map(|n| n.status().holding.len()).sum();
+        assert_eq!(holding, 1);
     }
 }

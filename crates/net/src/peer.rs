@@ -80,7 +80,13 @@ pub fn spawn_link(
                 match connection::initiate(stream, &secret, Role::Peer(me)).await {
                     Ok(halves) => halves,
                     Err(e) => {
-                        warn!(peer = %peer, %addr, "link handshake failed: {e}");
+                        // Once per outage, not once per attempt.
+                        if failures == 0 {
+                            warn!(peer = %peer, %addr, "link handshake failed: {e}; retrying");
+                        } else {
+                            debug!(peer = %peer, %addr, "link handshake failed: {e}");
+                        }
+                        failures += 1;
                         tokio::time::sleep(retry).await;
                         continue;
                     }

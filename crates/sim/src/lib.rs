@@ -25,9 +25,11 @@
 //! ```
 
 pub mod app;
+pub mod causality;
 mod clock_sync;
 pub mod clocks;
 pub mod compare;
+pub mod compare_election;
 mod election;
 mod engine;
 mod multicast;
@@ -35,6 +37,7 @@ mod mutex;
 mod network;
 mod report;
 pub mod scenario;
+mod snapshot;
 pub mod sweep;
 mod trace;
 
@@ -50,6 +53,7 @@ pub use scenario::{
     Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
     WorkloadSpec,
 };
+pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::election::Detector;
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
@@ -157,6 +161,17 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }
     }
+    if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field,
+            message: format!(
+                "{what} applies to {owner}, and `{}` is a {} algorithm",
+                scenario.algorithm,
+                entry.family.name()
+            ),
+        }));
+    }
     match entry.family {
         Family::Mutex => registry::visit_mutex(
             &scenario.algorithm,
@@ -213,6 +228,17 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             },
         )
         .expect("the registry lists it as multicast"),
+        Family::Snapshot => registry::visit_snapshot(
+            &scenario.algorithm,
+            FamilyRun {
+                checked: &checked,
+                origin: &origin,
+                seed,
+                trace: options.trace,
+                progress: options.progress,
+            },
+        )
+        .expect("the registry lists it as snapshot"),
     }
 }
 
@@ -252,6 +278,17 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
         entry: &'static Entry,
     ) -> Self::Output {
         let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
+    }
+}
+
+impl registry::SnapshotVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: distsync_core::snapshot::GlobalSnapshot + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
 }

@@ -42,6 +42,9 @@ pub struct Report {
     /// Multicast figures, for multicast algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multicast: Option<crate::multicast::MulticastReport>,
+    /// Snapshot figures, for snapshot algorithms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<crate::snapshot::SnapshotReport>,
 }
 
 /// Figures for leader election (see crates/sim/src/election.rs).

@@ -755,6 +755,16 @@ impl Scenario {
             threshold: self.threshold,
             master_election: self.master_election.clone(),
             strata: self.strata.clone(),
+            balance: self
+                .app
+                .as_ref()
+                .filter(|a| a.kind == crate::app::AppKind::Bank)
+                .and_then(|a| a.balance),
+            balances: self
+                .app
+                .as_ref()
+                .filter(|a| a.kind == crate::app::AppKind::Bank)
+                .and_then(|a| a.balances.clone()),
         }
     }
 

@@ -292,3 +292,185 @@ fn berkeley_elects_a_new_master_when_the_master_crashes_and_rounds_continue() {
         assert!(c.max_skew_ns < 5 * MS as u64, "seed={seed}: {c:?}");
     }
 }
+
+/// Runs `text` with a trace and reads the trace back with the library API.
+fn trace_of(text: &str, name: &str) -> distsync_sim::causality::Trace {
+    let path = std::env::temp_dir().join(format!(
+        "distsync-clocks-{}-{name}.jsonl",
+        std::process::id()
+    ));
+    let scenario = distsync_sim::Scenario::from_toml(text, "test.toml").unwrap();
+    distsync_sim::run(
+        &scenario,
+        distsync_sim::RunOptions {
+            trace: Some(Box::new(std::fs::File::create(&path).unwrap())),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let trace = distsync_sim::causality::Trace::load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    trace
+}
+
+/// Happens-before by its definition (seed 003, "Logical clocks"): the order of events at one
+/// process, a send before its delivery, and transitivity.
+fn reachable(trace: &distsync_sim::causality::Trace) -> Vec<Vec<bool>> {
+    let events = &trace.events;
+    let n = events.len();
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut last_at = std::collections::HashMap::new();
+    let mut sent = std::collections::HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        if e.vector.is_none() {
+            continue;
+        }
+        if let Some(prev) = last_at.insert(e.node, i) {
+            next[prev].push(i);
+        }
+        match e.event.as_str() {
+            "send" => {
+                sent.insert(e.msg_id, i);
+            }
+            "deliver" => next[sent[&e.msg_id]].push(i),
+            _ => {}
+        }
+    }
+    (0..n)
+        .map(|a| {
+            let mut seen = vec![false; n];
+            let mut stack = next[a].clone();
+            while let Some(b) = stack.pop() {
+                if !seen[b] {
+                    seen[b] = true;
+                    stack.extend(&next[b]);
+                }
+            }
+            seen
+        })
+        .collect()
+}
+
+#[test]
+fn trace_timestamps_follow_the_rules_of_oracles_md() {
+    use distsync_core::Causality;
+    let texts = [
+        (
+            "ra",
+            r#"
+            algorithm = "ricart-agrawala"
+            nodes = 4
+            [network]
+            delay = { uniform = ["1ms", "5ms"] }
+            fifo = false
+            [workload]
+            kind = "poisson"
+            rate = 50.0
+            cs = "2ms"
+            requests = 3
+            "#,
+        ),
+        (
+            "cb",
+            r#"
+            algorithm = "causal-broadcast"
+            nodes = 4
+            [network]
+            delay = { uniform = ["100us", "20ms"] }
+            fifo = false
+            [multicast]
+            rate = 50.0
+            count = 4
+            "#,
+        ),
+    ];
+    for (name, text) in texts {
+        let trace = trace_of(text, name);
+        let hb = reachable(&trace);
+        let stamped: Vec<u64> = trace
+            .events
+            .iter()
+            .filter(|e| e.vector.is_some())
+            .map(|e| e.seq)
+            .collect();
+        let (mut before, mut concurrent_lamport_less) = (0, 0);
+        for &a in &stamped {
+            for &b in &stamped {
+                if a == b {
+                    continue;
+                }
+                let r = trace.relation(a, b).unwrap();
+                let truth = hb[a as usize][b as usize];
+                // Vector: a -> b iff V(a) < V(b).
+                assert_eq!(r.causality == Causality::Before, truth, "{name}: {a} {b}");
+                assert_ne!(r.causality, Causality::Equal);
+                // Lamport: a -> b implies L(a) < L(b) ...
+                if truth {
+                    assert!(r.lamport_less, "{name}: {a} -> {b}");
+                    before += 1;
+                }
+                // ... not the converse.
+                if r.causality == Causality::Concurrent && r.lamport_less {
+                    concurrent_lamport_less += 1;
+                }
+            }
+        }
+        assert!(
+            before > 100 && concurrent_lamport_less > 0,
+            "{name}: {before} {concurrent_lamport_less}"
+        );
+        // Lamport's total order (C, id) is a strict order consistent with happens-before.
+        let mut order: Vec<(u64, u32, u64)> = stamped
+            .iter()
+            .map(|&s| {
+                let e = &trace.events[s as usize];
+                (e.lamport.unwrap(), e.node.unwrap().0, s)
+            })
+            .collect();
+        order.sort();
+        for w in order.windows(2) {
+            // No two events share (C, id): the order is total ...
+            assert_ne!((w[0].0, w[0].1), (w[1].0, w[1].1), "{name}");
+            // ... and never puts an event before one that happened before it.
+            assert!(
+                !hb[w[1].2 as usize][w[0].2 as usize],
+                "{name}: total order against ->"
+            );
+        }
+    }
+}
+
+#[test]
+fn fields_of_another_family_are_refused() {
+    let refused = |text: &str, field: &str| {
+        let s = distsync_sim::Scenario::from_toml(text, "t.toml").unwrap();
+        let e = distsync_sim::run(&s, Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("`{field}`")), "{e}");
+    };
+    refused(
+        "algorithm = \"ricart-agrawala\"\nnodes = 3\nsync_interval = \"1s\"",
+        "sync_interval",
+    );
+    refused(
+        "algorithm = \"cristian\"\nnodes = 3\n[multicast]\nrate = 1.0",
+        "multicast",
+    );
+    refused(
+        "algorithm = \"cristian\"\nnodes = 3\n[[event]]\nat = \"1ms\"\nsnapshot = 1",
+        "event[0].snapshot",
+    );
+    refused(
+        "algorithm = \"bully\"\nnodes = 3\n[app]\nkind = \"bank\"",
+        "app",
+    );
+    refused(
+        "algorithm = \"berkeley\"\nnodes = 3\nmaster_election = \"ricart-agrawala\"",
+        "master_election",
+    );
+    refused(
+        "algorithm = \"ntp\"\nnodes = 3\nstrata = [[0], [0]]",
+        "strata",
+    );
+}

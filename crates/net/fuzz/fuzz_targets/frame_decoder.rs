@@ -19,8 +19,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = wire::decode::<wire::PeerMsg>(payload);
             let _ = wire::decode::<wire::ClientRequest>(payload);
             let _ = wire::decode::<wire::ClientReply>(payload);
-            let (_, mut opener) =
-                auth::session_keys(b"fuzz-secret-0123456789", auth::Side::Responder, &[1; 32], &[2; 32]);
+            let (_, mut opener) = auth::session_keys(
+                b"fuzz-secret-0123456789",
+                auth::Side::Responder,
+                &[1; 32],
+                &[2; 32],
+            );
             let _ = opener.open(payload);
             rest = &rest[frame::HEADER + n..];
         }
