@@ -5,7 +5,7 @@
 #
 # Usage: scripts/bench-locks.sh [SECONDS per run, default 5] [ALGORITHMS..., default all]
 # Needs redis-server (Debian package redis-server: apt-get install redis-server); without it the
-# Redis rows are skipped. Prints a markdown table; raw JSON lines go to $OUT (bench-locks.jsonl).
+# Redis rows are skipped. Prints a markdown table; raw JSON lines go to $OUT (default target/bench-locks.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-5}
@@ -14,7 +14,7 @@ ALGOS=("$@")
 if [ ${#ALGOS[@]} -eq 0 ]; then
   ALGOS=(central ricart-agrawala suzuki-kasami raymond lamport-mutex token-ring ricart-agrawala-token maekawa singhal majority-vote)
 fi
-OUT=${OUT:-bench-locks.jsonl}
+OUT=${OUT:-target/bench-locks.jsonl}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p distsync-cli
 cargo build --release -q -p distsync-net --example lockbench
@@ -28,6 +28,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+mkdir -p "$(dirname "$OUT")"
 : > "$OUT"
 echo "| system | clients | ops/s | p50 (us) | p99 (us) |"
 echo "| --- | ---: | ---: | ---: | ---: |"

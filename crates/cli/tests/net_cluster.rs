@@ -360,12 +360,19 @@ fn wait_count(file: &Path, n: u64, within: Duration) {
 }
 
 fn current_count(file: &Path) -> u64 {
-    fs::read_to_string(file)
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0)
+    // The file is rewritten in place: a read can catch it empty; read again (bounded).
+    for _ in 0..1000 {
+        let parsed = fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok());
+        if let Some(n) = parsed {
+            return n;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the counter file stayed unreadable");
 }
 
 /// Checks a run with a crash: it completed, every invocation that exited 0 is exactly one
@@ -782,4 +789,130 @@ fn ricart_agrawala_goes_on_without_a_crashed_node() {
     let j = c.leader_json();
     let members = j["nodes"][0]["members"].as_array().unwrap();
     assert_eq!(members.len(), 4, "node 2 was removed: {j}");
+}
+
+/// Stops the cluster of a directory when dropped, even if the test failed.
+struct Down(PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN)
+            .args(["cluster", "down", "--dir"])
+            .arg(&self.0)
+            .output();
+    }
+}
+
+#[test]
+fn cluster_up_status_lock_down() {
+    let _g = lock_guard();
+    let dir = scratch("up");
+    let _down = Down(dir.clone());
+    let up = Command::new(BIN)
+        .args([
+            "cluster",
+            "up",
+            "--nodes",
+            "3",
+            "--mutex",
+            "raymond",
+            "--election",
+            "ring",
+        ])
+        .args([
+            "--heartbeat",
+            "50ms",
+            "--heartbeat-timeout",
+            "500ms",
+            "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let again = Command::new(BIN)
+        .args([
+            "cluster", "up", "--nodes", "3", "--mutex", "raymond", "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "a second `up` in a running directory is refused"
+    );
+    let until = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        let s = Command::new(BIN)
+            .args(["cluster", "status", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&s.stdout).to_string();
+        if s.status.success() && !text.contains("changing") && text.matches("leader 2").count() == 3
+        {
+            break text;
+        }
+        assert!(
+            Instant::now() < until,
+            "the cluster did not come up: {text}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status.contains("3 nodes, mutex raymond, election ring"),
+        "{status}"
+    );
+    let cluster = dir.join("cluster.toml");
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "10s", "--cluster"])
+        .arg(&cluster)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "test -n \"$DISTSYNC_FENCING_TOKEN\" && exit 7",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "the command's exit status is lock's"
+    );
+    let pids: Vec<u32> = (0..3)
+        .map(|i| {
+            fs::read_to_string(dir.join(format!("node-{i}.pid")))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let down = Command::new(BIN)
+        .args(["cluster", "down", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(down.status.success());
+    let text = String::from_utf8_lossy(&down.stdout);
+    assert_eq!(text.matches(": stopped").count(), 3, "{text}");
+    for pid in pids {
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            cmdline.is_empty(),
+            "node process {pid} is gone after `cluster down`"
+        );
+    }
+    let s = Command::new(BIN)
+        .args(["cluster", "status", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(s.status.code(), Some(1), "status reports the nodes down");
 }
