@@ -172,78 +172,43 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             ),
         }));
     }
+    let run = FamilyRun {
+        checked: &checked,
+        origin: &origin,
+        seed,
+        trace: options.trace,
+        progress: options.progress,
+    };
     match entry.family {
-        Family::Mutex => registry::visit_mutex(
-            &scenario.algorithm,
-            MutexRun {
-                checked: &checked,
-                origin: &origin,
-                seed,
-                trace: options.trace,
-                progress: options.progress,
-            },
-        )
-        .expect("the registry lists it as mutex"),
-        Family::Election => registry::visit_election(
-            &scenario.algorithm,
-            ElectionRun {
-                checked: &checked,
-                origin: &origin,
-                seed,
-                trace: options.trace,
-                progress: options.progress,
-            },
-        )
-        .expect("the registry lists it as election"),
-        Family::ClockSync => registry::visit_clock_sync(
-            &scenario.algorithm,
-            &scenario.params(),
-            FamilyRun {
-                checked: &checked,
-                origin: &origin,
-                seed,
-                trace: options.trace,
-                progress: options.progress,
-            },
-        )
-        .unwrap_or_else(|| {
-            // Only Berkeley's `master_election` can fail to name a type.
-            Err(SimError::Scenario(ScenarioError {
-                origin: origin.clone(),
-                field: "master_election".into(),
-                message: format!(
-                    "`{}` is not an election algorithm (`distsync list` shows them)",
-                    scenario.master_election.as_deref().unwrap_or_default()
-                ),
-            }))
-        }),
-        Family::Multicast => registry::visit_multicast(
-            &scenario.algorithm,
-            FamilyRun {
-                checked: &checked,
-                origin: &origin,
-                seed,
-                trace: options.trace,
-                progress: options.progress,
-            },
-        )
-        .expect("the registry lists it as multicast"),
-        Family::Snapshot => registry::visit_snapshot(
-            &scenario.algorithm,
-            FamilyRun {
-                checked: &checked,
-                origin: &origin,
-                seed,
-                trace: options.trace,
-                progress: options.progress,
-            },
-        )
-        .expect("the registry lists it as snapshot"),
+        Family::Mutex => {
+            registry::visit_mutex(&scenario.algorithm, run).expect("the registry lists it as mutex")
+        }
+        Family::Election => registry::visit_election(&scenario.algorithm, run)
+            .expect("the registry lists it as election"),
+        Family::ClockSync => {
+            registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run).unwrap_or_else(
+                || {
+                    // Only Berkeley's `master_election` can fail to name a type.
+                    Err(SimError::Scenario(ScenarioError {
+                        origin: origin.clone(),
+                        field: "master_election".into(),
+                        message: format!(
+                            "`{}` is not an election algorithm (`distsync list` shows them)",
+                            scenario.master_election.as_deref().unwrap_or_default()
+                        ),
+                    }))
+                },
+            )
+        }
+        Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
+            .expect("the registry lists it as multicast"),
+        Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
+            .expect("the registry lists it as snapshot"),
     }
 }
 
-/// A run of a family harnessed in this crate by time and order (clock synchronization,
-/// multicast, snapshots): what every such run needs.
+/// One run of any family: the checked scenario and the run's options, carried to the algorithm
+/// type that the registry's visitor finds for the name.
 struct FamilyRun<'a> {
     checked: &'a Checked,
     origin: &'a str,
@@ -258,6 +223,16 @@ impl FamilyRun<'_> {
         entry: &'static Entry,
         harness: H,
     ) -> Result<Report, SimError> {
+        self.run_excluding::<A, H>(entry, harness, &[])
+    }
+
+    /// The run, with messages of `excluded` kinds left out of causal chains.
+    fn run_excluding<A: distsync_core::Algorithm, H: Harness<A>>(
+        self,
+        entry: &'static Entry,
+        harness: H,
+        excluded: &[&'static str],
+    ) -> Result<Report, SimError> {
         Engine::<A, _>::new(
             self.checked,
             entry.family.name(),
@@ -265,9 +240,33 @@ impl FamilyRun<'_> {
             harness,
             self.trace,
         )
+        .with_chain_excluding(excluded)
         .with_progress(self.progress)
         .run()
         .map_err(SimError::Trace)
+    }
+
+    fn election<P: Election>(self, entry: &'static Entry) -> Result<Report, SimError> {
+        let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
+        self.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
+    }
+}
+
+impl MutexVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output {
+        let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
+    }
+}
+
+impl ElectionVisitor for FamilyRun<'_> {
+    type Output = Result<Report, SimError>;
+    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output {
+        match self.checked.scenario.detect {
+            Some(Detect::Timeout) => self.election::<Detector<A>>(entry),
+            Some(Detect::None) | None => self.election::<A>(entry),
+        }
     }
 }
 
@@ -301,59 +300,5 @@ impl registry::MulticastVisitor for FamilyRun<'_> {
     ) -> Self::Output {
         let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
-    }
-}
-
-struct ElectionRun<'a> {
-    checked: &'a Checked,
-    origin: &'a str,
-    seed: u64,
-    trace: Option<Box<dyn Write>>,
-    progress: Option<Box<dyn FnMut(u64, u64)>>,
-}
-
-impl ElectionRun<'_> {
-    fn run<P: Election>(self, family: &str) -> Result<Report, SimError> {
-        let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
-        Engine::<P, _>::new(self.checked, family, self.seed, harness, self.trace)
-            .with_chain_excluding(&OVERHEAD_KINDS)
-            .with_progress(self.progress)
-            .run()
-            .map_err(SimError::Trace)
-    }
-}
-
-impl ElectionVisitor for ElectionRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output {
-        match self.checked.scenario.detect {
-            Some(Detect::Timeout) => self.run::<Detector<A>>(entry.family.name()),
-            Some(Detect::None) | None => self.run::<A>(entry.family.name()),
-        }
-    }
-}
-
-struct MutexRun<'a> {
-    checked: &'a Checked,
-    origin: &'a str,
-    seed: u64,
-    trace: Option<Box<dyn Write>>,
-    progress: Option<Box<dyn FnMut(u64, u64)>>,
-}
-
-impl MutexVisitor for MutexRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output {
-        let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
-        Engine::<A, _>::new(
-            self.checked,
-            entry.family.name(),
-            self.seed,
-            harness,
-            self.trace,
-        )
-        .with_progress(self.progress)
-        .run()
-        .map_err(SimError::Trace)
     }
 }
