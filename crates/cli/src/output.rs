@@ -102,6 +102,49 @@ pub fn summary(r: &Report) -> String {
             e.rounds.map_or(String::new(), |r| format!("; {r} rounds"))
         );
     }
+    if let Some(c) = &r.clock {
+        let worst = |v: Option<u64>| v.map_or("-".to_string(), |ns| dur(ns as f64));
+        let _ = writeln!(
+            out,
+            "clocks:     skew {} and error {} at the end; worst after the first sync: skew {}, error {}",
+            dur(c.max_skew_ns as f64),
+            dur(c.max_error_ns as f64),
+            worst(c.worst_skew_ns),
+            worst(c.worst_error_ns)
+        );
+        let _ = writeln!(
+            out,
+            "sync:       {} rounds, {} adjustments, {} bounds checked (worst at {:.2} of its bound){}",
+            c.rounds,
+            c.adjustments,
+            c.bound_checks,
+            c.worst_bound_ratio,
+            if c.no_majority > 0 { format!("; no majority {} times", c.no_majority) } else { String::new() }
+        );
+    }
+    if let Some(m) = &r.multicast {
+        let _ = writeln!(
+            out,
+            "multicast:  {} multicasts, {} deliveries, {} undelivered, {:.2} messages per multicast; delivery delay {}",
+            m.multicasts,
+            m.deliveries,
+            m.undelivered,
+            m.messages_per_multicast,
+            stats(&m.delivery_delay_ns)
+        );
+        let _ = writeln!(
+            out,
+            "order:      {} FIFO inversions, {} causal inversions, {} total-order disagreements",
+            m.fifo_inversions, m.causal_inversions, m.order_disagreements
+        );
+    }
+    if let Some(s) = &r.snapshot {
+        let _ = writeln!(
+            out,
+            "snapshots:  {} completed, {} consistent (money in the system {}); {} transfers, {} markers",
+            s.completed, s.consistent, s.money, s.transfers, s.markers
+        );
+    }
     if r.violations.is_empty() {
         let _ = writeln!(out, "violations: none");
     } else {
