@@ -78,6 +78,8 @@ fn the_bound_monitor_catches_a_wrong_minimum_delay() {
 
 #[test]
 fn cristian_steps_and_slews_to_the_same_place() {
+    // A clock that is still slewing runs up to slew_ppm (500) off, on top of its drift (50):
+    // the bound's drift allowance must cover both, hence max_drift_ppm = 700.
     for adjust in ["step", "slew"] {
         let text = format!(
             r#"
