@@ -79,6 +79,14 @@ impl<E: std::fmt::Display> From<E> for InputError {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early ends the process quietly, as for any Unix tool,
+    // instead of a panic on the broken pipe: restore the default action of SIGPIPE, which the
+    // Rust runtime sets to ignore.
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread starts; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::List(args) => list::list(&args),

@@ -436,3 +436,19 @@ fn sweep_refuses_bad_parameters_and_metrics() {
         assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    // `distsync compare | head -1`: the reader goes away while the table is being written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(["compare", "--nodes", "3,5,8"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
