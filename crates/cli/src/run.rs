@@ -3,8 +3,12 @@
 use crate::output;
 use crate::trace_cmd;
 use crate::{InputError, Outcome};
+use distsync_algorithms::registry::Family;
 use distsync_core::{parse_duration, NodeId};
-use distsync_sim::{run, DelaySpec, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec};
+use distsync_sim::scenario::EventSpec;
+use distsync_sim::{
+    run, DelaySpec, Detect, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -63,15 +67,19 @@ pub struct SimulateArgs {
     /// Probability that a message is delivered twice.
     #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     duplicate: f64,
-    /// Simulated-time horizon.
-    #[arg(long, default_value = "60s", value_parser = parse_duration_arg)]
-    until: Duration,
+    /// Simulated-time horizon (default 60s; for an election, 1s after the crash).
+    #[arg(long, value_parser = parse_duration_arg)]
+    until: Option<Duration>,
     /// The central algorithm's coordinator (default: the highest id).
     #[arg(long)]
     coordinator: Option<u32>,
     /// The initial token holder of token algorithms (default: node 0).
     #[arg(long)]
     holder: Option<u32>,
+    /// Elections: when the coordinator (the highest id) crashes; heartbeats and a timeout then
+    /// start an election.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration_arg)]
+    crash_at: Duration,
     /// The seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -148,6 +156,67 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
+    let family = distsync_algorithms::registry::lookup(&args.algorithm).map(|e| e.family);
+    match family {
+        // An unknown name goes on, so that the run reports it with a suggestion.
+        None | Some(Family::Mutex) => simulate_mutex(args),
+        Some(Family::Election) => simulate_election(args),
+        Some(other) => {
+            let example = match other {
+                Family::ClockSync => "scenarios/cristian-time-server.toml",
+                Family::Multicast => "scenarios/causal-broadcast.toml",
+                _ => "scenarios/chandy-lamport-bank.toml",
+            };
+            Err(InputError(format!(
+                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is a {} algorithm, so run a scenario file instead, like `distsync run {example}`",
+                args.algorithm,
+                other.name()
+            )))
+        }
+    }
+}
+
+/// An election run from flags: heartbeats watch the coordinator (the highest id), which crashes
+/// at `--crash-at`; the processes notice by timeout and elect a new one.
+fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
+    if args.nodes < 2 {
+        return Err(InputError(format!(
+            "--nodes: an election run crashes the coordinator, so it needs at least 2 nodes, got {}",
+            args.nodes
+        )));
+    }
+    let highest = args.nodes - 1;
+    let scenario = Scenario {
+        algorithm: args.algorithm,
+        nodes: Some(args.nodes),
+        seed: args.seed,
+        network: NetworkSpec {
+            delay: args.delay,
+            fifo: !args.no_fifo,
+            loss: args.loss,
+            duplicate: args.duplicate,
+        },
+        until: Some(args.until.unwrap_or(args.crash_at + Duration::from_secs(1))),
+        detect: Some(Detect::Timeout),
+        events: vec![EventSpec {
+            at: args.crash_at,
+            crash: Some(NodeId(highest)),
+            ..EventSpec::default()
+        }],
+        ..Scenario::default()
+    };
+    execute(
+        &scenario,
+        "command line",
+        None,
+        args.trace.as_deref(),
+        None,
+        args.json,
+        None,
+    )
+}
+
+fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
     let (kind, rate) = match args.load {
         Load::Light => (WorkloadKind::Light, None),
         Load::Heavy => (WorkloadKind::Saturated, None),
@@ -157,7 +226,7 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
         algorithm: args.algorithm,
         nodes: Some(args.nodes),
         seed: args.seed,
-        until: Some(args.until),
+        until: Some(args.until.unwrap_or(Duration::from_secs(60))),
         coordinator: args.coordinator.map(NodeId),
         holder: args.holder.map(NodeId),
         network: NetworkSpec {

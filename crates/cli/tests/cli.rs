@@ -452,3 +452,30 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn simulate_runs_an_election_after_the_coordinator_crashes() {
+    let o = distsync(&["simulate", "--algo", "bully", "--nodes", "8", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The coordinator 7 crashed; the timeout detector set everyone electing; 6 won, agreed.
+    assert_eq!(r["election"]["leader"], 6);
+    assert_eq!(r["election"]["agreed"], true);
+    assert!(r["violations"].as_array().unwrap().is_empty());
+    // Every live process detects at once, so the bully pays its worst case, n^2 - n - 1.
+    assert_eq!(r["election"]["messages"]["total"], 55);
+    for (args, expected) in [
+        (
+            &["simulate", "--algo", "ring", "--nodes", "1"][..],
+            "--nodes",
+        ),
+        (
+            &["simulate", "--algo", "cristian"][..],
+            "scenarios/cristian-time-server.toml",
+        ),
+    ] {
+        let o = distsync(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -570,7 +570,7 @@ pub enum WorkloadKind {
 }
 
 /// One scripted event: `at` and exactly one action.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventSpec {
     /// When, in simulated time.
