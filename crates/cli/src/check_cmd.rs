@@ -2,12 +2,11 @@
 //! prove mutual exclusion, absence of deadlock and completion there, or print a shortest trace
 //! that breaks one of them.
 
+use crate::progress::Progress;
 use crate::{InputError, Outcome};
 use distsync_check::{check_named, Bounds, CheckError, Config, NamedOutcome, Property};
 use distsync_core::{NodeId, Params, QuorumKind};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use std::io::IsTerminal;
 
 /// Arguments of `distsync check`.
 #[derive(clap::Args)]
@@ -83,26 +82,18 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
             max_depth: args.max_depth,
         },
     };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(args.max_states as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} checking {bar:40} {pos}/{len} states, {msg} [{elapsed}]",
-            )
-            .expect("valid template"),
-        );
-        bar.set_message("depth 0");
-        bar
-    });
+    let progress = Progress::new(
+        args.json,
+        args.max_states as u64,
+        "{spinner} checking {bar:40} {pos}/{len} states, {msg} [{elapsed}]",
+    );
     let result = check_named(&args.algo, &config, &mut |p| {
-        if let Some(bar) = &bar {
+        if let Some(bar) = progress.bar() {
             bar.set_position(p.states as u64);
             bar.set_message(format!("depth {}, frontier {}", p.depth, p.frontier));
         }
     });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     let outcome = result.map_err(input_error)?;
     if args.json {
         println!("{}", to_json(&outcome, &config));

@@ -1,14 +1,13 @@
 //! `distsync compare`: the comparison table of seed 003, measured.
 
+use crate::progress::Progress;
 use crate::{InputError, Outcome};
 use distsync_sim::compare::{compare_mutex, CompareOptions, Load, Relation, Row};
 use distsync_sim::compare_election::{
     compare_election, ElectionCompareOptions, ElectionRow, Order,
 };
 use distsync_viz::plot::{line_chart, Series};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Arguments of `distsync compare`.
@@ -99,23 +98,11 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
         seed: args.seed,
         ..CompareOptions::default()
     };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} comparing {bar:40} {pos}/{len} runs")
-                .expect("valid template"),
-        );
-        bar
-    });
+    let progress = Progress::runs(args.json, "comparing");
     let rows = compare_mutex(&options, |done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
+        progress.update(done as u64, total as u64)
     });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -159,23 +146,11 @@ fn compare_elections(args: &CompareArgs) -> Result<Outcome, InputError> {
         orders,
         seed: args.seed,
     };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} comparing {bar:40} {pos}/{len} runs")
-                .expect("valid template"),
-        );
-        bar
-    });
+    let progress = Progress::runs(args.json, "comparing");
     let rows = compare_election(&options, |done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
+        progress.update(done as u64, total as u64)
     });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {

@@ -13,6 +13,7 @@ mod list;
 mod lock_cmd;
 mod node_cmd;
 mod output;
+mod progress;
 mod run;
 mod sweep_cmd;
 mod trace_cmd;

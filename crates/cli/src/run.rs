@@ -1,6 +1,7 @@
 //! `distsync run` and `distsync simulate`: one simulated run, summarized or as JSON.
 
 use crate::output;
+use crate::progress::Progress;
 use crate::trace_cmd;
 use crate::{InputError, Outcome};
 use distsync_algorithms::registry::Family;
@@ -9,8 +10,6 @@ use distsync_sim::scenario::EventSpec;
 use distsync_sim::{
     run, DelaySpec, Detect, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec,
 };
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -284,17 +283,12 @@ fn execute(
         (None, Some(copy)) => Some(Box::new(copy.clone())),
         (writer, None) => writer,
     };
-    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(1000);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} simulating {bar:40} {percent}% of simulated time",
-            )
-            .expect("valid template"),
-        );
-        bar
-    });
-    let progress: Option<Box<dyn FnMut(u64, u64)>> = bar.clone().map(|bar| {
+    let bar = Progress::new(
+        json,
+        1000,
+        "{spinner} simulating {bar:40} {percent}% of simulated time",
+    );
+    let progress: Option<Box<dyn FnMut(u64, u64)>> = bar.bar().cloned().map(|bar| {
         Box::new(move |now: u64, until: u64| {
             bar.set_position((now as f64 / until.max(1) as f64 * 1000.0) as u64)
         }) as Box<dyn FnMut(u64, u64)>
@@ -308,9 +302,7 @@ fn execute(
             progress,
         },
     );
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    drop(bar);
     let report = match result {
         Ok(report) => report,
         Err(e) => {

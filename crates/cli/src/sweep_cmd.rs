@@ -1,12 +1,11 @@
 //! `distsync sweep`: any report metric against any scenario parameter, several algorithms on one
 //! chart.
 
+use crate::progress::Progress;
 use crate::{InputError, Outcome};
 use distsync_sim::sweep::{sweep, ParamSpec, Point};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use distsync_viz::plot::{line_chart, Series};
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,30 +69,16 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
         Some(path) => Scenario::load(path)?,
         None => default_base(),
     };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} sweeping {bar:40} {pos}/{len} runs")
-                .expect("valid template"),
-        );
-        bar
-    });
+    let progress = Progress::runs(args.json, "sweeping");
     let result = sweep(
         &base,
         &args.algo,
         &param,
         &args.metric,
         args.seeds,
-        |done, total| {
-            if let Some(bar) = &bar {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            }
-        },
+        |done, total| progress.update(done as u64, total as u64),
     );
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    drop(progress);
     let points = result?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&points)?);
