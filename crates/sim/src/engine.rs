@@ -295,6 +295,25 @@ impl<P: Process> Core<P> {
         }
     }
 
+    /// Writes the `drop` line of a copy from `from` to `to` (positions) that did not arrive.
+    fn trace_drop(&mut self, from: usize, to: usize, msg_id: u64, kind: &str, reason: &str) {
+        if let Some(t) = self.tracer.as_mut() {
+            let ids = self.peers.ids();
+            t.plain_event(
+                self.now,
+                "drop",
+                Some(ids[to]),
+                Line {
+                    from: Some(ids[from]),
+                    msg_id: Some(msg_id),
+                    kind: Some(kind),
+                    reason: Some(reason),
+                    ..Line::default()
+                },
+            );
+        }
+    }
+
     fn count_kind(&mut self, kind: &'static str) {
         // Few kinds per algorithm: a linear scan beats hashing on the hot path.
         match self.by_kind.iter_mut().find(|(k, _)| *k == kind) {
@@ -598,20 +617,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 };
                 if let Some(reason) = reason {
                     self.core.messages.dropped += 1;
-                    if let Some(t) = self.core.tracer.as_mut() {
-                        t.plain_event(
-                            self.core.now,
-                            "drop",
-                            Some(to_id),
-                            Line {
-                                from: Some(from_id),
-                                msg_id: Some(msg_id),
-                                kind: Some(msg.kind()),
-                                reason: Some(reason),
-                                ..Line::default()
-                            },
-                        );
-                    }
+                    self.core.trace_drop(from, to, msg_id, msg.kind(), reason);
                     return;
                 }
                 self.core.messages.delivered += 1;
@@ -642,24 +648,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 msg_id,
                 kind,
                 reason,
-            } => {
-                let from_id = self.core.peers.ids()[from];
-                let to_id = self.core.peers.ids()[to];
-                if let Some(t) = self.core.tracer.as_mut() {
-                    t.plain_event(
-                        self.core.now,
-                        "drop",
-                        Some(to_id),
-                        Line {
-                            from: Some(from_id),
-                            msg_id: Some(msg_id),
-                            kind: Some(kind),
-                            reason: Some(reason),
-                            ..Line::default()
-                        },
-                    );
-                }
-            }
+            } => self.core.trace_drop(from, to, msg_id, kind, reason),
             Kind::Timer {
                 pos,
                 timer,
