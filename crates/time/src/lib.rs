@@ -2,7 +2,14 @@
 //!
 //! Modules, sans-I/O first (no sockets, no clock reads), then the thin tokio layer:
 //! - [`packet`]: the RFC 5905 / RFC 4330 NTP header, its timestamp formats, a strict decoder;
+//! - [`server`]: what an NTP server answers (or not) to a datagram, with rate limiting;
+//! - [`client`]: a strict client's checks of a reply, its offset/delay/dispersion, the
+//!   combination of several servers;
+//! - [`vclock`]: a virtual clock (offset and rate over a monotonic base, step or slew);
 //!
 //! docs/time.md describes how to run it and what it does not do.
 
+pub mod client;
 pub mod packet;
+pub mod server;
+pub mod vclock;

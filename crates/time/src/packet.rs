@@ -57,7 +57,8 @@ impl Leap {
         }
     }
 
-    fn bits(self) -> u8 {
+    /// The indicator's number on the wire.
+    pub fn bits(self) -> u8 {
         match self {
             Leap::NoWarning => 0,
             Leap::AddSecond => 1,
@@ -292,7 +293,8 @@ impl Packet {
         if !(3..=4).contains(&version) {
             return Err(DecodeError::Version(version));
         }
-        let u32_at = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let u32_at =
+            |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
         let u64_at = |i: usize| (u32_at(i) as u64) << 32 | u32_at(i + 4) as u64;
         Ok(Packet {
             leap: Leap::from_bits(bytes[0] >> 6),
@@ -332,13 +334,14 @@ impl Packet {
     /// The kiss code of a Kiss-o'-Death packet (stratum 0: "RATE", "DENY", "RSTR", ...), if
     /// this is one and the code is printable ASCII.
     pub fn kiss_code(&self) -> Option<String> {
-        (self.stratum == 0
-            && self
-                .reference_id
-                .iter()
-                .all(|c| c.is_ascii_graphic() || *c == b' ' || *c == 0))
-        .then(|| refid_text(self.reference_id))
-        .filter(|s| !s.is_empty())
+        let code: Vec<u8> = self
+            .reference_id
+            .iter()
+            .copied()
+            .take_while(|&c| c != 0)
+            .collect();
+        (self.stratum == 0 && !code.is_empty() && code.iter().all(|c| c.is_ascii_graphic()))
+            .then(|| String::from_utf8_lossy(&code).into_owned())
     }
 }
 
