@@ -133,7 +133,7 @@ impl From<DecodeError> for Rejection {
 }
 
 /// 2^exponent seconds in ns, for precision fields.
-fn exp2_ns(exponent: i8) -> u64 {
+pub fn precision_ns(exponent: i8) -> u64 {
     (2f64.powi(exponent as i32) * 1e9).ceil() as u64
 }
 
@@ -169,8 +169,8 @@ pub fn evaluate(
     let b = t3.diff_nanos(t4) as i128;
     let offset = (a + b) / 2;
     let delay = (a - b).max(0);
-    let dispersion = exp2_ns(p.precision)
-        + exp2_ns(local_precision)
+    let dispersion = precision_ns(p.precision)
+        + precision_ns(local_precision)
         + (PHI * t4.diff_nanos(t1).max(0) as f64) as u64;
     let sample = Sample {
         offset_ns: offset as i64,

@@ -6,10 +6,17 @@
 //! - [`client`]: a strict client's checks of a reply, its offset/delay/dispersion, the
 //!   combination of several servers;
 //! - [`vclock`]: a virtual clock (offset and rate over a monotonic base, step or slew);
+//! - [`host`]: runs a clock-synchronization algorithm file's process, keeping its timers;
+//! - [`serve`]: the NTP server over UDP (tokio), serving the system clock or a virtual clock
+//!   disciplined from upstream servers;
+//! - [`query`]: the NTP client over UDP (tokio): samples, checks, the combined estimate;
 //!
 //! docs/time.md describes how to run it and what it does not do.
 
 pub mod client;
+pub mod host;
 pub mod packet;
+pub mod query;
+pub mod serve;
 pub mod server;
 pub mod vclock;

@@ -72,6 +72,13 @@ impl VirtualClock {
         self.slew_remaining += delta_ns;
     }
 
+    /// Replaces the slew under way by `delta_ns` (the newest measured offset supersedes what was
+    /// left of the last one, as in ntpd's clock adjust).
+    pub fn set_slew(&mut self, base_ns: i128, delta_ns: i128) {
+        self.advance(base_ns);
+        self.slew_remaining = delta_ns;
+    }
+
     /// The part of the slews not applied yet.
     pub fn slew_remaining(&self) -> i128 {
         self.slew_remaining
