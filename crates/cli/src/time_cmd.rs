@@ -2,13 +2,15 @@
 //! cluster's nodes. docs/time.md describes them.
 
 use crate::{InputError, Outcome};
-use distsync_core::{parse_duration, parse_signed_duration};
+use distsync_core::{parse_duration, parse_signed_duration, NodeId};
 use distsync_time::packet::parse_refid;
 use distsync_time::query::{QueryOptions, QueryReport};
 use distsync_time::serve::{ServeOptions, DEFAULT_LOCAL_STRATUM};
 use distsync_time::server::RateLimit;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `distsync time`.
@@ -31,6 +33,27 @@ enum Action {
 is, 2 for bad input."
     )]
     Query(QueryArgs),
+    /// The virtual clocks of a cluster started with `cluster up --clock ALGO`: each node's
+    /// offset from this machine's system clock and from the other nodes, its last adjustment,
+    /// the algorithm's error bound, and the largest skew between two nodes.
+    #[command(
+        after_help = "Exit status: 0 when every node answered, 1 when some did not, \
+2 for bad input."
+    )]
+    Status(StatusArgs),
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// The cluster file (TOML), with a [clock] table.
+    #[arg(long, value_name = "CLUSTER.toml")]
+    cluster: PathBuf,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// How long to wait for the answers.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration_arg)]
+    timeout: Duration,
 }
 
 #[derive(clap::Args)]
@@ -104,6 +127,7 @@ pub fn time(args: TimeArgs) -> Result<Outcome, InputError> {
     match args.action {
         Action::Serve(a) => serve(a),
         Action::Query(a) => query(a),
+        Action::Status(a) => status(a),
     }
 }
 
@@ -236,6 +260,147 @@ fn query(a: QueryArgs) -> Result<Outcome, InputError> {
         }
     }
     Ok(if report.usable > 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Code(1)
+    })
+}
+
+#[derive(serde::Serialize)]
+struct NodeRow {
+    id: NodeId,
+    reachable: bool,
+    /// This node's virtual clock minus the asking machine's system clock.
+    offset_ns: Option<i64>,
+    delay_ns: Option<i64>,
+    /// This node's clock minus each other reachable node's.
+    from_others_ns: BTreeMap<String, i64>,
+    master: Option<NodeId>,
+    stratum: Option<u8>,
+    adjustments: Option<u64>,
+    last_adjust_ns: Option<i64>,
+    last_adjust_age_ns: Option<u64>,
+    bound_ns: Option<u64>,
+    reference: Option<NodeId>,
+    rounds: Option<u64>,
+    initial_offset_ns: Option<i64>,
+    drift_ppm: Option<f64>,
+    error: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct StatusReport {
+    algorithm: Option<String>,
+    reference: &'static str,
+    answered: usize,
+    max_skew_ns: i64,
+    nodes: Vec<NodeRow>,
+}
+
+fn status(a: StatusArgs) -> Result<Outcome, InputError> {
+    let cluster = distsync_net::Cluster::load(&a.cluster)?;
+    let Some(settings) = &cluster.file.clock else {
+        return Err(InputError(format!(
+            "{}: no [clock] table (start the cluster with `cluster up --clock berkeley|cristian|ntp`)",
+            cluster.origin
+        )));
+    };
+    let rt = distsync_net::runtime()?;
+    let answers = rt.block_on(distsync_time::cluster::status(&cluster, a.timeout))?;
+    let offsets: Vec<(NodeId, i64)> = answers
+        .iter()
+        .filter_map(|(id, r)| r.as_ref().ok().map(|o| (*id, o.offset_ns)))
+        .collect();
+    let max_skew_ns =
+        distsync_time::cluster::max_skew(&offsets.iter().map(|o| o.1).collect::<Vec<_>>());
+    let nodes: Vec<NodeRow> = answers
+        .into_iter()
+        .map(|(id, r)| match r {
+            Ok(o) => NodeRow {
+                id,
+                reachable: true,
+                offset_ns: Some(o.offset_ns),
+                delay_ns: Some(o.delay_ns),
+                from_others_ns: offsets
+                    .iter()
+                    .filter(|(other, _)| *other != id)
+                    .map(|(other, off)| (other.to_string(), o.offset_ns - off))
+                    .collect(),
+                master: o.clock.master,
+                stratum: o.clock.stratum,
+                adjustments: Some(o.clock.adjustments),
+                last_adjust_ns: o.clock.last_adjust_ns,
+                last_adjust_age_ns: o.clock.last_adjust_age_ns,
+                bound_ns: o.clock.bound_ns,
+                reference: o.clock.reference,
+                rounds: Some(o.clock.rounds),
+                initial_offset_ns: Some(o.clock.initial_offset_ns),
+                drift_ppm: Some(o.clock.drift_ppm),
+                error: None,
+            },
+            Err(e) => NodeRow {
+                id,
+                reachable: false,
+                offset_ns: None,
+                delay_ns: None,
+                from_others_ns: BTreeMap::new(),
+                master: None,
+                stratum: None,
+                adjustments: None,
+                last_adjust_ns: None,
+                last_adjust_age_ns: None,
+                bound_ns: None,
+                reference: None,
+                rounds: None,
+                initial_offset_ns: None,
+                drift_ppm: None,
+                error: Some(e),
+            },
+        })
+        .collect();
+    let report = StatusReport {
+        algorithm: Some(settings.algorithm.clone()),
+        reference: "the system clock of the machine asking",
+        answered: offsets.len(),
+        max_skew_ns,
+        nodes,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "clock {}: offsets from this machine's system clock (started up to {} off, drift up to {} ppm)",
+            settings.algorithm,
+            distsync_core::format_duration(settings.skew),
+            settings.drift_ppm
+        );
+        println!("node  offset       delay     master  adjustments  last adjust  age      bound");
+        let opt_ms = |v: Option<i64>| v.map_or("-".to_string(), ms);
+        for n in &report.nodes {
+            match &n.error {
+                Some(e) => println!("{:<5} {e}", n.id.to_string()),
+                None => println!(
+                    "{:<5} {:<12} {:<9} {:<7} {:<12} {:<12} {:<8} {}",
+                    n.id.to_string(),
+                    opt_ms(n.offset_ns),
+                    format!("{:.3}ms", n.delay_ns.unwrap_or(0) as f64 / 1e6),
+                    n.master.map_or("-".into(), |m| m.to_string()),
+                    n.adjustments.unwrap_or(0),
+                    opt_ms(n.last_adjust_ns),
+                    n.last_adjust_age_ns
+                        .map_or("-".into(), |a| format!("{:.1}s", a as f64 / 1e9)),
+                    n.bound_ns
+                        .map_or("-".into(), |b| format!("{:.3}ms", b as f64 / 1e6)),
+                ),
+            }
+        }
+        println!(
+            "max skew: {:.3}ms across {} node(s)",
+            max_skew_ns as f64 / 1e6,
+            report.answered
+        );
+    }
+    Ok(if report.answered == report.nodes.len() {
         Outcome::Ok
     } else {
         Outcome::Code(1)

@@ -49,13 +49,29 @@ impl<P: Process> Host<P> {
         mono_ns: u64,
         f: impl FnOnce(&mut P, &mut Ctx<'_, P>),
     ) -> Vec<Action<P>> {
+        self.call_with(now, mono_ns, false, f)
+    }
+
+    /// `on_start`, telling the process whether it is recovering (`ctx.recovered()`: it joins
+    /// processes that ran without it).
+    pub fn start(&mut self, now: Time, mono_ns: u64, recovered: bool) -> Vec<Action<P>> {
+        self.call_with(now, mono_ns, recovered, |p, c| p.on_start(c))
+    }
+
+    fn call_with(
+        &mut self,
+        now: Time,
+        mono_ns: u64,
+        recovered: bool,
+        f: impl FnOnce(&mut P, &mut Ctx<'_, P>),
+    ) -> Vec<Action<P>> {
         let mut effects = Vec::new();
         {
             let mut ctx = Ctx::new(
                 self.id,
                 &self.peers,
                 now,
-                false,
+                recovered,
                 &mut self.rng,
                 &mut effects,
             );

@@ -10,10 +10,13 @@
 //! - [`serve`]: the NTP server over UDP (tokio), serving the system clock or a virtual clock
 //!   disciplined from upstream servers;
 //! - [`query`]: the NTP client over UDP (tokio): samples, checks, the combined estimate;
+//! - [`cluster`]: Berkeley, Cristian or NTP among a cluster's nodes over UDP, with virtual
+//!   clocks, and the status query that measures them;
 //!
 //! docs/time.md describes how to run it and what it does not do.
 
 pub mod client;
+pub mod cluster;
 pub mod host;
 pub mod packet;
 pub mod query;
