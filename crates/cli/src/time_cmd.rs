@@ -51,9 +51,13 @@ struct StatusArgs {
     /// One JSON object instead of a table.
     #[arg(long)]
     json: bool,
-    /// How long to wait for the answers.
+    /// How long to wait for each round of answers.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration_arg)]
     timeout: Duration,
+    /// Questions per node; the answer with the smallest round trip is kept.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    samples: u32,
 }
 
 #[derive(clap::Args)]
@@ -306,7 +310,9 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
         )));
     };
     let rt = distsync_net::runtime()?;
-    let answers = rt.block_on(distsync_time::cluster::status(&cluster, a.timeout))?;
+    let answers = rt.block_on(distsync_time::cluster::status(
+        &cluster, a.timeout, a.samples,
+    ))?;
     let offsets: Vec<(NodeId, i64)> = answers
         .iter()
         .filter_map(|(id, r)| r.as_ref().ok().map(|o| (*id, o.offset_ns)))

@@ -410,56 +410,66 @@ pub struct Observed {
     pub delay_ns: i64,
 }
 
-/// Asks every node of `cluster` for its clock; waits at most `timeout` for the answers.
+/// Asks every node of `cluster` for its clock `samples` times (each round waits at most
+/// `timeout` for the answers) and keeps, per node, the answer with the smallest round trip (NTP's
+/// clock filter: its offset has the smallest error bound, half that round trip).
 pub async fn status(
     cluster: &Cluster,
     timeout: Duration,
+    samples: u32,
 ) -> io::Result<Vec<(NodeId, Result<Observed, String>)>> {
     let key = key(cluster.secret());
     let socket = UdpSocket::bind("0.0.0.0:0").await?;
     let boot = system_now_ns() as i64;
-    let mut sent: HashMap<SocketAddr, (NodeId, i64)> = HashMap::new();
-    for (i, (&id, &addr)) in cluster.peers.ids().iter().zip(&cluster.addrs).enumerate() {
-        let t1 = system_now_ns() as i64;
-        let env = Envelope {
-            from: None,
-            boot,
-            seq: i as u64 + 1,
-            body: Body::StatusRequest { t1 },
-        };
-        socket.send_to(&seal(&key, &env), addr).await?;
-        sent.insert(addr, (id, t1));
-    }
-    let mut answers: HashMap<NodeId, Observed> = HashMap::new();
-    let deadline = tokio::time::Instant::now() + timeout;
+    let mut best: HashMap<NodeId, Observed> = HashMap::new();
+    let mut seq = 0;
     let mut buf = vec![0u8; MAX_DATAGRAM];
-    while answers.len() < sent.len() {
-        let r = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await;
-        let Ok(Ok((n, from))) = r else {
-            if r.is_err() {
-                break;
-            }
-            continue;
-        };
-        let t4 = system_now_ns() as i64;
-        let Some(env) = open(&key, &buf[..n]) else {
-            continue;
-        };
-        let (Some(&(id, t1)), Body::Status(clock)) = (sent.get(&from), env.body) else {
-            continue;
-        };
-        if clock.t1 != t1 || clock.id != id {
-            continue; // not the answer to our question
+    for _ in 0..samples.max(1) {
+        let mut sent: HashMap<SocketAddr, (NodeId, i64)> = HashMap::new();
+        for (&id, &addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
+            let t1 = system_now_ns() as i64;
+            seq += 1;
+            let env = Envelope {
+                from: None,
+                boot,
+                seq,
+                body: Body::StatusRequest { t1 },
+            };
+            socket.send_to(&seal(&key, &env), addr).await?;
+            sent.insert(addr, (id, t1));
         }
-        let (a, b) = (clock.t2 - t1, clock.t3 - t4);
-        answers.insert(
-            id,
-            Observed {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut answered = 0;
+        while answered < sent.len() {
+            let r = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await;
+            let Ok(Ok((n, from))) = r else {
+                if r.is_err() {
+                    break;
+                }
+                continue;
+            };
+            let t4 = system_now_ns() as i64;
+            let Some(env) = open(&key, &buf[..n]) else {
+                continue;
+            };
+            let (Some(&(id, t1)), Body::Status(clock)) = (sent.get(&from), env.body) else {
+                continue;
+            };
+            if clock.t1 != t1 || clock.id != id {
+                continue; // not the answer to this round's question
+            }
+            answered += 1;
+            let (a, b) = (clock.t2 - t1, clock.t3 - t4);
+            let seen = Observed {
                 offset_ns: (a + b) / 2,
                 delay_ns: (a - b).max(0),
                 clock,
-            },
-        );
+            };
+            let better = best.get(&id).is_none_or(|o| seen.delay_ns < o.delay_ns);
+            if better {
+                best.insert(id, seen);
+            }
+        }
     }
     Ok(cluster
         .peers
@@ -468,8 +478,7 @@ pub async fn status(
         .map(|id| {
             (
                 *id,
-                answers
-                    .remove(id)
+                best.remove(id)
                     .ok_or_else(|| "no answer (down, or not started with [clock])".to_string()),
             )
         })
