@@ -236,3 +236,77 @@ fn berkeley_converges_and_again_after_its_master_is_killed() {
         rejoined["max_skew_ns"]
     );
 }
+
+fn start(name: &str, algorithm: &str, n: u32) -> Cluster {
+    let dir = scratch(name);
+    let out = Command::new(BIN)
+        .args([
+            "cluster",
+            "up",
+            "--nodes",
+            &n.to_string(),
+            "--mutex",
+            "central",
+            "--dir",
+        ])
+        .arg(&dir)
+        .args([
+            "--clock",
+            algorithm,
+            "--skew",
+            "100ms",
+            "--drift-ppm",
+            "100",
+        ])
+        .args(["--sync-interval", "300ms"])
+        .output()
+        .unwrap();
+    let cluster = Cluster {
+        dir,
+        extra: Vec::new(),
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    cluster
+}
+
+/// Node 0 starts 100ms behind (the spread's first end); it is Cristian's time server and NTP's
+/// stratum-1 server, so the others converge to it, not to the average.
+fn converged_to_node_0(v: &Value) -> bool {
+    let ns = nodes(v);
+    ns.len() == 3
+        && up(v).len() == 3
+        && ns[1..].iter().all(|n| n["adjustments"].as_u64() >= Some(2))
+        && v["max_skew_ns"].as_i64().unwrap() < CONVERGED_NS
+        && (ns[0]["offset_ns"].as_i64().unwrap() + 100_000_000).abs() < CONVERGED_NS
+}
+
+#[test]
+fn cristian_clients_follow_the_time_server() {
+    let cluster = start("cristian", "cristian", 3);
+    let v = cluster.wait_for("convergence to node 0", converged_to_node_0);
+    for n in &nodes(&v)[1..] {
+        assert_eq!(n["reference"], 0, "{v:#}");
+        assert!(n["bound_ns"].as_u64().is_some(), "{v:#}");
+    }
+    assert_eq!(
+        nodes(&v)[0]["adjustments"],
+        0,
+        "the server is never adjusted"
+    );
+    println!("cristian: skew {}ns", v["max_skew_ns"]);
+}
+
+#[test]
+fn ntp_clients_follow_the_stratum_1_server() {
+    let cluster = start("ntp", "ntp", 3);
+    let v = cluster.wait_for("convergence to node 0", converged_to_node_0);
+    assert_eq!(nodes(&v)[0]["stratum"], 1, "{v:#}");
+    for n in &nodes(&v)[1..] {
+        assert_eq!(n["stratum"], 2, "{v:#}");
+    }
+    println!("ntp: skew {}ns", v["max_skew_ns"]);
+}
