@@ -284,3 +284,36 @@ fn our_client_rejects_a_chronyd_server_without_a_source() {
         "{v}"
     );
 }
+
+#[test]
+fn our_server_follows_a_chronyd_upstream_one_stratum_down() {
+    let _one = serial();
+    if !have_chronyd() {
+        return;
+    }
+    let dir = scratch("upstream");
+    let port = free_port();
+    let _chronyd = chronyd_server(&dir, port, "local stratum 8");
+    query_until_answered(port);
+    let upstream = format!("127.0.0.1:{port}");
+    let (_server, ours) = serve(&["--upstream", &upstream, "--poll", "200ms"]);
+    // Unsynchronized (rejected) until its first good sample from chronyd, then stratum 9.
+    let mut last = serde_json::Value::Null;
+    for _ in 0..50 {
+        let (code, v) = query_json(ours, 1);
+        if code == Some(0) {
+            last = v;
+            break;
+        }
+        assert_eq!(v["servers"][0]["rejected"]["code"], "unsynchronized", "{v}");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let s = &last["servers"][0];
+    assert_eq!(s["stratum"], 9, "{last}");
+    assert_eq!(s["refid"], "127.0.0.1", "{last}");
+    let offset = s["offset_ns"].as_i64().unwrap();
+    assert!(
+        offset.abs() <= s["root_distance_ns"].as_i64().unwrap(),
+        "{last}"
+    );
+}
