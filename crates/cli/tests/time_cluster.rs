@@ -230,6 +230,11 @@ fn berkeley_converges_and_again_after_its_master_is_killed() {
             && nodes(v)[4]["adjustments"].as_u64() >= Some(1)
             && v["max_skew_ns"].as_i64().unwrap() < CONVERGED_NS
     });
+    assert_eq!(
+        masters(&rejoined),
+        vec![4],
+        "bully: the highest id takes it back"
+    );
     println!(
         "node 4 back: master {}, skew {}ns",
         masters(&rejoined)[0],

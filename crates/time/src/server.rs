@@ -336,6 +336,25 @@ mod tests {
     }
 
     #[test]
+    fn the_client_table_is_bounded() {
+        let mut s = Server::new(RateLimit::default());
+        let req = Packet::request(Timestamp(9)).encode();
+        for i in 0..=MAX_CLIENTS as u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            assert!(!reply(s.handle(&req, ip, Timestamp(5), i as u64, &clock())).kiss);
+        }
+        // Full at 4096: the idlest half was forgotten to make room for the last one.
+        assert!(
+            s.buckets.len() <= MAX_CLIENTS / 2 + 1,
+            "{}",
+            s.buckets.len()
+        );
+        assert!(s.buckets.contains_key(&IpAddr::V4(std::net::Ipv4Addr::from(
+            0x0a00_0000 + MAX_CLIENTS as u32
+        ))));
+    }
+
+    #[test]
     fn a_flood_gets_one_rate_kiss_per_interval() {
         let mut s = Server::new(RateLimit {
             burst: 3,
