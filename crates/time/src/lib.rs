@@ -10,6 +10,7 @@
 //! - [`serve`]: the NTP server over UDP (tokio), serving the system clock or a virtual clock
 //!   disciplined from upstream servers;
 //! - [`query`]: the NTP client over UDP (tokio): samples, checks, the combined estimate;
+//! - [`rxstamp`]: kernel receive timestamps for both;
 //! - [`cluster`]: Berkeley, Cristian or NTP among a cluster's nodes over UDP, with virtual
 //!   clocks, and the status query that measures them;
 //!
@@ -20,6 +21,7 @@ pub mod cluster;
 pub mod host;
 pub mod packet;
 pub mod query;
+pub mod rxstamp;
 pub mod serve;
 pub mod server;
 pub mod vclock;

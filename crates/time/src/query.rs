@@ -1,7 +1,8 @@
 //! `distsync time query`: ask NTP servers for the time (the thin tokio layer over
 //! [`crate::client`]).
 //!
-//! Each server gets `samples` requests, one after the other (each waits for its reply or the
+//! The arrival time T4 of a reply is the kernel's receive timestamp where it gives one
+//! ([`crate::rxstamp`]). Each server gets `samples` requests, one after the other (each waits for its reply or the
 //! timeout, then `gap`); every reply is checked as a strict client does; the server's best
 //! sample (lowest delay) stands for it; the servers with a good sample are combined by the
 //! intersection algorithm. A server is rejected, with the reason, when none of its replies is
@@ -131,6 +132,8 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
     if let Err(e) = socket.connect(addr).await {
         return reject(report, Rejection::Unreachable(e.to_string()));
     }
+    // T4 from the kernel where it can: not late by our wake-up.
+    let kernel_stamps = crate::rxstamp::enable(&socket).is_ok();
     let precision = measure_precision();
     let mut good: Vec<Sample> = Vec::new();
     let mut last: Option<Rejection> = None;
@@ -153,11 +156,15 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
         // a later good one within the timeout still counts.
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, socket.recv(&mut buf)).await {
+            match tokio::time::timeout(left, crate::rxstamp::recv_from(&socket, &mut buf)).await {
                 Err(_) => break Err(Rejection::Timeout),
                 Ok(Err(e)) => break Err(Rejection::Unreachable(e.to_string())),
-                Ok(Ok(n)) => {
-                    let t4 = Timestamp::from_unix_nanos(system_now_ns());
+                Ok(Ok((n, _, stamp))) => {
+                    let now = system_now_ns();
+                    let t4 = Timestamp::from_unix_nanos(match stamp {
+                        Some(k) if kernel_stamps && k <= now => k,
+                        _ => now,
+                    });
                     if let Ok(p) = Packet::decode(&buf[..n]) {
                         report.stratum = Some(p.stratum);
                     }

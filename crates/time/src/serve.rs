@@ -8,8 +8,9 @@
 //! before the first synchronization (while replies still say leap 3), a slew afterwards, so the
 //! served time never runs backwards. The system clock is never touched.
 //!
-//! The receive timestamp is read right after the datagram is taken from the socket and the
-//! transmit timestamp right before it is sent (user space: no kernel timestamps).
+//! The receive timestamp is the kernel's (`SO_TIMESTAMPNS`, see [`crate::rxstamp`]) carried
+//! over to the served clock, or where the kernel gives none the clock read as soon as the
+//! datagram is out of the socket; the transmit timestamp is read right before sending.
 
 use crate::client::{self, Rejection, PHI};
 use crate::host::{Action, Host};
@@ -189,6 +190,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<Stats> {
     let socket = UdpSocket::bind(opts.listen).await?;
+    if let Err(e) = crate::rxstamp::enable(&socket) {
+        tracing::warn!("no kernel receive timestamps ({e}): reading the clock on wake-up instead");
+    }
     let precision = measure_precision();
     let started = Instant::now();
     let upstream = if opts.upstream.is_empty() {
@@ -219,13 +223,16 @@ pub async fn serve(
         let sleep = Duration::from_nanos(wake.saturating_sub(clock.mono()));
         tokio::select! {
             _ = &mut shutdown => break,
-            r = socket.recv_from(&mut buf) => {
-                let (n, from) = match r {
+            r = crate::rxstamp::recv_from(&socket, &mut buf) => {
+                let (n, from, stamp) = match r {
                     Ok(x) => x,
                     // An ICMP error from an earlier send; nothing to do with this datagram.
                     Err(_) => continue,
                 };
-                let received = clock.now_ts();
+                // The kernel's stamp, carried over to the served clock: its reading now, less
+                // the time since the datagram arrived (both sides on the system clock).
+                let late = stamp.map_or(0, |k| (system_now_ns() - k).clamp(0, 1_000_000_000));
+                let received = Timestamp::from_unix_nanos(clock.now_ns() - late);
                 let info = clock.info();
                 let mono = clock.mono();
                 match server.handle(&buf[..n], from.ip(), received, mono, &info) {
