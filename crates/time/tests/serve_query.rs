@@ -209,3 +209,45 @@ async fn a_server_with_an_upstream_follows_it_one_stratum_down() {
         "offset {offset}, expected {skew} within {bound}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_falseticker_upstream_is_outvoted() {
+    // Two upstreams agree (+40ms), one is 700ms off: the intersection keeps the two.
+    let agree = 40_000_000;
+    let mut stops = Vec::new();
+    let mut upstreams = Vec::new();
+    for skew in [agree, agree, 700_000_000] {
+        let (addr, stop) = start(ServeOptions {
+            stratum: 1,
+            skew_ns: skew,
+            ..local()
+        })
+        .await;
+        upstreams.push(addr);
+        stops.push(stop);
+    }
+    let (addr, _stop) = start(ServeOptions {
+        upstream: upstreams,
+        poll: Duration::from_millis(100),
+        ..local()
+    })
+    .await;
+    let mut last = None;
+    for _ in 0..100 {
+        let r = ask(addr, 1).await;
+        if r.usable == 1 {
+            last = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = last.expect("the server synchronizes to its upstreams");
+    let s = &r.servers[0];
+    assert_eq!(s.stratum, Some(2));
+    let offset = s.offset_ns.unwrap();
+    let bound = s.root_distance_ns.unwrap() as i64;
+    assert!(
+        (offset - agree).abs() <= bound,
+        "offset {offset}, expected {agree} within {bound}: the falseticker pulled it"
+    );
+}
