@@ -380,7 +380,17 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
             distsync_core::format_duration(settings.skew),
             settings.drift_ppm
         );
-        println!("node  offset       delay     master  adjustments  last adjust  age      bound");
+        // Berkeley follows a master, Cristian a reference (its server), NTP a stratum.
+        let (head, follows): (&str, fn(&NodeRow) -> String) = match settings.algorithm.as_str() {
+            "ntp" => ("stratum", |n| {
+                n.stratum.map_or("-".into(), |s| s.to_string())
+            }),
+            "cristian" => ("server", |n| {
+                n.reference.map_or("-".into(), |r| r.to_string())
+            }),
+            _ => ("master", |n| n.master.map_or("-".into(), |m| m.to_string())),
+        };
+        println!("node  offset       delay     {head:<7} adjustments  last adjust  age      bound");
         let opt_ms = |v: Option<i64>| v.map_or("-".to_string(), ms);
         for n in &report.nodes {
             match &n.error {
@@ -390,7 +400,7 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                     n.id.to_string(),
                     opt_ms(n.offset_ns),
                     format!("{:.3}ms", n.delay_ns.unwrap_or(0) as f64 / 1e6),
-                    n.master.map_or("-".into(), |m| m.to_string()),
+                    follows(n),
                     n.adjustments.unwrap_or(0),
                     opt_ms(n.last_adjust_ns),
                     n.last_adjust_age_ns
