@@ -199,6 +199,9 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
         .ok_or_else(|| io::Error::other(format!("node {id} is not in the cluster file")))?;
     let addr = cluster.addrs[pos];
     let socket = UdpSocket::bind(addr).await?;
+    if let Err(e) = crate::rxstamp::enable(&socket) {
+        tracing::warn!("clock: no kernel receive timestamps ({e}): reading the clock on wake-up");
+    }
     let key = key(cluster.secret());
     let started = Instant::now();
     let mono = || started.elapsed().as_nanos() as u64;
@@ -220,6 +223,10 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
     let reading = |clock: &mut VirtualClock, m: u64| -> Time {
         Time::from_nanos(clock.read(m as i128).max(0) as u64)
     };
+    // The last reading a handler saw: no handler sees the clock go back (a datagram's arrival
+    // time can be earlier than a timer that fired while it waited), except through a
+    // correction.
+    let mut last_now = Time::ZERO;
     // Start-up: the algorithm starts one sync interval after the socket is bound, so that the
     // nodes `cluster up` starts together are all listening before the first election message;
     // meanwhile its messages are kept for it. A node whose peers already follow a master (they
@@ -259,6 +266,7 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
                     ""
                 }
             );
+            last_now = now;
             actions.extend(host.start(now, m, joining));
             for (from, msg) in early.drain(..) {
                 actions.extend(host.call(now, m, |p, c| p.on_message(from, msg, c)));
@@ -296,6 +304,8 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
                     } else {
                         clock.step(m as i128, delta_ns as i128);
                     }
+                    // A correction may set the clock back: readings before it no longer bound.
+                    last_now = Time::ZERO;
                     record.adjustments += 1;
                     record.last = Some((delta_ns, m, bound_ns, reference));
                     tracing::debug!("clock adjusted by {:+.3}ms", delta_ns as f64 / 1e6);
@@ -314,10 +324,14 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
             .map_or(next_sync, |(_, at)| (*at).min(next_sync));
         let sleep = Duration::from_nanos(wake.saturating_sub(mono()));
         tokio::select! {
-            r = socket.recv_from(&mut buf) => {
-                let Ok((n, from_addr)) = r else { continue };
+            r = crate::rxstamp::recv_from(&socket, &mut buf) => {
+                let Ok((n, from_addr, stamp)) = r else { continue };
                 let m = mono();
-                let t2 = clock.read(m as i128) as i64;
+                // The arrival time: the kernel's stamp carried over to the virtual clock (the
+                // time since it, on the system clock, taken off the clock's reading now).
+                let late = stamp.map_or(0, |k| (system_now_ns() - k).clamp(0, 1_000_000_000));
+                let arrived = clock.read(m as i128) - late;
+                let t2 = arrived as i64;
                 let Some(env) = open(&key, &buf[..n]) else {
                     tracing::debug!("clock: dropped a datagram from {from_addr}: bad MAC or format");
                     continue;
@@ -341,7 +355,9 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
                             early.push((from, msg));
                             continue;
                         }
-                        let now = reading(&mut clock, m);
+                        // Never earlier than a reading a handler already saw.
+                        let now = Time::from_nanos(arrived.max(0) as u64).max(last_now);
+                        last_now = now;
                         actions = host.call(now, m, |p, c| p.on_message(from, msg, c));
                     }
                     Body::StatusRequest { t1 } => {
@@ -385,12 +401,14 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
                 if let Some((t, at)) = host.next_timer() {
                     if at <= m {
                         host.take_timer(&t);
+                        last_now = now;
                         actions = host.call(now, m, |p, c| p.on_timer(t, c));
                         continue;
                     }
                 }
                 if next_sync <= m {
                     next_sync = m + interval;
+                    last_now = now;
                     actions = host.call(now, m, |p, c| p.on_input(Input::Sync, c));
                 }
             }
@@ -420,6 +438,7 @@ pub async fn status(
 ) -> io::Result<Vec<(NodeId, Result<Observed, String>)>> {
     let key = key(cluster.secret());
     let socket = UdpSocket::bind("0.0.0.0:0").await?;
+    let kernel_stamps = crate::rxstamp::enable(&socket).is_ok();
     let boot = system_now_ns() as i64;
     let mut best: HashMap<NodeId, Observed> = HashMap::new();
     let mut seq = 0;
@@ -441,14 +460,19 @@ pub async fn status(
         let deadline = tokio::time::Instant::now() + timeout;
         let mut answered = 0;
         while answered < sent.len() {
-            let r = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await;
-            let Ok(Ok((n, from))) = r else {
+            let r = tokio::time::timeout_at(deadline, crate::rxstamp::recv_from(&socket, &mut buf))
+                .await;
+            let Ok(Ok((n, from, stamp))) = r else {
                 if r.is_err() {
                     break;
                 }
                 continue;
             };
-            let t4 = system_now_ns() as i64;
+            let now = system_now_ns();
+            let t4 = match stamp {
+                Some(k) if kernel_stamps && k <= now => k,
+                _ => now,
+            } as i64;
             let Some(env) = open(&key, &buf[..n]) else {
                 continue;
             };
