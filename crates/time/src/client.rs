@@ -188,6 +188,27 @@ pub fn evaluate(
     Ok(sample)
 }
 
+/// What a client does about a Kiss-o'-Death (RFC 5905 section 7.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KissAction {
+    /// RATE: poll less often (the server sets the pace).
+    Slower,
+    /// DENY or RSTR: the server refuses us; stop asking it.
+    Stop,
+    /// Any other code: the reply is just not a sample.
+    Ignore,
+}
+
+/// RFC 5905 section 7.4: "DENY" and "RSTR" demobilize the association, "RATE" reduces the poll
+/// rate; other kiss codes are left alone.
+pub fn kiss_action(code: &str) -> KissAction {
+    match code {
+        "RATE" => KissAction::Slower,
+        "DENY" | "RSTR" => KissAction::Stop,
+        _ => KissAction::Ignore,
+    }
+}
+
 /// The clock filter: the sample with the lowest delay (RFC 5905 section 10, as the simulator's
 /// NTP keeps it).
 pub fn best(samples: &[Sample]) -> Option<&Sample> {
@@ -347,6 +368,14 @@ mod tests {
             root_delay_ns: 0,
             root_dispersion_ns: 0,
         }
+    }
+
+    #[test]
+    fn kisses_say_slow_down_or_go_away() {
+        assert_eq!(kiss_action("RATE"), KissAction::Slower);
+        assert_eq!(kiss_action("DENY"), KissAction::Stop);
+        assert_eq!(kiss_action("RSTR"), KissAction::Stop);
+        assert_eq!(kiss_action("INIT"), KissAction::Ignore);
     }
 
     #[test]

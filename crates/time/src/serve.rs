@@ -26,6 +26,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
 
+/// The longest the upstream poll interval grows to after RATE kisses: 1024 s (RFC 5905's
+/// default maximum poll exponent, 10).
+pub const MAX_POLL: Duration = Duration::from_secs(1024);
+
 /// The stratum served from the system clock when none is given (chrony's `local` default).
 pub const DEFAULT_LOCAL_STRATUM: u8 = 10;
 
@@ -123,6 +127,8 @@ struct Upstream {
     addrs: Vec<SocketAddr>,
     /// Per upstream: the transmit timestamp and algorithm reading of the request in flight.
     sent: Vec<Option<(Timestamp, Time)>>,
+    /// Per upstream: it sent DENY or RSTR, and is not asked again.
+    refused: Vec<bool>,
     synchronized: bool,
     root_dispersion_ns: u64,
     reference_unix_ns: i128,
@@ -297,6 +303,7 @@ impl Upstream {
             socket: UdpSocket::bind(bind).await?,
             addrs: opts.upstream.clone(),
             sent: vec![None; n as usize],
+            refused: vec![false; n as usize],
             synchronized: false,
             root_dispersion_ns: 0,
             reference_unix_ns: now_unix_ns,
@@ -370,6 +377,25 @@ impl Upstream {
                 stratum: distsync_algorithms::clocks::ntp::UNSYNCHRONIZED,
                 root_distance_ns: 0,
             },
+            Err(Rejection::Kiss(code)) => {
+                match client::kiss_action(&code) {
+                    client::KissAction::Slower => {
+                        self.poll = (self.poll * 2).min(MAX_POLL);
+                        tracing::warn!(
+                            "upstream {from}: kiss-o'-death {code}: polling every {:?} now",
+                            self.poll
+                        );
+                    }
+                    client::KissAction::Stop => {
+                        self.refused[i] = true;
+                        tracing::warn!("upstream {from}: kiss-o'-death {code}: not asked again");
+                    }
+                    client::KissAction::Ignore => {
+                        tracing::warn!("upstream {from}: kiss-o'-death {code}")
+                    }
+                }
+                return;
+            }
             Err(e) => {
                 tracing::warn!("upstream {from}: {e}");
                 return;
@@ -387,6 +413,9 @@ impl Upstream {
             match a {
                 Action::Send(to, Msg::Request { t1 }) => {
                     let i = to.0 as usize;
+                    if self.refused[i] {
+                        continue;
+                    }
                     let ts = Timestamp::from_unix_nanos(t1.as_nanos() as i128);
                     self.sent[i] = Some((ts, t1));
                     let bytes = Packet::request(ts).encode();
