@@ -11,6 +11,29 @@
 //! - its transmit or receive timestamp is zero;
 //! - its root distance (root delay / 2 + root dispersion) exceeds [`MAX_ROOT_DISTANCE_NS`]
 //!   (RFC 5905's MAXDIST, 1.5s).
+//!
+//! ```
+//! use distsync_time::client::{evaluate, Rejection};
+//! use distsync_time::packet::{Leap, Mode, Packet, Short, Timestamp};
+//!
+//! const S: u64 = 1 << 32; // one second in NTP's 32.32 format
+//! let t1 = Timestamp(1000 * S);
+//! // The server is 2s ahead; the request takes 0.25s out, the reply 0.25s back.
+//! let reply = Packet {
+//!     leap: Leap::NoWarning, version: 4, mode: Mode::Server, stratum: 2, poll: 0,
+//!     precision: -20, root_delay: Short(0), root_dispersion: Short(0),
+//!     reference_id: *b"GPS\0", reference_ts: Timestamp(1001 * S),
+//!     origin_ts: t1, receive_ts: Timestamp(1002 * S + S / 4),
+//!     transmit_ts: Timestamp(1002 * S + S / 4),
+//! };
+//! let t4 = Timestamp(1000 * S + S / 2);
+//! let sample = evaluate(&reply.encode(), t1, t4, -20).unwrap();
+//! assert_eq!(sample.offset_ns, 2_000_000_000);
+//! assert_eq!(sample.delay_ns, 500_000_000);
+//! // The same reply to another request is bogus.
+//! let other = Timestamp(999 * S);
+//! assert_eq!(evaluate(&reply.encode(), other, t4, -20), Err(Rejection::OriginMismatch));
+//! ```
 
 use crate::packet::{refid_text, DecodeError, Leap, Packet, Timestamp};
 use distsync_algorithms::clocks::ntp::{combine, intersection, largest_agreement, Candidate};

@@ -25,6 +25,19 @@
 //! no symmetric keys, so a packet carrying them cannot be checked and is refused), version 3 or 4,
 //! and, through [`Packet::decode_request`] and [`Packet::decode_reply`], the expected mode.
 //! Decoding never panics, whatever the bytes (a property test feeds it arbitrary input).
+//!
+//! ```
+//! use distsync_time::packet::{DecodeError, Mode, Packet, Timestamp};
+//!
+//! let t1 = Timestamp::from_unix_nanos(1_700_000_000_000_000_000);
+//! let bytes = Packet::request(t1).encode();
+//! assert_eq!(bytes.len(), 48);
+//! let request = Packet::decode_request(&bytes).unwrap();
+//! assert_eq!((request.version, request.mode, request.transmit_ts), (4, Mode::Client, t1));
+//! // A client does not take a request for a reply, nor 47 bytes for a packet.
+//! assert_eq!(Packet::decode_reply(&bytes), Err(DecodeError::Mode(3)));
+//! assert_eq!(Packet::decode(&bytes[..47]), Err(DecodeError::Truncated(47)));
+//! ```
 
 use std::fmt;
 
