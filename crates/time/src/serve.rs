@@ -172,7 +172,9 @@ impl Clock {
             },
             Some(u) => {
                 let stratum = u.host.process.stratum().unwrap_or(16);
-                let age = (now - u.reference_unix_ns).max(0) as f64;
+                // The reference time on the served clock (which adds the skew).
+                let reference = u.reference_unix_ns + self.skew_ns as i128;
+                let age = (now - reference).max(0) as f64;
                 ClockInfo {
                     synchronized: u.synchronized && !self.unsynchronized && stratum < 16,
                     leap: Leap::NoWarning,
@@ -181,7 +183,7 @@ impl Clock {
                     root_delay_ns: 0,
                     root_dispersion_ns: u.root_dispersion_ns + (PHI * age) as u64,
                     reference_id: u.refid,
-                    reference_ts: Timestamp::from_unix_nanos(u.reference_unix_ns),
+                    reference_ts: Timestamp::from_unix_nanos(reference),
                 }
             }
         }
