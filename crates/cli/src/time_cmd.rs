@@ -89,9 +89,10 @@ struct ServeArgs {
     /// clients reject it.
     #[arg(long)]
     unsynchronized: bool,
-    /// Serve the clock shifted by this signed offset (an artificial error, e.g. -250ms).
+    /// Serve the system clock shifted by this signed offset (an artificial error, e.g.
+    /// -250ms). Not with --upstream, whose discipline would take it out again.
     #[arg(long, value_name = "DURATION", default_value = "0s", allow_hyphen_values = true,
-          value_parser = parse_signed_arg)]
+          value_parser = parse_signed_arg, conflicts_with = "upstream")]
     skew: i64,
     /// Requests a client may send at once before it is rate-limited.
     #[arg(long, value_name = "N", default_value_t = RateLimit::default().burst)]
