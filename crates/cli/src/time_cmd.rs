@@ -391,15 +391,22 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
             }),
             _ => ("master", |n| n.master.map_or("-".into(), |m| m.to_string())),
         };
-        println!("node  offset       delay     {head:<7} adjustments  last adjust  age      bound");
+        println!(
+            "node  offset       to others    delay     {head:<7} adjustments  last adjust  age      bound"
+        );
         let opt_ms = |v: Option<i64>| v.map_or("-".to_string(), ms);
         for n in &report.nodes {
             match &n.error {
                 Some(e) => println!("{:<5} {e}", n.id.to_string()),
                 None => println!(
-                    "{:<5} {:<12} {:<9} {:<7} {:<12} {:<12} {:<8} {}",
+                    "{:<5} {:<12} {:<12} {:<9} {:<7} {:<12} {:<12} {:<8} {}",
                     n.id.to_string(),
                     opt_ms(n.offset_ns),
+                    // The farthest other node, as this node's clock minus it.
+                    n.from_others_ns
+                        .values()
+                        .max_by_key(|d| d.unsigned_abs())
+                        .map_or("-".into(), |d| ms(*d)),
                     format!("{:.3}ms", n.delay_ns.unwrap_or(0) as f64 / 1e6),
                     follows(n),
                     n.adjustments.unwrap_or(0),
