@@ -60,12 +60,29 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A scratch directory, removed when dropped (declared first in a test, so dropped after the
+/// processes that write into it are killed).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("time-chrony-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 /// A child killed when dropped.

@@ -33,6 +33,7 @@ impl Drop for Cluster {
             let _ = c.kill();
             let _ = c.wait();
         }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
