@@ -100,6 +100,10 @@ struct ServeArgs {
     /// One more request allowed per this long; beyond, a Kiss-o'-Death RATE.
     #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration_arg)]
     rate_interval: Duration,
+    /// A chrony key file (`ID SHA256|SHA512 HEX:...`): requests signed with one of its keys
+    /// are answered signed with it (RFC 5905 symmetric keys).
+    #[arg(long, value_name = "FILE")]
+    keys: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -117,6 +121,20 @@ struct QueryArgs {
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// A chrony key file, for --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    keys: Option<PathBuf>,
+    /// Sign the requests with this key of --keys and accept only replies signed with it.
+    #[arg(long, value_name = "ID", requires = "keys")]
+    key: Option<u32>,
+}
+
+/// Reads a chrony key file, naming it and the line in errors.
+fn read_keys(path: &std::path::Path, flag: &str) -> Result<distsync_time::auth::Keys, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError(format!("{flag} {}: {e}", path.display())))?;
+    distsync_time::auth::parse_keys(&text)
+        .map_err(|e| InputError(format!("{flag} {}: {e}", path.display())))
 }
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
@@ -187,6 +205,10 @@ fn serve(a: ServeArgs) -> Result<Outcome, InputError> {
             burst: a.rate_burst,
             interval_ns: a.rate_interval.as_nanos() as u64,
         },
+        keys: match &a.keys {
+            Some(path) => read_keys(path, "--keys")?,
+            None => Default::default(),
+        },
     };
     distsync_net::init_logging();
     let rt = distsync_net::runtime()?;
@@ -220,9 +242,20 @@ fn query(a: QueryArgs) -> Result<Outcome, InputError> {
         .iter()
         .map(|s| Ok((s.clone(), resolve(s, "server")?)))
         .collect::<Result<Vec<_>, InputError>>()?;
+    let key = match (&a.keys, a.key) {
+        (Some(path), Some(id)) => {
+            let mut keys = read_keys(path, "--keys")?;
+            let key = keys.remove(&id).ok_or_else(|| {
+                InputError(format!("--key {id}: no such key in {}", path.display()))
+            })?;
+            Some((id, key))
+        }
+        _ => None,
+    };
     let opts = QueryOptions {
         samples: a.samples,
         timeout: a.timeout,
+        key,
         ..QueryOptions::default()
     };
     let rt = distsync_net::runtime()?;

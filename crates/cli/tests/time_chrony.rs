@@ -137,15 +137,23 @@ fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
 /// the clock, `-t 5` bounds it, `-f /dev/null` reads no system configuration, the command
 /// port and socket are off, the pid file is private.
 fn chronyd_once(port: u16, dir: &Path) -> (Option<i32>, String) {
-    let out = run_bounded(
-        Command::new(CHRONYD)
-            .args(user_flags())
-            .args(["-Q", "-t", "5", "-f", "/dev/null"])
-            .arg(format!("pidfile {}", dir.join("client.pid").display()))
-            .args(["cmdport 0", "bindcmdaddress /"])
-            .arg(format!("server 127.0.0.1 port {port} iburst maxsamples 1")),
-        Duration::from_secs(20),
-    );
+    chronyd_once_with(port, dir, None)
+}
+
+/// `chronyd_once`, signing with key 1 of the key file `keys` when given.
+fn chronyd_once_with(port: u16, dir: &Path, keys: Option<&Path>) -> (Option<i32>, String) {
+    let mut cmd = Command::new(CHRONYD);
+    cmd.args(user_flags())
+        .args(["-Q", "-t", "5", "-f", "/dev/null"])
+        .arg(format!("pidfile {}", dir.join("client.pid").display()))
+        .args(["cmdport 0", "bindcmdaddress /"]);
+    match keys {
+        Some(k) => cmd.arg(format!("keyfile {}", k.display())).arg(format!(
+            "server 127.0.0.1 port {port} key 1 iburst maxsamples 1"
+        )),
+        None => cmd.arg(format!("server 127.0.0.1 port {port} iburst maxsamples 1")),
+    };
+    let out = run_bounded(&mut cmd, Duration::from_secs(20));
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code(), text)
@@ -159,17 +167,23 @@ fn chrony_offset(log: &str) -> Option<i64> {
 }
 
 fn query_json(port: u16, samples: u32) -> (Option<i32>, serde_json::Value) {
+    query_json_with(port, samples, &[])
+}
+
+fn query_json_with(port: u16, samples: u32, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
     let out = run_bounded(
-        Command::new(BIN).args([
-            "time",
-            "query",
-            &format!("127.0.0.1:{port}"),
-            "--samples",
-            &samples.to_string(),
-            "--timeout",
-            "1s",
-            "--json",
-        ]),
+        Command::new(BIN)
+            .args([
+                "time",
+                "query",
+                &format!("127.0.0.1:{port}"),
+                "--samples",
+                &samples.to_string(),
+                "--timeout",
+                "1s",
+                "--json",
+            ])
+            .args(extra),
         Duration::from_secs(30),
     );
     let v = serde_json::from_slice(&out.stdout)
@@ -333,4 +347,59 @@ fn our_server_follows_a_chronyd_upstream_one_stratum_down() {
         offset.abs() <= s["root_distance_ns"].as_i64().unwrap(),
         "{last}"
     );
+}
+
+/// The shared key (id 1) and a key file with the same id and another secret.
+fn key_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let good = dir.join("good.keys");
+    let wrong = dir.join("wrong.keys");
+    std::fs::write(
+        &good,
+        "1 SHA256 HEX:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+    )
+    .unwrap();
+    std::fs::write(&wrong, "1 SHA256 HEX:ff\n").unwrap();
+    (good, wrong)
+}
+
+#[test]
+fn chronyd_authenticates_our_server_with_a_shared_key() {
+    let _one = serial();
+    if !have_chronyd() {
+        return;
+    }
+    let dir = scratch("auth-serve");
+    let (good, wrong) = key_files(&dir);
+    let (_server, port) = serve(&["--keys", good.to_str().unwrap()]);
+    let (code, log) = chronyd_once_with(port, &dir, Some(&good));
+    assert_eq!(code, Some(0), "chronyd refused our signed replies:\n{log}");
+    assert!(chrony_offset(&log).is_some(), "{log}");
+    // chronyd signing with another secret under the same id: our server does not answer.
+    let (code, log) = chronyd_once_with(port, &dir, Some(&wrong));
+    assert_ne!(code, Some(0), "{log}");
+    assert!(chrony_offset(&log).is_none(), "{log}");
+}
+
+#[test]
+fn our_client_authenticates_a_chronyd_server() {
+    let _one = serial();
+    if !have_chronyd() {
+        return;
+    }
+    let dir = scratch("auth-query");
+    let (good, wrong) = key_files(&dir);
+    let port = free_port();
+    let _chronyd = chronyd_server(
+        &dir,
+        port,
+        &format!("local stratum 8\nkeyfile {}", good.display()),
+    );
+    query_until_answered(port);
+    let (code, v) = query_json_with(port, 2, &["--keys", good.to_str().unwrap(), "--key", "1"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["servers"][0]["stratum"], 8, "{v}");
+    // The wrong secret: chronyd does not answer, and we say so.
+    let (code, v) = query_json_with(port, 1, &["--keys", wrong.to_str().unwrap(), "--key", "1"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["servers"][0]["usable"], false, "{v}");
 }

@@ -102,6 +102,8 @@ pub enum Rejection {
     Timeout,
     /// The server could not be reached (an ICMP error, a resolution failure...).
     Unreachable(String),
+    /// Asked with a key: the reply is not signed with it (why).
+    Unauthenticated(String),
 }
 
 impl fmt::Display for Rejection {
@@ -128,13 +130,15 @@ impl fmt::Display for Rejection {
             ),
             Rejection::Timeout => write!(f, "no reply"),
             Rejection::Unreachable(e) => write!(f, "unreachable: {e}"),
+            Rejection::Unauthenticated(e) => write!(f, "unauthenticated: {e}"),
         }
     }
 }
 
 impl Rejection {
     /// A short machine-readable name: `malformed`, `origin_mismatch`, `kiss`,
-    /// `unsynchronized`, `zero_timestamp`, `too_far`, `timeout`, `unreachable`.
+    /// `unsynchronized`, `zero_timestamp`, `too_far`, `timeout`, `unreachable`,
+    /// `unauthenticated`.
     pub fn code(&self) -> &'static str {
         match self {
             Rejection::Malformed(_) => "malformed",
@@ -145,6 +149,7 @@ impl Rejection {
             Rejection::TooFar(_) => "too_far",
             Rejection::Timeout => "timeout",
             Rejection::Unreachable(_) => "unreachable",
+            Rejection::Unauthenticated(_) => "unauthenticated",
         }
     }
 }

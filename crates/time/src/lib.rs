@@ -2,6 +2,7 @@
 //!
 //! Modules, sans-I/O first (no sockets, no clock reads), then the thin tokio layer:
 //! - [`packet`]: the RFC 5905 / RFC 4330 NTP header, its timestamp formats, a strict decoder;
+//! - [`auth`]: RFC 5905 symmetric-key MACs, keys from a chrony key file;
 //! - [`server`]: what an NTP server answers (or not) to a datagram, with rate limiting;
 //! - [`client`]: a strict client's checks of a reply, its offset/delay/dispersion, the
 //!   combination of several servers;
@@ -16,6 +17,7 @@
 //!
 //! docs/time.md describes how to run it and what it does not do.
 
+pub mod auth;
 pub mod client;
 pub mod cluster;
 pub mod host;

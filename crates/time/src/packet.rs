@@ -21,8 +21,9 @@
 //! taken modulo 2^64 as signed numbers (RFC 5905 section 6), so they stay right across an era
 //! boundary as long as the two clocks are within 68 years of each other.
 //!
-//! The decoder is strict: exactly 48 bytes (no extension fields or MAC: this implementation has
-//! no symmetric keys, so a packet carrying them cannot be checked and is refused), version 3 or 4,
+//! The decoder is strict: exactly 48 bytes (a MAC is checked and taken off first by
+//! [`crate::auth`]; extension fields are not supported and a packet carrying them is refused),
+//! version 3 or 4,
 //! and, through [`Packet::decode_request`] and [`Packet::decode_reply`], the expected mode.
 //! Decoding never panics, whatever the bytes (a property test feeds it arbitrary input).
 //!
@@ -232,7 +233,7 @@ pub struct Packet {
 pub enum DecodeError {
     /// Fewer than 48 bytes.
     Truncated(usize),
-    /// More than 48 bytes (extension fields or a MAC, which this implementation cannot check).
+    /// More than 48 bytes (extension fields, or a MAC not taken off by [`crate::auth`]).
     Oversized(usize),
     /// A version other than 3 or 4.
     Version(u8),
@@ -246,7 +247,7 @@ impl fmt::Display for DecodeError {
             DecodeError::Truncated(n) => write!(f, "truncated: {n} bytes, an NTP header has {LEN}"),
             DecodeError::Oversized(n) => write!(
                 f,
-                "oversized: {n} bytes (extension fields or a MAC are not supported), expected {LEN}"
+                "oversized: {n} bytes (extension fields, or a MAC under no key of ours), expected {LEN}"
             ),
             DecodeError::Version(v) => write!(f, "NTP version {v}, expected 3 or 4"),
             DecodeError::Mode(m) => write!(f, "mode {m} is not the mode expected here"),

@@ -8,6 +8,7 @@
 //! intersection algorithm. A server is rejected, with the reason, when none of its replies is
 //! good, or when it sent a Kiss-o'-Death (a client must stop asking it).
 
+use crate::auth::{self, Key, Keys, Verdict};
 use crate::client::{self, Combined, Rejection, Sample};
 use crate::packet::{Packet, Timestamp};
 use crate::serve::{measure_precision, system_now_ns};
@@ -17,8 +18,10 @@ use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 
 /// How to query.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct QueryOptions {
+    /// Sign requests with this key (id, key) and accept only replies signed with it.
+    pub key: Option<(u32, Key)>,
     /// Requests per server.
     pub samples: u32,
     /// How long to wait for each reply.
@@ -30,6 +33,7 @@ pub struct QueryOptions {
 impl Default for QueryOptions {
     fn default() -> Self {
         QueryOptions {
+            key: None,
             samples: 4,
             timeout: Duration::from_secs(1),
             gap: Duration::from_millis(50),
@@ -72,6 +76,7 @@ pub struct ServerReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RejectedWhy {
     /// `malformed`, `origin_mismatch`, `kiss`, `unsynchronized`, `zero_timestamp`,
+    /// `unauthenticated`,
     /// `too_far`, `timeout`, `unreachable`, or `falseticker`.
     pub code: String,
     /// In words.
@@ -135,6 +140,7 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
     // T4 from the kernel where it can: not late by our wake-up.
     let kernel_stamps = crate::rxstamp::enable(&socket).is_ok();
     let precision = measure_precision();
+    let keys: Keys = opts.key.iter().cloned().collect();
     let mut good: Vec<Sample> = Vec::new();
     let mut last: Option<Rejection> = None;
     let mut buf = [0u8; 1024];
@@ -144,7 +150,21 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
         }
         let t1 = Timestamp::from_unix_nanos(system_now_ns());
         report.requests += 1;
-        if let Err(e) = socket.send(&Packet::request(t1).encode()).await {
+        let request = match &opts.key {
+            // NTPv3 with a MAC longer than 20 bytes, as chronyd sends it: in an NTPv4 packet
+            // it would read as an extension field (RFC 7822).
+            Some((id, key)) => auth::seal(
+                &Packet {
+                    version: 3,
+                    ..Packet::request(t1)
+                }
+                .encode(),
+                *id,
+                key,
+            ),
+            None => Packet::request(t1).encode().to_vec(),
+        };
+        if let Err(e) = socket.send(&request).await {
             last = Some(Rejection::Unreachable(e.to_string()));
             report
                 .bad_replies
@@ -154,10 +174,13 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
         let deadline = Instant::now() + opts.timeout;
         // Wait for the reply to this request; a reply that fails the checks is recorded, and
         // a later good one within the timeout still counts.
+        // A reply refused while waiting (bogus origin, not signed with our key): what the
+        // exchange ends with if no good reply follows.
+        let mut refused: Option<Rejection> = None;
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, crate::rxstamp::recv_from(&socket, &mut buf)).await {
-                Err(_) => break Err(Rejection::Timeout),
+                Err(_) => break Err(refused.take().unwrap_or(Rejection::Timeout)),
                 Ok(Err(e)) => break Err(Rejection::Unreachable(e.to_string())),
                 Ok(Ok((n, _, stamp))) => {
                     let now = system_now_ns();
@@ -165,15 +188,32 @@ pub async fn query_one(name: &str, addr: SocketAddr, opts: QueryOptions) -> Serv
                         Some(k) if kernel_stamps && k <= now => k,
                         _ => now,
                     });
-                    if let Ok(p) = Packet::decode(&buf[..n]) {
-                        report.stratum = Some(p.stratum);
-                    }
-                    match client::evaluate(&buf[..n], t1, t4, precision) {
-                        Err(Rejection::OriginMismatch) => {
-                            report
-                                .bad_replies
-                                .push(Rejection::OriginMismatch.to_string());
-                            last = Some(Rejection::OriginMismatch);
+                    // With a key, only a reply signed with it counts (anything else is recorded
+                    // and the wait goes on, as for a bogus origin).
+                    let reply = match &opts.key {
+                        None => Ok(&buf[..n]),
+                        Some((id, _)) => match auth::open(&buf[..n], &keys) {
+                            Verdict::Authentic(header, rid) if rid == *id => Ok(header),
+                            Verdict::CryptoNak => Err(Rejection::Unauthenticated(
+                                "crypto-NAK: the server does not accept our key".into(),
+                            )),
+                            Verdict::Plain(_) => Err(Rejection::Unauthenticated(
+                                "the reply carries no MAC".into(),
+                            )),
+                            _ => Err(Rejection::Unauthenticated(
+                                "the reply's MAC does not check under our key".into(),
+                            )),
+                        },
+                    };
+                    let checked = reply.and_then(|r| {
+                        if let Ok(p) = Packet::decode(r) {
+                            report.stratum = Some(p.stratum);
+                        }
+                        client::evaluate(r, t1, t4, precision)
+                    });
+                    match checked {
+                        Err(e @ (Rejection::OriginMismatch | Rejection::Unauthenticated(_))) => {
+                            refused = Some(e);
                             continue;
                         }
                         r => break r,
@@ -225,7 +265,7 @@ pub async fn query(servers: &[(String, SocketAddr)], opts: QueryOptions) -> Quer
     let tasks: Vec<_> = servers
         .iter()
         .map(|(name, addr)| {
-            let (name, addr) = (name.clone(), *addr);
+            let (name, addr, opts) = (name.clone(), *addr, opts.clone());
             tokio::spawn(async move { query_one(&name, addr, opts).await })
         })
         .collect();

@@ -12,6 +12,7 @@
 //! over to the served clock, or where the kernel gives none the clock read as soon as the
 //! datagram is out of the socket; the transmit timestamp is read right before sending.
 
+use crate::auth::{Keys, Verdict};
 use crate::client::{self, Rejection, PHI};
 use crate::host::{Action, Host};
 use crate::packet::{Leap, Packet, Timestamp};
@@ -52,6 +53,10 @@ pub struct ServeOptions {
     pub skew_ns: i64,
     /// Rate limiting.
     pub rate: RateLimit,
+    /// Symmetric keys: a request carrying a MAC under one of them is answered with a MAC under
+    /// the same key; a MAC that does not check gets no reply. Requests without a MAC are
+    /// answered as ever.
+    pub keys: Keys,
 }
 
 impl ServeOptions {
@@ -66,6 +71,7 @@ impl ServeOptions {
             unsynchronized: false,
             skew_ns: 0,
             rate: RateLimit::default(),
+            keys: Keys::new(),
         }
     }
 }
@@ -241,11 +247,25 @@ pub async fn serve(
                 // the time since the datagram arrived (both sides on the system clock).
                 let late = stamp.map_or(0, |k| (system_now_ns() - k).clamp(0, 1_000_000_000));
                 let received = Timestamp::from_unix_nanos(clock.now_ns() - late);
+                // A MAC must check under one of our keys; the reply is then signed with it.
+                let (request, key) = match crate::auth::open(&buf[..n], &opts.keys) {
+                    Verdict::Plain(b) => (b, None),
+                    Verdict::Authentic(header, id) => (header, opts.keys.get(&id).map(|k| (id, k))),
+                    Verdict::CryptoNak | Verdict::Bad(_) => {
+                        server.stats.dropped += 1;
+                        tracing::debug!("{from}: no reply: a MAC that does not check");
+                        continue;
+                    }
+                };
                 let info = clock.info();
                 let mono = clock.mono();
-                match server.handle(&buf[..n], from.ip(), received, mono, &info) {
+                match server.handle(request, from.ip(), received, mono, &info) {
                     Decision::Reply(reply) => {
-                        let bytes = reply.stamp(clock.now_ts());
+                        let header = reply.stamp(clock.now_ts());
+                        let bytes = match key {
+                            Some((id, key)) => crate::auth::seal(&header, id, key),
+                            None => header.to_vec(),
+                        };
                         let _ = socket.send_to(&bytes, from).await;
                     }
                     Decision::Drop(why) => tracing::debug!("{from}: no reply: {why}"),

@@ -41,6 +41,7 @@ async fn ask(addr: SocketAddr, samples: u32) -> QueryReport {
         samples,
         timeout: Duration::from_secs(2),
         gap: Duration::from_millis(10),
+        key: None,
     };
     query(&[(addr.to_string(), addr)], opts).await
 }
@@ -250,4 +251,89 @@ async fn a_falseticker_upstream_is_outvoted() {
         (offset - agree).abs() <= bound,
         "offset {offset}, expected {agree} within {bound}: the falseticker pulled it"
     );
+}
+
+fn keys(text: &str) -> distsync_time::auth::Keys {
+    distsync_time::auth::parse_keys(text).unwrap()
+}
+
+async fn ask_with_key(addr: SocketAddr, key_file: &str, id: u32) -> QueryReport {
+    let key = keys(key_file).remove(&id).unwrap();
+    let opts = QueryOptions {
+        samples: 2,
+        timeout: Duration::from_millis(500),
+        gap: Duration::from_millis(10),
+        key: Some((id, key)),
+    };
+    query(&[(addr.to_string(), addr)], opts).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_requests_get_signed_replies_and_a_wrong_key_gets_nothing() {
+    let server_keys = "1 SHA256 HEX:00112233445566778899aabbccddeeff\n2 SHA512 ASCII:tulip\n";
+    let (addr, _stop) = start(ServeOptions {
+        keys: keys(server_keys),
+        ..local()
+    })
+    .await;
+    for id in [1, 2] {
+        let r = ask_with_key(addr, server_keys, id).await;
+        assert!(r.servers[0].usable, "key {id}: {:?}", r.servers[0]);
+    }
+    // Unsigned requests are still answered.
+    assert!(ask(addr, 1).await.servers[0].usable);
+    // The same id with another secret, or an id the server does not have: no reply.
+    for (file, id) in [
+        ("1 SHA256 HEX:ff112233\n", 1),
+        ("9 SHA256 ASCII:tulip\n", 9),
+    ] {
+        let s = &ask_with_key(addr, file, id).await.servers[0];
+        assert!(!s.usable);
+        assert_eq!(s.rejected.as_ref().unwrap().code, "timeout", "{s:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_a_key_refuses_an_unsigned_reply() {
+    // This server has no keys: it refuses the signed request (its MAC cannot check), and a
+    // forger answering unsigned would be refused by the client; both end in no usable reply.
+    let (addr, _stop) = start(local()).await;
+    let s = &ask_with_key(addr, "1 SHA256 ASCII:tulip\n", 1)
+        .await
+        .servers[0];
+    assert!(!s.usable);
+    // An unsigned reply to a signed request: sent here by hand from a fake server.
+    let fake = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let fake_addr = fake.local_addr().unwrap();
+    let answer = tokio::spawn(async move {
+        let mut buf = [0u8; 256];
+        let (n, from) = fake.recv_from(&mut buf).await.unwrap();
+        assert_eq!(n, 48 + 4 + 32, "a signed request");
+        let req = Packet::decode(&buf[..48]).unwrap();
+        assert_eq!(req.version, 3, "signed requests go out as NTPv3");
+        let now = Timestamp::from_unix_nanos(system_now_ns());
+        let reply = Packet {
+            mode: distsync_time::packet::Mode::Server,
+            stratum: 2,
+            reference_id: *b"FAKE",
+            reference_ts: now,
+            origin_ts: req.transmit_ts,
+            receive_ts: now,
+            transmit_ts: now,
+            ..req
+        };
+        fake.send_to(&reply.encode(), from).await.unwrap();
+    });
+    let key = keys("1 SHA256 ASCII:tulip\n").remove(&1).unwrap();
+    let opts = QueryOptions {
+        samples: 1,
+        timeout: Duration::from_millis(500),
+        gap: Duration::from_millis(10),
+        key: Some((1, key)),
+    };
+    let r = query(&[(fake_addr.to_string(), fake_addr)], opts).await;
+    answer.await.unwrap();
+    let why = r.servers[0].rejected.as_ref().unwrap();
+    assert_eq!(why.code, "unauthenticated", "{why:?}");
+    assert!(why.reason.contains("no MAC"), "{why:?}");
 }
