@@ -51,6 +51,19 @@ struct UpArgs {
     /// The nodes' RUST_LOG.
     #[arg(long, default_value = "info")]
     log: String,
+    /// Keep virtual clocks synchronized among the nodes over UDP with this algorithm
+    /// (berkeley, cristian, ntp); see `distsync time status`.
+    #[arg(long, value_name = "ALGO")]
+    clock: Option<String>,
+    /// With --clock: start the nodes' clocks up to this far off (spread from -D to +D).
+    #[arg(long, value_name = "DURATION", requires = "clock", value_parser = parse_duration_arg)]
+    skew: Option<Duration>,
+    /// With --clock: make the nodes' clocks drift up to this many ppm (spread from +X to -X).
+    #[arg(long, value_name = "X", requires = "clock", allow_hyphen_values = true)]
+    drift_ppm: Option<f64>,
+    /// With --clock: how often the clock algorithm synchronizes.
+    #[arg(long, value_name = "DURATION", requires = "clock", default_value = "1s", value_parser = parse_duration_arg)]
+    sync_interval: Duration,
 }
 
 #[derive(clap::Args)]
@@ -91,10 +104,26 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         heartbeat_timeout: a.heartbeat_timeout,
         ..Timeouts::default()
     };
-    let file = local::cluster_file(a.nodes, &a.mutex, &a.election, a.base_port, timeouts)?;
+    let mut file = local::cluster_file(a.nodes, &a.mutex, &a.election, a.base_port, timeouts)?;
+    file.clock = a
+        .clock
+        .as_ref()
+        .map(|algorithm| distsync_net::ClockSettings {
+            algorithm: algorithm.clone(),
+            skew: a.skew.unwrap_or_default(),
+            drift_ppm: a.drift_ppm.unwrap_or(0.0),
+            sync_interval: a.sync_interval,
+            adjust: "step".into(),
+        });
     // Check everything (algorithm names, timeouts) before writing or starting anything.
     let cluster = Cluster::check(file.clone(), "cluster up").map_err(|e| {
-        let flag = e.field.trim_start_matches("timeouts.").replace('_', "-");
+        let flag = match e.field.as_str() {
+            "clock.algorithm" => "clock".to_string(),
+            f => f
+                .trim_start_matches("timeouts.")
+                .trim_start_matches("clock.")
+                .replace('_', "-"),
+        };
         InputError(format!("--{flag}: {}", e.message))
     })?;
     let path = local::write_cluster(&a.dir, &file)?;

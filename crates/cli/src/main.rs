@@ -16,6 +16,7 @@ mod output;
 mod progress;
 mod run;
 mod sweep_cmd;
+mod time_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +59,8 @@ enum Command {
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
     Cluster(cluster_cmd::ClusterArgs),
+    /// NTP for real: serve time over UDP, query NTP servers, see a cluster's clocks.
+    Time(time_cmd::TimeArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Lock(args) => lock_cmd::lock(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
+        Command::Time(args) => time_cmd::time(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -29,11 +29,23 @@ pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
     }
     distsync_net::init_logging();
     let rt = distsync_net::runtime()?;
-    match rt.block_on(distsync_net::run(
-        cluster,
-        id,
-        distsync_net::shutdown::signalled(),
-    )) {
+    // With a [clock] table, the node's virtual clock runs beside it (distsync_time::cluster).
+    let clock = cluster
+        .file
+        .clock
+        .is_some()
+        .then(|| distsync_time::cluster::run_node(cluster.clone(), id));
+    let result = rt.block_on(async move {
+        let node = distsync_net::run(cluster, id, distsync_net::shutdown::signalled());
+        match clock {
+            None => node.await.map_err(|e| e.to_string()),
+            Some(clock) => distsync_net::tokio::select! {
+                r = node => r.map_err(|e| e.to_string()),
+                r = clock => Err(format!("clock: {}", r.err().map_or("stopped".into(), |e| e.to_string()))),
+            },
+        }
+    });
+    match result {
         Ok(()) => Ok(Outcome::Ok),
         Err(e) => {
             eprintln!("error: {e}");

@@ -89,6 +89,88 @@ pub struct ClusterFile {
     /// The nodes, in ring order for ring election algorithms.
     #[serde(rename = "node")]
     pub nodes: Vec<NodeEntry>,
+    /// Clock synchronization among the nodes over UDP (`distsync time`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSettings>,
+}
+
+/// The `[clock]` table: the nodes keep virtual clocks synchronized by a clock-synchronization
+/// algorithm over UDP, on the same port numbers as their TCP addresses (docs/time.md).
+///
+/// ```toml
+/// [clock]
+/// algorithm = "berkeley"    # berkeley, cristian or ntp (Berkeley's master: `election`)
+/// skew = "200ms"            # artificial offsets, spread evenly over -skew..+skew by node order
+/// drift_ppm = 50.0          # artificial drifts, spread evenly over +drift..-drift
+/// sync_interval = "1s"      # how often the algorithm is told to synchronize
+/// adjust = "step"           # step or slew the virtual clocks
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSettings {
+    /// A clock-synchronization algorithm of the registry.
+    pub algorithm: String,
+    /// The largest artificial offset a node starts with.
+    #[serde(default, with = "serde_duration")]
+    pub skew: Duration,
+    /// The largest artificial drift, in ppm.
+    #[serde(default)]
+    pub drift_ppm: f64,
+    /// How often the algorithm is asked to synchronize.
+    #[serde(default = "default_sync_interval", with = "serde_duration")]
+    pub sync_interval: Duration,
+    /// "step" (default) or "slew".
+    #[serde(default = "default_adjust")]
+    pub adjust: String,
+}
+
+fn default_sync_interval() -> Duration {
+    Duration::from_secs(1)
+}
+
+fn default_adjust() -> String {
+    "step".into()
+}
+
+impl Eq for ClockSettings {}
+
+impl ClockSettings {
+    /// Checks the table; the error names the field (without the `clock.` prefix).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        family(&self.algorithm, Family::ClockSync).map_err(|m| ("algorithm", m))?;
+        if !(self.drift_ppm.is_finite() && self.drift_ppm.abs() <= 100_000.0) {
+            return Err((
+                "drift_ppm",
+                format!(
+                    "expected a drift between -100000 and 100000 ppm, got {}",
+                    self.drift_ppm
+                ),
+            ));
+        }
+        if self.sync_interval.is_zero() {
+            return Err(("sync_interval", "must be longer than zero".into()));
+        }
+        if self.adjust != "step" && self.adjust != "slew" {
+            return Err((
+                "adjust",
+                format!("expected \"step\" or \"slew\", got {:?}", self.adjust),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The artificial offset (ns) and drift (fraction) of the node at position `pos` of `n`:
+    /// offsets spread evenly from -skew (first node) to +skew (last), drifts from +drift to
+    /// -drift; a single node gets +skew and +drift.
+    pub fn artificial(&self, pos: usize, n: usize) -> (i64, f64) {
+        let skew = self.skew.as_nanos() as f64;
+        let x = if n <= 1 {
+            1.0
+        } else {
+            2.0 * pos as f64 / (n - 1) as f64 - 1.0
+        };
+        ((skew * x).round() as i64, -x * self.drift_ppm * 1e-6)
+    }
 }
 
 /// A cluster file that has been checked: addresses parsed, algorithms found.
@@ -221,6 +303,10 @@ impl Cluster {
                     t.heartbeat
                 ),
             ));
+        }
+        if let Some(c) = &file.clock {
+            c.check()
+                .map_err(|(field, m)| err(format!("clock.{field}"), m))?;
         }
         let cluster = Cluster {
             file,

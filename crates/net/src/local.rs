@@ -57,6 +57,7 @@ pub fn cluster_file(
         election: election.to_string(),
         secret: random_secret(),
         timeouts,
+        clock: None,
         nodes: (0..n)
             .map(|i| NodeEntry {
                 id: NodeId(i),
