@@ -102,6 +102,9 @@ pub struct Cluster {
     pub peers: Peers,
     /// Each node's address, in file order.
     pub addrs: Vec<SocketAddr>,
+    /// Where a node keeps its state (its epoch high-water mark, see `persist`): the directory
+    /// of the cluster file when it was read from one; `None` keeps nothing on disk.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// A cluster file that cannot be used, naming the file and the field.
@@ -136,7 +139,14 @@ impl Cluster {
             field: String::new(),
             message: format!("cannot read the cluster file: {e}"),
         })?;
-        Cluster::from_toml(&text, &origin)
+        let mut cluster = Cluster::from_toml(&text, &origin)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        cluster.state_dir = Some(if dir.as_os_str().is_empty() {
+            Path::new(".").to_path_buf()
+        } else {
+            dir.to_path_buf()
+        });
+        Ok(cluster)
     }
 
     /// Parses and checks cluster-file text; `origin` names it in messages.
@@ -227,6 +237,7 @@ impl Cluster {
             origin: origin.to_string(),
             peers,
             addrs,
+            state_dir: None,
         };
         let params = cluster.params();
         crate::machine::validate(
