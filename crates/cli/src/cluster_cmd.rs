@@ -97,6 +97,7 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         let flag = e.field.trim_start_matches("timeouts.").replace('_', "-");
         InputError(format!("--{flag}: {}", e.message))
     })?;
+    local::check_layout(&a.dir, cluster.peers.ids())?;
     let path = local::write_cluster(&a.dir, &file)?;
     let exe = std::env::current_exe()?;
     let started = local::start_nodes(&a.dir, &exe, cluster.peers.ids(), &a.log)?;

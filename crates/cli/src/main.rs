@@ -54,6 +54,9 @@ enum Command {
     Node(node_cmd::NodeArgs),
     /// Take a distributed lock, run a command holding it (with a fencing token), release it.
     Lock(lock_cmd::LockArgs),
+    /// (Internal) started by `lock`: kills the command's process group if `lock` is killed.
+    #[command(hide = true)]
+    LockWatchdog(lock_cmd::WatchdogArgs),
     /// Ask every node of a cluster who leads, and whether they agree.
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::check(args),
         Command::Node(args) => node_cmd::node(args),
         Command::Lock(args) => lock_cmd::lock(args),
+        Command::LockWatchdog(args) => lock_cmd::watchdog(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
     };

@@ -561,7 +561,11 @@ fn hostile_connections_are_refused_and_the_node_keeps_serving() {
         .args(["--", "true"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "the lock is refused");
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "the lock is refused: the lock service failed (docs/net.md)"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("secret"), "the client is told why: {err}");
     let out = Command::new(BIN)

@@ -70,10 +70,21 @@ pub const TIMEOUTS: &str = "[timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout 
 impl TestCluster {
     /// Writes a cluster file for `n` nodes and starts them.
     pub fn start(name: &str, n: usize, mutex: &str, election: &str) -> TestCluster {
+        TestCluster::start_with(name, n, mutex, election, TIMEOUTS)
+    }
+
+    /// The same with this `[timeouts]` table.
+    pub fn start_with(
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+    ) -> TestCluster {
         let dir = scratch(name);
         let ports = free_ports(n);
         let mut text = format!(
-            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{TIMEOUTS}"
+            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{timeouts}"
         );
         for (i, p) in ports.iter().enumerate() {
             text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
@@ -104,7 +115,10 @@ impl TestCluster {
             .args(["node", "--cluster"])
             .arg(&self.cluster)
             .args(["--id", &i.to_string()])
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("DISTSYNC_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
