@@ -514,3 +514,65 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     }
 }
 
+
+/// Item 5: separate keys for nodes and clients. A lock user holds the client key only (the
+/// `client.toml` of `cluster up`); with it, the forged peer message of the issue (a Prepare and
+/// a Stale carrying the largest view number, sent as node 3 to every node) cannot even be
+/// delivered: the handshake as a node is refused. The cluster keeps one leader and serves locks.
+#[test]
+fn a_client_key_cannot_pose_as_a_node_so_the_forged_view_message_is_refused() {
+    use distsync_net::auth::Role;
+    use distsync_net::wire::PeerMsg;
+    let _g = lock_guard();
+    let c = TestCluster::start_full(
+        "forged",
+        5,
+        "ricart-agrawala",
+        "bully",
+        TIMEOUTS,
+        "client_secret = \"client-secret-0123456789\"\n",
+    );
+    let leader = c.settled(Duration::from_secs(20));
+    let client_file = c.dir.join("client.toml");
+    let text = fs::read_to_string(&c.cluster)
+        .unwrap()
+        .replace("test-secret-0123456789", "client-secret-0123456789")
+        .replace("client_secret = \"client-secret-0123456789\"\n", "");
+    fs::write(&client_file, text).unwrap();
+    let users = distsync_net::Cluster::load(&client_file).unwrap();
+    let rt = distsync_net::runtime().unwrap();
+    rt.block_on(async {
+        for addr in &users.addrs {
+            let s = distsync_net::tokio::net::TcpStream::connect(addr).await.unwrap();
+            let r = distsync_net::connection::initiate(
+                s,
+                users.secret(),
+                Role::Peer(distsync_core::NodeId(3)),
+            )
+            .await;
+            match r {
+                Err(e) => eprintln!("{addr}: refused as a node: {e}"),
+                Ok((_r, mut w)) => {
+                    // The forged messages of the issue, if the link were accepted.
+                    let _ = w.send(&PeerMsg::Prepare { epoch: u32::MAX }).await;
+                    let _ = w.send(&PeerMsg::Stale { seen: u32::MAX }).await;
+                    panic!("{addr}: a client key opened a link as node 3");
+                }
+            }
+        }
+    });
+    // The client key is a client's key: locks work with it.
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "30s", "--cluster"])
+        .arg(&client_file)
+        .args(["--name", "x", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(c.settled(Duration::from_secs(10)), leader, "nothing changed");
+    let log = fs::read_to_string(c.dir.join("node-0.log")).unwrap();
+    assert!(
+        log.contains("node 3 does not know the cluster secret (the node key)"),
+        "{log}"
+    );
+}

@@ -718,11 +718,13 @@ fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
         "the second holder ran while the first command was still inside its critical section"
     );
     let slow = slow.wait_with_output().unwrap();
-    assert_eq!(
-        slow.status.code(),
-        Some(3),
-        "the stale holder's write is refused by the fenced resource: {}",
-        String::from_utf8_lossy(&slow.stderr)
+    // The stale holder's command is refused by the fenced resource (its status 3), and `lock`,
+    // which learnt that its lock was revoked, exits with the lost-lock status (123) and says so.
+    let slow_err = String::from_utf8_lossy(&slow.stderr);
+    assert_eq!(slow.status.code(), Some(123), "{slow_err}");
+    assert!(
+        slow_err.contains("lost") && slow_err.contains("exited with status 3"),
+        "{slow_err}"
     );
     let text = fs::read_to_string(&file).unwrap();
     assert!(

@@ -65,7 +65,7 @@ impl Client {
             .await
             .map_err(|_| fail(format!("no answer from {addr}")))?
             .map_err(|e| fail(format!("cannot connect to {addr}: {e}")))?;
-        let (reader, writer) = connection::initiate(stream, cluster.secret(), Role::Client)
+        let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
             .await
             .map_err(|e| fail(e.to_string()))?;
         Ok(Client {

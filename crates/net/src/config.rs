@@ -81,8 +81,14 @@ pub struct ClusterFile {
     pub mutex: String,
     /// The leader-election algorithm every node runs (a registry name).
     pub election: String,
-    /// The shared secret. Every connection proves it knows it (see `auth`).
+    /// The node key: every link between nodes proves it knows it (see `auth`). In a client file
+    /// (`client.toml`, no `client_secret`), the client key.
     pub secret: String,
+    /// The client key: clients (`lock`, `leader`, ...) prove this one, and a connection that
+    /// proves it can only be a client, never a node. Absent: clients use `secret` too (one
+    /// shared secret: then any lock user can pose as a node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
     /// Timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -179,6 +185,16 @@ impl Cluster {
                 ),
             ));
         }
+        if file
+            .client_secret
+            .as_ref()
+            .is_some_and(|s| s.len() < MIN_SECRET_LEN)
+        {
+            return Err(err(
+                "client_secret".into(),
+                format!("must be at least {MIN_SECRET_LEN} characters"),
+            ));
+        }
         if file.nodes.is_empty() {
             return Err(err(
                 "node".into(),
@@ -267,9 +283,27 @@ impl Cluster {
         self.peers.position(id).map(|i| self.addrs[i])
     }
 
-    /// The secret's bytes.
+    /// The node key's bytes (in a client file: the client key).
     pub fn secret(&self) -> &[u8] {
         self.file.secret.as_bytes()
+    }
+
+    /// The key a client proves: `client_secret`, or `secret` when there is none.
+    pub fn client_secret(&self) -> &[u8] {
+        self.file
+            .client_secret
+            .as_deref()
+            .unwrap_or(&self.file.secret)
+            .as_bytes()
+    }
+
+    /// The same file for clients: the client key as its only secret, no node key.
+    pub fn client_file(&self) -> ClusterFile {
+        ClusterFile {
+            secret: String::from_utf8_lossy(self.client_secret()).to_string(),
+            client_secret: None,
+            ..self.file.clone()
+        }
     }
 }
 

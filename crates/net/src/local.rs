@@ -63,6 +63,7 @@ pub fn cluster_file(
         mutex: mutex.to_string(),
         election: election.to_string(),
         secret: random_secret(),
+        client_secret: Some(random_secret()),
         timeouts,
         nodes: (0..n)
             .map(|i| NodeEntry {
@@ -287,9 +288,21 @@ pub fn signal(pid: u32, sig: i32) -> io::Result<()> {
 /// Stops every recorded node of `dir`: SIGTERM, then SIGKILL after `grace`. Removes the pid
 /// files. Returns (id, pid, how it ended) for each.
 pub fn stop(dir: &Path, grace: Duration) -> io::Result<Vec<(NodeId, u32, &'static str)>> {
+    stop_ids(dir, None, grace)
+}
+
+/// Stops the recorded nodes of `dir` whose ids are in `only` (all if `None`).
+pub fn stop_ids(
+    dir: &Path,
+    only: Option<&[NodeId]>,
+    grace: Duration,
+) -> io::Result<Vec<(NodeId, u32, &'static str)>> {
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let mut out = Vec::new();
-    let nodes = recorded(dir)?;
+    let nodes: Vec<(NodeId, u32, bool)> = recorded(dir)?
+        .into_iter()
+        .filter(|(id, _, _)| only.is_none_or(|ids| ids.contains(id)))
+        .collect();
     for &(_, pid, running) in &nodes {
         if running {
             let _ = signal(pid, libc::SIGTERM);
@@ -314,4 +327,35 @@ pub fn stop(dir: &Path, grace: Duration) -> io::Result<Vec<(NodeId, u32, &'stati
         out.push((id, pid, how));
     }
     Ok(out)
+}
+
+/// The last non-empty line of node `id`'s log (for error messages).
+pub fn last_log_line(dir: &Path, id: NodeId) -> String {
+    fs::read_to_string(log_path(dir, id))
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(empty log)")
+        .to_string()
+}
+
+/// The name of the client file `cluster up` writes beside the cluster file: the addresses,
+/// algorithms and timeouts with the client key only, for the users of the locks.
+pub const CLIENT_FILE: &str = "client.toml";
+
+/// Writes `dir/client.toml` for `cluster`: everything but the node key (mode 0600; hand it to
+/// the users of the locks).
+pub fn write_client_file(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
+    let text = toml::to_string(&cluster.client_file())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let path = dir.join(CLIENT_FILE);
+    write_private(
+        &path,
+        format!(
+            "# For the users of the locks: the client key only (it cannot act as a node).\n{text}"
+        )
+        .as_bytes(),
+    )?;
+    Ok(path)
 }

@@ -161,6 +161,7 @@ pub async fn serve(
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
     let secret: Arc<[u8]> = cluster.secret().into();
+    let client_secret: Arc<[u8]> = cluster.client_secret().into();
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
     let refusals = Arc::new(std::sync::Mutex::new(Refusals::default()));
     let flusher = {
@@ -183,15 +184,16 @@ pub async fn serve(
                 continue;
             }
         };
-        let (events, secret, cluster, next_client, refusals) = (
+        let (events, secret, client_secret, cluster, next_client, refusals) = (
             events.clone(),
             secret.clone(),
+            client_secret.clone(),
             cluster.clone(),
             next_client.clone(),
             refusals.clone(),
         );
         tokio::spawn(async move {
-            let (role, mut reader, writer) = match connection::respond(stream, &secret).await {
+            let (role, mut reader, writer) = match connection::respond(stream, &secret, &client_secret).await {
                 Ok(c) => c,
                 Err(e) => {
                     refusals

@@ -81,10 +81,22 @@ impl TestCluster {
         election: &str,
         timeouts: &str,
     ) -> TestCluster {
+        TestCluster::start_full(name, n, mutex, election, timeouts, "")
+    }
+
+    /// The same with more top-level fields (`extra`, e.g. a `client_secret` line).
+    pub fn start_full(
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+        extra: &str,
+    ) -> TestCluster {
         let dir = scratch(name);
         let ports = free_ports(n);
         let mut text = format!(
-            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{timeouts}"
+            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{extra}{timeouts}"
         );
         for (i, p) in ports.iter().enumerate() {
             text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
