@@ -51,6 +51,111 @@ pub struct TestCluster {
     nodes: Mutex<Vec<Option<Child>>>,
     /// Nodes paused by the test, resumed when it ends so that they can be killed cleanly.
     paused: Mutex<Vec<usize>>,
+    /// When set, every node runs in its own network namespace and the clients in another.
+    pub netns: Option<Netns>,
+}
+
+/// Network namespaces for partitions: a private hub namespace holding a bridge, one namespace
+/// per node (10.77.0.(i+1)) and one for the clients (10.77.0.100), each linked to the bridge
+/// by a veth pair. Cutting node i's veth in the hub partitions it from everyone, both ways.
+/// Everything is deleted when dropped.
+pub struct Netns {
+    pub prefix: String,
+    pub n: usize,
+}
+
+impl Netns {
+    /// Sets the namespaces up, or says why it cannot.
+    pub fn create(n: usize) -> Result<Netns, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("network namespaces need root".into());
+        }
+        let prefix = format!("dsj{}", std::process::id());
+        let ns = Netns { prefix, n };
+        let hub = ns.name("hub");
+        let run = |args: &[&str]| -> Result<(), String> {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("cannot run ip (install iproute2): {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        run(&["netns", "add", &hub])?;
+        run(&["-n", &hub, "link", "add", "br0", "type", "bridge"])?;
+        run(&["-n", &hub, "link", "set", "br0", "up"])?;
+        let members: Vec<(String, String)> = (0..n)
+            .map(|i| (i.to_string(), format!("10.77.0.{}", i + 1)))
+            .chain([("c".to_string(), "10.77.0.100".to_string())])
+            .collect();
+        for (tag, ip) in members {
+            let name = ns.name(&tag);
+            let veth = format!("v{tag}");
+            run(&["netns", "add", &name])?;
+            run(&[
+                "-n", &hub, "link", "add", &veth, "type", "veth", "peer", "name", "eth0",
+                "netns", &name,
+            ])?;
+            run(&["-n", &hub, "link", "set", &veth, "master", "br0"])?;
+            run(&["-n", &hub, "link", "set", &veth, "up"])?;
+            run(&["-n", &name, "addr", "add", &format!("{ip}/24"), "dev", "eth0"])?;
+            run(&["-n", &name, "link", "set", "eth0", "up"])?;
+            run(&["-n", &name, "link", "set", "lo", "up"])?;
+        }
+        Ok(ns)
+    }
+
+    pub fn name(&self, tag: &str) -> String {
+        format!("{}-{tag}", self.prefix)
+    }
+
+    /// A command running `BIN` inside namespace `tag` ("0".."n-1", or "c" for clients).
+    pub fn bin(&self, tag: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name(tag), BIN]);
+        c
+    }
+
+    fn link(&self, i: usize, state: &str) {
+        let ok = Command::new("ip")
+            .args(["-n", &self.name("hub"), "link", "set", &format!("v{i}"), state])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link set v{i} {state}");
+    }
+
+    /// Cuts node i off from every other node and every client.
+    pub fn cut(&self, i: usize) {
+        self.link(i, "down");
+    }
+
+    /// Heals the cut.
+    pub fn heal(&self, i: usize) {
+        self.link(i, "up");
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let tags: Vec<String> = (0..self.n)
+            .map(|i| i.to_string())
+            .chain(["c".to_string(), "hub".to_string()])
+            .collect();
+        for t in tags {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.name(&t)])
+                .output();
+        }
+    }
 }
 
 impl Drop for TestCluster {
@@ -93,13 +198,32 @@ impl TestCluster {
         timeouts: &str,
         extra: &str,
     ) -> TestCluster {
+        TestCluster::start_in(None, name, n, mutex, election, timeouts, extra)
+    }
+
+    /// The same, in network namespaces when `netns` is given.
+    pub fn start_in(
+        netns: Option<Netns>,
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+        extra: &str,
+    ) -> TestCluster {
         let dir = scratch(name);
-        let ports = free_ports(n);
+        let addrs: Vec<String> = match &netns {
+            Some(_) => (0..n).map(|i| format!("10.77.0.{}:7000", i + 1)).collect(),
+            None => free_ports(n)
+                .into_iter()
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect(),
+        };
         let mut text = format!(
             "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{extra}{timeouts}"
         );
-        for (i, p) in ports.iter().enumerate() {
-            text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
+        for (i, a) in addrs.iter().enumerate() {
+            text += &format!("[[node]]\nid = {i}\naddr = \"{a}\"\n");
         }
         let cluster = dir.join("cluster.toml");
         fs::write(&cluster, text).unwrap();
@@ -109,6 +233,7 @@ impl TestCluster {
             n,
             nodes: Mutex::new(Vec::new()),
             paused: Mutex::new(Vec::new()),
+            netns,
         };
         for i in 0..n {
             let child = c.spawn_node(i);
@@ -123,8 +248,11 @@ impl TestCluster {
             .append(true)
             .open(self.dir.join(format!("node-{i}.log")))
             .unwrap();
-        Command::new(BIN)
-            .args(["node", "--cluster"])
+        let mut cmd = match &self.netns {
+            Some(ns) => ns.bin(&i.to_string()),
+            None => Command::new(BIN),
+        };
+        cmd.args(["node", "--cluster"])
             .arg(&self.cluster)
             .args(["--id", &i.to_string()])
             .env(
@@ -167,8 +295,17 @@ impl TestCluster {
         self.paused.lock().unwrap().retain(|&p| p != i);
     }
 
+    /// A command running `BIN` where the clients run.
+    pub fn client_bin(&self) -> Command {
+        match &self.netns {
+            Some(ns) => ns.bin("c"),
+            None => Command::new(BIN),
+        }
+    }
+
     pub fn leader_json(&self) -> serde_json::Value {
-        let out = Command::new(BIN)
+        let out = self
+            .client_bin()
             .args(["leader", "--json", "--timeout", "1s", "--cluster"])
             .arg(&self.cluster)
             .output()
@@ -225,7 +362,7 @@ impl TestCluster {
 
     /// `distsync lock --cluster C --node N --name NAME [extra] -- cmd`, not yet started.
     pub fn lock_command(&self, node: usize, name: &str, cmd: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = self.client_bin();
         c.args(["lock", "--timeout", "30s", "--cluster"])
             .arg(&self.cluster)
             .args(["--node", &node.to_string(), "--name", name, "--"])
