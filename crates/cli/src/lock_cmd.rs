@@ -115,21 +115,20 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
         (Some(n), None) | (None, Some(n)) => n,
         (None, None) => "default".to_string(),
     };
-    let (program, cmd_args) = match (args.shell, args.command.as_slice()) {
-        (Some(c), []) => ("sh".to_string(), vec!["-c".to_string(), c]),
-        (Some(_), _) => {
-            return Err(InputError(
-                "give the command once: with -c 'CMD' or after --, not both".into(),
-            ))
-        }
-        (None, [first, rest @ ..]) => (first.clone(), rest.to_vec()),
-        (None, []) => {
-            return Err(InputError(
+    let (program, cmd_args) =
+        match (args.shell, args.command.as_slice()) {
+            (Some(c), []) => ("sh".to_string(), vec!["-c".to_string(), c]),
+            (Some(_), _) => {
+                return Err(InputError(
+                    "give the command once: with -c 'CMD' or after --, not both".into(),
+                ))
+            }
+            (None, [first, rest @ ..]) => (first.clone(), rest.to_vec()),
+            (None, []) => return Err(InputError(
                 "no command: give it after -- (distsync lock NAME -- CMD ARGS) or with -c 'CMD'"
                     .into(),
-            ))
-        }
-    };
+            )),
+        };
     let path = cluster_path(args.cluster);
     let cluster = Cluster::load(&path)?;
     let node = args.node.map(NodeId);
@@ -157,6 +156,7 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
     let opts = RunOptions {
         heartbeat: cluster.file.timeouts.heartbeat,
         watchdog: std::env::current_exe().ok(),
+        stop_on_loss: None,
     };
     let result = rt.block_on(async {
         let held = match client::acquire(&cluster, node, &name, wait).await {

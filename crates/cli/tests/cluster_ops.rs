@@ -68,7 +68,14 @@ fn cluster_up_fails_naming_the_node_whose_port_is_taken() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let out = Command::new(BIN)
-        .args(["cluster", "up", "--nodes", "2", "--mutex", "ricart-agrawala"])
+        .args([
+            "cluster",
+            "up",
+            "--nodes",
+            "2",
+            "--mutex",
+            "ricart-agrawala",
+        ])
         .args(["--base-port", &port.to_string(), "--dir"])
         .arg(&dir)
         .output()
@@ -132,18 +139,30 @@ fn cluster_operations_start_stop_restart_in_place_and_json_status() {
     assert_eq!(j["nodes"][1]["reachable"], false, "{j}");
     assert_eq!(j["up"], false);
     let out = cluster(&dir, &["start", "--id", "1"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let new = pid_of(&dir, 1);
     assert_ne!(new, old);
     assert!(alive(new));
     let before = pid_of(&dir, 2);
     let out = cluster(&dir, &["restart", "--id", "2"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_ne!(pid_of(&dir, 2), before);
     assert!(!alive(before));
     assert_eq!(status_json(&dir)["up"], true);
     let again = cluster(&dir, &["start", "--id", "2"]);
-    assert_eq!(again.status.code(), Some(2), "a running node is not started twice");
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "a running node is not started twice"
+    );
     // down, then up in place: same keys, and the lock users' file still works.
     assert!(cluster(&dir, &["down"]).status.success());
     up(&[]);
@@ -154,13 +173,23 @@ fn cluster_operations_start_stop_restart_in_place_and_json_status() {
         .args(["x", "--", "true"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let other = Command::new(BIN)
-        .args(["cluster", "up", "--nodes", "5", "--mutex", "central", "--dir"])
+        .args([
+            "cluster", "up", "--nodes", "5", "--mutex", "central", "--dir",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
-    assert_eq!(other.status.code(), Some(2), "a running cluster is not started twice");
+    assert_eq!(
+        other.status.code(),
+        Some(2),
+        "a running cluster is not started twice"
+    );
 }
 
 #[test]
@@ -194,7 +223,9 @@ fn lock_takes_flock_style_flags_and_keeps_its_exit_codes_apart() {
         Some(127)
     );
     assert_eq!(
-        lock(&["job", "--name", "job", "--", "true"], None).status.code(),
+        lock(&["job", "--name", "job", "--", "true"], None)
+            .status
+            .code(),
         Some(2)
     );
     assert_eq!(lock(&["job"], None).status.code(), Some(2), "no command");
@@ -208,16 +239,120 @@ fn lock_takes_flock_style_flags_and_keeps_its_exit_codes_apart() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the holder holds", Duration::from_secs(20), || flag.exists());
-    assert_eq!(lock(&["-n", "busy", "--", "true"], None).status.code(), Some(124));
+    wait_for("the holder holds", Duration::from_secs(20), || {
+        flag.exists()
+    });
     assert_eq!(
-        lock(&["-n", "-E", "9", "busy", "--", "true"], None).status.code(),
+        lock(&["-n", "busy", "--", "true"], None).status.code(),
+        Some(124)
+    );
+    assert_eq!(
+        lock(&["-n", "-E", "9", "busy", "--", "true"], None)
+            .status
+            .code(),
         Some(9)
     );
     assert_eq!(
-        lock(&["-w", "0.5", "busy", "--", "true"], None).status.code(),
+        lock(&["-w", "0.5", "busy", "--", "true"], None)
+            .status
+            .code(),
         Some(124)
     );
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// `distsync elect NAME -- cmd` (like `etcdctl elect`): the command runs while this candidate
+/// leads; when leadership is lost (here: the candidate paused past the keep-alive limit, so its
+/// node gave the lock to the next candidate), the command is stopped and `elect` exits 123.
+#[test]
+fn elect_runs_the_command_while_leading_and_stops_it_when_leadership_is_lost() {
+    let _g = lock_guard();
+    let c = TestCluster::start("elect", 3, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(20));
+    let (a_pid, a_tok, b_tok) = (
+        c.dir.join("a.pid"),
+        c.dir.join("a.tok"),
+        c.dir.join("b.tok"),
+    );
+    let a_cmd = format!(
+        "echo $$ > {}; echo $DISTSYNC_FENCING_TOKEN > {}; sleep 30",
+        a_pid.display(),
+        a_tok.display()
+    );
+    let elect = |node: &str, cmd: &str| {
+        Command::new(BIN)
+            .args(["elect", "job", "--grace", "1s", "--node", node, "--cluster"])
+            .arg(&c.cluster)
+            .args(["--", "sh", "-c", cmd])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = elect("0", &a_cmd);
+    wait_for("A leads", Duration::from_secs(20), || {
+        fs::read_to_string(&a_tok).is_ok_and(|t| !t.trim().is_empty())
+    });
+    let pid: u32 = fs::read_to_string(&a_pid).unwrap().trim().parse().unwrap();
+    let b_cmd = format!("echo $DISTSYNC_FENCING_TOKEN > {}", b_tok.display());
+    let b = elect("1", &b_cmd);
+    signal(a.id(), "-STOP");
+    wait_for("B is elected", Duration::from_secs(20), || {
+        fs::read_to_string(&b_tok).is_ok_and(|t| !t.trim().is_empty())
+    });
+    signal(a.id(), "-CONT");
+    let a = a.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert_eq!(a.status.code(), Some(123), "{err}");
+    assert!(err.contains("leadership of \"job\" lost"), "{err}");
+    wait_for("A's command is stopped", Duration::from_secs(10), || {
+        !alive(pid)
+    });
+    let b = b.wait_with_output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let ta: u64 = fs::read_to_string(&a_tok).unwrap().trim().parse().unwrap();
+    let tb: u64 = fs::read_to_string(&b_tok).unwrap().trim().parse().unwrap();
+    assert!(
+        tb > ta,
+        "the new term's token {tb} is above the old one {ta}"
+    );
+}
+
+/// `leader --watch` prints a line each time leadership changes.
+#[test]
+fn leader_watch_prints_the_change_of_leader() {
+    use std::io::BufRead;
+    let _g = lock_guard();
+    let c = TestCluster::start("watch", 3, "ricart-agrawala", "bully");
+    c.settled(Duration::from_secs(20));
+    let mut w = Command::new(BIN)
+        .args(["leader", "--watch", "--timeout", "300ms", "--cluster"])
+        .arg(&c.cluster)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = w.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let expect = |what: &str| {
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("no line with {what:?} within 20 s"),
+            }
+        }
+    };
+    let first = expect("node 2 leads");
+    c.kill9(2);
+    let next = expect("node 1 leads");
+    eprintln!("{first}\n{next}");
+    let _ = w.kill();
+    let _ = w.wait();
 }

@@ -135,7 +135,8 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row 
     let results: Vec<(Option<i32>, Option<u64>)> = thread::scope(|s| {
         let workers: Vec<_> = (0..CLIENTS)
             .map(|k| {
-                let (file, log, ev, script, client_file) = (&file, &log, &ev, &script, &client_file);
+                let (file, log, ev, script, client_file) =
+                    (&file, &log, &ev, &script, &client_file);
                 s.spawn(move || {
                     let mut out = Vec::new();
                     for _ in 0..ROUNDS {
@@ -369,6 +370,9 @@ fn jepsen_style_faults_against_a_fenced_counter() {
             }));
         }
         Err(why) => {
+            if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
+                panic!("partition case: {why} (CI must install iproute2 and run as root)");
+            }
             let why = format!("cannot make network namespaces: {why}");
             println!("partition: skipped: {why}");
             skipped.push(("partition".to_string(), why));

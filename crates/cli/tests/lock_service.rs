@@ -107,7 +107,13 @@ impl Drop for Down {
 fn cluster_up(dir: &std::path::Path, n: u32, mutex: &str) -> std::process::Output {
     let out = Command::new(BIN)
         .args(["cluster", "up", "--nodes", &n.to_string(), "--mutex", mutex])
-        .args(["--heartbeat", "50ms", "--heartbeat-timeout", "500ms", "--dir"])
+        .args([
+            "--heartbeat",
+            "50ms",
+            "--heartbeat-timeout",
+            "500ms",
+            "--dir",
+        ])
         .arg(dir)
         .output()
         .unwrap();
@@ -244,7 +250,11 @@ fn a_paused_lock_client_says_it_lost_the_lock_and_exits_with_the_lost_status() {
         fs::read_to_string(&a_tok).is_ok_and(|t| !t.trim().is_empty())
     });
     signal(a.id(), "-STOP");
-    let b = c.lock(1, "paused", &["sh", "-c", WRITE_TOKEN, b_tok.to_str().unwrap()]);
+    let b = c.lock(
+        1,
+        "paused",
+        &["sh", "-c", WRITE_TOKEN, b_tok.to_str().unwrap()],
+    );
     signal(a.id(), "-CONT");
     let b_token = token_of(&b, &b_tok);
     let a = a.wait_with_output().unwrap();
@@ -323,7 +333,10 @@ fn a_paused_node_does_not_grant_in_its_stale_view_after_it_resumes() {
     }
     let got = lines(&ev);
     eprintln!("{got:?}");
-    let b_start = got.iter().find(|l| l.starts_with("start B")).expect("B ran");
+    let b_start = got
+        .iter()
+        .find(|l| l.starts_with("start B"))
+        .expect("B ran");
     assert!(
         b_start.ends_with(" 0"),
         "B was served by node 0, where it queued (the scenario): {got:?}"
@@ -366,7 +379,10 @@ fn idle_lock_names_are_freed_and_tokens_stay_monotonic_on_reuse() {
             .await
             .unwrap();
         let mut last = 0u64;
-        let names: Vec<String> = (0..1100).map(|i| format!("job-{i}")).chain(["job-0".to_string()]).collect();
+        let names: Vec<String> = (0..1100)
+            .map(|i| format!("job-{i}"))
+            .chain(["job-0".to_string()])
+            .collect();
         for name in names {
             client
                 .send(&ClientRequest::Lock { name: name.clone() })
@@ -444,7 +460,10 @@ fn refused_connections_are_logged_at_a_bounded_rate_and_counted() {
     eprintln!("{single} single lines, {summed} counted in summaries");
     assert!(single <= 10, "{single} lines for 400 refused connections");
     assert_eq!(single as u64 + summed, 400, "{text}");
-    assert!(c.lock(1, "x", &["true"]).status.success(), "the node still serves");
+    assert!(
+        c.lock(1, "x", &["true"]).status.success(),
+        "the node still serves"
+    );
 }
 
 /// Item 6: `cluster up` refuses a directory another user owns or others can write, and
@@ -455,8 +474,21 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     let _g = lock_guard();
     let up = |dir: &std::path::Path| {
         Command::new(BIN)
-            .args(["cluster", "up", "--nodes", "2", "--mutex", "ricart-agrawala"])
-            .args(["--heartbeat", "50ms", "--heartbeat-timeout", "500ms", "--dir"])
+            .args([
+                "cluster",
+                "up",
+                "--nodes",
+                "2",
+                "--mutex",
+                "ricart-agrawala",
+            ])
+            .args([
+                "--heartbeat",
+                "50ms",
+                "--heartbeat-timeout",
+                "500ms",
+                "--dir",
+            ])
             .arg(dir)
             .output()
             .unwrap()
@@ -469,7 +501,11 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     symlink(&victim, dir.join("node-0.log")).unwrap();
     let out = up(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "a log symlink is refused: {err}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a log symlink is refused: {err}"
+    );
     assert!(err.contains("node-0.log"), "the file is named: {err}");
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
     // A cluster-file symlink.
@@ -480,7 +516,10 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("cluster.toml"), "{err}");
-    assert!(!dir.join("elsewhere").exists(), "nothing was written through the link");
+    assert!(
+        !dir.join("elsewhere").exists(),
+        "nothing was written through the link"
+    );
     // A directory others can write.
     let dir = scratch("writable");
     let _down3 = Down(dir.clone());
@@ -494,7 +533,11 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     if unsafe { libc::geteuid() } == 0 {
         let dir = scratch("foreign");
         let _down4 = Down(dir.clone());
-        let ok = Command::new("chown").arg("65534").arg(&dir).status().unwrap();
+        let ok = Command::new("chown")
+            .arg("65534")
+            .arg(&dir)
+            .status()
+            .unwrap();
         assert!(ok.success());
         let out = up(&dir);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -507,13 +550,16 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     let dir = scratch("sound");
     let _down5 = Down(dir.clone());
     let out = up(&dir);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for f in ["cluster.toml", "node-0.log"] {
         let mode = fs::metadata(dir.join(f)).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o600, "{f} has mode {mode:o}");
     }
 }
-
 
 /// Item 5: separate keys for nodes and clients. A lock user holds the client key only (the
 /// `client.toml` of `cluster up`); with it, the forged peer message of the issue (a Prepare and
@@ -543,7 +589,9 @@ fn a_client_key_cannot_pose_as_a_node_so_the_forged_view_message_is_refused() {
     let rt = distsync_net::runtime().unwrap();
     rt.block_on(async {
         for addr in &users.addrs {
-            let s = distsync_net::tokio::net::TcpStream::connect(addr).await.unwrap();
+            let s = distsync_net::tokio::net::TcpStream::connect(addr)
+                .await
+                .unwrap();
             let r = distsync_net::connection::initiate(
                 s,
                 users.secret(),
@@ -568,8 +616,16 @@ fn a_client_key_cannot_pose_as_a_node_so_the_forged_view_message_is_refused() {
         .args(["--name", "x", "--", "true"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(c.settled(Duration::from_secs(10)), leader, "nothing changed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        c.settled(Duration::from_secs(10)),
+        leader,
+        "nothing changed"
+    );
     let log = fs::read_to_string(c.dir.join("node-0.log")).unwrap();
     assert!(
         log.contains("node 3 does not know the cluster secret (the node key)"),

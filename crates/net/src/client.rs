@@ -289,6 +289,10 @@ pub struct RunOptions {
     /// no watchdog (the command itself still dies with this process, through
     /// `PR_SET_PDEATHSIG`).
     pub watchdog: Option<std::path::PathBuf>,
+    /// Stop the command when the lock is lost (`distsync elect`): SIGTERM to its process group,
+    /// then SIGKILL after this grace period. `None`: let it run on (`distsync lock`, like
+    /// flock(1); the fencing token protects the resource).
+    pub stop_on_loss: Option<Duration>,
 }
 
 fn is_terminal_stdin() -> bool {
@@ -340,7 +344,14 @@ pub async fn run_locked(
     // async-signal-safe functions (prctl, getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The parent died before the line above: the signal will never come.
@@ -377,9 +388,15 @@ pub async fn run_locked(
     };
     let mut lost: Option<String> = None;
     let mut beat = tokio::time::interval(opts.heartbeat);
+    let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+    let mut kill_at = far;
     let status = loop {
         tokio::select! {
             s = child.wait() => break s.map_err(|e| ClientError::Spawn(e.to_string()))?,
+            _ = tokio::time::sleep_until(kill_at), if kill_at != far => {
+                forward(libc::SIGKILL);
+                kill_at = far;
+            }
             _ = term.recv() => forward(libc::SIGTERM),
             _ = hup.recv() => forward(libc::SIGHUP),
             _ = int.recv() => if own_group { forward(libc::SIGINT) },
@@ -400,6 +417,11 @@ pub async fn run_locked(
                     "distsync: warning: lock {:?} lost while the command runs ({why}); its fencing token {} is stale",
                     held.name, held.token
                 );
+                if let Some(grace) = opts.stop_on_loss {
+                    eprintln!("distsync: stopping the command (SIGTERM, SIGKILL after {grace:?})");
+                    forward(libc::SIGTERM);
+                    kill_at = tokio::time::Instant::now() + grace;
+                }
             }
         }
     };

@@ -1878,7 +1878,11 @@ addr = "127.0.0.1:3"
             "node 0 granted client 2 in its stale view while client 3 holds the lock"
         );
         h.run(1500).await;
-        assert_eq!(granted(&h.replies(2)), None, "client 3 still holds the lock");
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "client 3 still holds the lock"
+        );
         assert!(h.open_everywhere(4, 5), "node 0 rejoined");
         h.client(1, 3, ClientRequest::Unlock { name: "x".into() });
         h.run(200).await;

@@ -193,16 +193,17 @@ pub async fn serve(
             refusals.clone(),
         );
         tokio::spawn(async move {
-            let (role, mut reader, writer) = match connection::respond(stream, &secret, &client_secret).await {
-                Ok(c) => c,
-                Err(e) => {
-                    refusals
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .note(addr, &e.to_string());
-                    return;
-                }
-            };
+            let (role, mut reader, writer) =
+                match connection::respond(stream, &secret, &client_secret).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        refusals
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .note(addr, &e.to_string());
+                        return;
+                    }
+                };
             match role {
                 Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
                     warn!(%addr, "refused connection: node {id} is not a peer of node {me}");

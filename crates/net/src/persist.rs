@@ -43,7 +43,10 @@ impl EpochStore {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("{}: is a symbolic link; refusing to follow it", path.display()),
+                    format!(
+                        "{}: is a symbolic link; refusing to follow it",
+                        path.display()
+                    ),
                 ))
             }
             Ok(_) => {
@@ -81,7 +84,9 @@ impl EpochStore {
         if epoch <= self.stored {
             return Ok(());
         }
-        let tmp = self.path.with_extension(format!("epoch.tmp.{}", std::process::id()));
+        let tmp = self
+            .path
+            .with_extension(format!("epoch.tmp.{}", std::process::id()));
         let _ = fs::remove_file(&tmp);
         let mut f = fs::OpenOptions::new()
             .write(true)

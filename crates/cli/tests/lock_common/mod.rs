@@ -101,12 +101,20 @@ impl Netns {
             let veth = format!("v{tag}");
             run(&["netns", "add", &name])?;
             run(&[
-                "-n", &hub, "link", "add", &veth, "type", "veth", "peer", "name", "eth0",
-                "netns", &name,
+                "-n", &hub, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns",
+                &name,
             ])?;
             run(&["-n", &hub, "link", "set", &veth, "master", "br0"])?;
             run(&["-n", &hub, "link", "set", &veth, "up"])?;
-            run(&["-n", &name, "addr", "add", &format!("{ip}/24"), "dev", "eth0"])?;
+            run(&[
+                "-n",
+                &name,
+                "addr",
+                "add",
+                &format!("{ip}/24"),
+                "dev",
+                "eth0",
+            ])?;
             run(&["-n", &name, "link", "set", "eth0", "up"])?;
             run(&["-n", &name, "link", "set", "lo", "up"])?;
         }
@@ -126,7 +134,14 @@ impl Netns {
 
     fn link(&self, i: usize, state: &str) {
         let ok = Command::new("ip")
-            .args(["-n", &self.name("hub"), "link", "set", &format!("v{i}"), state])
+            .args([
+                "-n",
+                &self.name("hub"),
+                "link",
+                "set",
+                &format!("v{i}"),
+                state,
+            ])
             .status()
             .unwrap()
             .success();
