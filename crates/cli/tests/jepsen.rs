@@ -19,6 +19,7 @@
 //! - no accepted token went backwards (tokens of accepted writes strictly increase);
 //! - nothing was lost: the counter equals the number of accepted writes, and every invocation
 //!   that exited 0 has its write among them.
+//!
 //! The table of cases and results printed at the end is the one docs/net.md shows.
 
 mod lock_common;
