@@ -23,6 +23,10 @@ enum Action {
     /// DIR, and wait until every node answers. In a directory that already has a cluster file,
     /// start its nodes again in place (same keys, addresses and algorithms).
     Up(UpArgs),
+    /// Write DIR/cluster.toml and DIR/client.toml for nodes on several machines (one --addr
+    /// per node, ids 0.. in that order); then run `distsync node --cluster cluster.toml --id N`
+    /// on each machine with a copy of cluster.toml, and give client.toml to lock users.
+    Init(InitArgs),
     /// Stop the nodes started in DIR (SIGTERM, then SIGKILL after a grace period).
     Down(DirArgs),
     /// Which nodes of DIR run, and what each believes (leader, view).
@@ -65,6 +69,28 @@ struct UpArgs {
     /// How long to wait for every node to answer.
     #[arg(long, default_value = "20s", value_parser = parse_duration_arg)]
     wait: Duration,
+}
+
+#[derive(clap::Args)]
+struct InitArgs {
+    /// Node i's address, HOST_IP:PORT (repeat, in id order).
+    #[arg(long = "addr", value_name = "IP:PORT", required = true)]
+    addrs: Vec<String>,
+    /// The mutual-exclusion algorithm (see `distsync list`).
+    #[arg(long, value_name = "ALGO")]
+    mutex: String,
+    /// The leader-election algorithm (see `distsync list`).
+    #[arg(long, value_name = "ALGO", default_value = "bully")]
+    election: String,
+    /// Where the files go (default: the directory of $DISTSYNC_CLUSTER, else distsync-cluster).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Heartbeat period of the nodes.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration_arg)]
+    heartbeat: Duration,
+    /// Silence after which a node is taken for crashed.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_arg)]
+    heartbeat_timeout: Duration,
 }
 
 #[derive(clap::Args)]
@@ -116,6 +142,7 @@ fn dir_of(flag: Option<PathBuf>) -> PathBuf {
 pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
     match args.action {
         Action::Up(a) => up(a),
+        Action::Init(a) => init(a),
         Action::Down(a) => down(a),
         Action::Status(a) => status(a),
         Action::Start(a) => start(a),
@@ -262,6 +289,46 @@ fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Resu
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+fn init(a: InitArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir);
+    let path = dir.join(local::CLUSTER_FILE);
+    local::no_symlink(&path)?;
+    if path.exists() {
+        return Err(InputError(format!(
+            "{} exists already; remove it to make a new cluster (its keys would change)",
+            path.display()
+        )));
+    }
+    let timeouts = Timeouts {
+        heartbeat: a.heartbeat,
+        heartbeat_timeout: a.heartbeat_timeout,
+        ..Timeouts::default()
+    };
+    let file = local::cluster_file_for(&a.addrs, &a.mutex, &a.election, timeouts);
+    let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
+        let flag = match e.field.as_str() {
+            f if f.starts_with("node") => "addr".to_string(),
+            f => f.trim_start_matches("timeouts.").replace('_', "-"),
+        };
+        InputError(format!("--{flag}: {}", e.message))
+    })?;
+    local::check_layout(&dir, cluster.peers.ids())?;
+    let path = local::write_cluster(&dir, &file)?;
+    let client = local::write_client_file(&dir, &cluster)?;
+    println!(
+        "cluster file: {} (node and client keys: copy it to every node's machine)",
+        path.display()
+    );
+    println!(
+        "client file: {} (client key only: give it to lock users)",
+        client.display()
+    );
+    for (id, addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
+        println!("node {id} at {addr}: distsync node --cluster cluster.toml --id {id}");
+    }
+    Ok(Outcome::Ok)
 }
 
 fn down(a: DirArgs) -> Result<Outcome, InputError> {

@@ -98,6 +98,7 @@ pub fn elect(args: ElectArgs) -> Result<Outcome, InputError> {
                     lost.why,
                     lost.token,
                     lost.since
+                        .filter(|&t| t > lost.token)
                         .map(|t| format!(", the cluster has reached token {t} since"))
                         .unwrap_or_default()
                 );

@@ -174,10 +174,13 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
                 (None, None) => 1,
             };
             if let Some(lost) = &outcome.lost {
-                let since = lost.since.map_or_else(
-                    || "no node answered to say which token it reached since".to_string(),
-                    |t| format!("the cluster has reached token {t} since"),
-                );
+                let since = match lost.since {
+                    None => "no node answered to say which token it reached since".to_string(),
+                    Some(t) if t > lost.token => format!("the cluster has reached token {t} since"),
+                    Some(t) => format!(
+                        "no later grant is known to the nodes that answered (highest token: {t})"
+                    ),
+                };
                 eprintln!(
                     "distsync: lock {name:?} was lost while the command ran ({}): its token {} is stale, {since}; the command exited with status {code}; exiting {EXIT_LOST}",
                     lost.why, lost.token

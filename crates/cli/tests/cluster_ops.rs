@@ -356,3 +356,108 @@ fn leader_watch_prints_the_change_of_leader() {
     let _ = w.kill();
     let _ = w.wait();
 }
+
+/// Multi-host: `cluster init` writes the files for nodes at given addresses; here each node runs
+/// in its own network namespace (its own "machine", 10.77.0.1-3) with `distsync node --id N`,
+/// and a client in a fourth one locks through the client file. Skipped, with the reason, where
+/// namespaces cannot be made (they need root and iproute2).
+#[test]
+fn cluster_init_serves_nodes_on_three_hosts() {
+    let _g = lock_guard();
+    let ns = match Netns::create(3) {
+        Ok(ns) => ns,
+        Err(why) => {
+            if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
+                panic!("{why}");
+            }
+            println!("skipped: cannot make network namespaces: {why}");
+            return;
+        }
+    };
+    let dir = scratch("init");
+    let out = Command::new(BIN)
+        .args([
+            "cluster",
+            "init",
+            "--mutex",
+            "raymond",
+            "--heartbeat",
+            "50ms",
+        ])
+        .args(["--heartbeat-timeout", "500ms"])
+        .args(["--addr", "10.77.0.1:7000", "--addr", "10.77.0.2:7000"])
+        .args(["--addr", "10.77.0.3:7000", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = Command::new(BIN)
+        .args([
+            "cluster",
+            "init",
+            "--mutex",
+            "raymond",
+            "--addr",
+            "10.77.0.1:7000",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "init does not overwrite the keys"
+    );
+    let mut nodes: Vec<std::process::Child> = (0..3)
+        .map(|i| {
+            let log = fs::File::create(dir.join(format!("node-{i}.log"))).unwrap();
+            ns.bin(&i.to_string())
+                .args(["node", "--cluster"])
+                .arg(dir.join("cluster.toml"))
+                .args(["--id", &i.to_string()])
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let client = dir.join("client.toml");
+    let leader = || -> serde_json::Value {
+        let out = ns
+            .bin("c")
+            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
+            .arg(&client)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut agreed = false;
+    while !agreed && std::time::Instant::now() < until {
+        let j = leader();
+        agreed = j["agreed"] == true && j["answered"] == 3;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = ns
+        .bin("c")
+        .args(["lock", "-w", "30", "--cluster"])
+        .arg(&client)
+        .args(["x", "-c", "test -n \"$DISTSYNC_FENCING_TOKEN\""])
+        .output()
+        .unwrap();
+    for n in &mut nodes {
+        let _ = n.kill();
+        let _ = n.wait();
+    }
+    assert!(agreed, "the three hosts agreed on a leader: {}", leader());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -190,6 +190,31 @@ pub fn check_layout(dir: &Path, ids: &[NodeId]) -> io::Result<()> {
     Ok(())
 }
 
+/// A cluster file for nodes at `addrs` (ids 0..n, in that order), with random node and client
+/// keys: for `cluster init`, when the nodes run on several machines.
+pub fn cluster_file_for(
+    addrs: &[String],
+    mutex: &str,
+    election: &str,
+    timeouts: Timeouts,
+) -> ClusterFile {
+    ClusterFile {
+        mutex: mutex.to_string(),
+        election: election.to_string(),
+        secret: random_secret(),
+        client_secret: Some(random_secret()),
+        timeouts,
+        nodes: addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| NodeEntry {
+                id: NodeId(i as u32),
+                addr: a.clone(),
+            })
+            .collect(),
+    }
+}
+
 /// Writes `file` as `dir/cluster.toml` (readable by its owner only: it holds the secret),
 /// atomically, after checking the directory.
 pub fn write_cluster(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
