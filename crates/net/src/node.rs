@@ -32,6 +32,17 @@
 //!    and says `Reacquired`.
 //! 4. Then `Open(e)`: waiting clients are served again; their nodes re-issue their requests.
 //!
+//! Leases: a node hands the critical section to a client only while its lease on the view runs.
+//! A member asks its leader every tick (`Renew`) and counts the lease from when it *sent* the
+//! request; the leader answers only for its current view and while its own lease runs, which it
+//! gets by a round (`Confirm`) answered by every member. A view change opens only after every
+//! lease of the previous view has run out. So a node paused or cut off long enough to be left
+//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin.
+//!
+//! Each node keeps its highest epoch seen on disk (`persist`), written before it answers a
+//! Prepare or commits a view, so the views (and the tokens) of a cluster restarted from scratch
+//! are numbered above every earlier one.
+//!
 //! A node that has seen a higher epoch answers a Prepare with `Stale`, and the leader starts
 //! again above it. A node without a view (restarted within the timeout, or left out) asks the
 //! leader to `Join` when a message of an unknown view reaches it or after `heartbeat_timeout`.
