@@ -275,9 +275,9 @@ struct Node {
     rounds: VecDeque<(u64, Instant, BTreeSet<NodeId>)>,
     /// The leader: when it last extended each node's lease.
     leased_to: HashMap<NodeId, Instant>,
-    /// A member: when it last confirmed a leader's round (that leader's lease can last until
-    /// then + the lease time).
-    confirmed_at: Option<Instant>,
+    /// A member: when it last confirmed each leader's round (that leader's lease can last
+    /// until then + the lease time).
+    confirmed: HashMap<NodeId, Instant>,
     /// When this node last asked the leader to free idle lock names.
     last_compact: Option<Instant>,
 }
@@ -320,7 +320,7 @@ impl Node {
             asks: VecDeque::new(),
             rounds: VecDeque::new(),
             leased_to: HashMap::new(),
-            confirmed_at: None,
+            confirmed: HashMap::new(),
             last_compact: None,
             cluster,
         }
@@ -647,7 +647,7 @@ impl Node {
         if view.epoch != epoch || view.leader != from {
             return;
         }
-        self.confirmed_at = Some(Instant::now());
+        self.confirmed.insert(from, Instant::now());
         self.send(from, PeerMsg::Confirmed { epoch, seq });
     }
 
@@ -737,7 +737,7 @@ impl Node {
         for &p in &asked {
             self.send(p, PeerMsg::Prepare { epoch });
         }
-        let wait = self.lease_wait();
+        let wait = self.lease_wait(self.id);
         let held = self.freeze(epoch);
         let mut states = BTreeMap::new();
         states.insert(self.id, (self.last_view, held));
@@ -764,7 +764,9 @@ impl Node {
         if let Some(c) = &mut self.change {
             if c.epoch == epoch && c.awaiting.is_none() {
                 c.states.insert(from, (view, held));
-                let wait = Duration::from_millis(wait_ms.min(3_600_000));
+                // An honest wait is at most one lease time.
+                let wait = Duration::from_millis(wait_ms)
+                    .min(self.cluster.file.timeouts.heartbeat_timeout);
                 c.open_after = c.open_after.max(Instant::now() + wait);
             }
         }
@@ -928,11 +930,17 @@ impl Node {
         }
     }
 
-    /// How long a lease this node confirmed to its leader may still run.
-    fn lease_wait(&self) -> Duration {
+    /// How long a lease this node confirmed to a leader other than `new_leader` may still run.
+    /// (The new leader's own earlier lease ended when it froze its view, and the leases it gave
+    /// to nodes it leaves out are in its `leased_to`.)
+    fn lease_wait(&self, new_leader: NodeId) -> Duration {
         let lease = self.lease_time();
-        self.confirmed_at
-            .map(|t| (t + lease).saturating_duration_since(Instant::now()))
+        let now = Instant::now();
+        self.confirmed
+            .iter()
+            .filter(|(&l, _)| l != new_leader)
+            .map(|(_, &t)| (t + lease).saturating_duration_since(now))
+            .max()
             .unwrap_or_default()
     }
 
@@ -955,7 +963,7 @@ impl Node {
             info!(node = %self.id, epoch, "a newer view change supersedes ours");
             self.change = None;
         }
-        let wait_ms = self.lease_wait().as_millis() as u64;
+        let wait_ms = self.lease_wait(from).as_millis() as u64;
         let held = self.freeze(epoch);
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
@@ -1910,5 +1918,42 @@ addr = "127.0.0.1:3"
         assert!(next_epoch(((1 << 22) - 2) << 10, NodeId(3)).is_some());
         assert_eq!(next_token(u64::MAX, 5), None);
         assert_eq!(next_token((5 << 32) | 0xffff_ffff, 5), None);
+    }
+
+    /// The same with the *leader* paused: its own lease lapses too (it needs every member's
+    /// confirmation), so when it resumes it grants nothing in its old view while the new
+    /// leader's view serves someone else.
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_leader_does_not_grant_in_its_stale_view_when_it_resumes() {
+        let mut h = Harness::with(&five_nodes("suzuki-kasami"));
+        h.run(1000).await;
+        assert!(h.open_everywhere(4, 5));
+        h.client(4, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("client 1 holds through the leader");
+        h.client(4, 2, lock());
+        assert_eq!(granted(&h.replies(2)), None);
+        h.paused[4] = true;
+        h.run(3000).await;
+        assert_eq!(
+            h.nodes[0].status().leader,
+            Some(NodeId(3)),
+            "the others elected node 3"
+        );
+        h.client(1, 3, lock());
+        let t3 = granted(&h.replies(3)).expect("client 3 is granted in the new view");
+        assert!(t3 > t1);
+        h.paused[4] = false;
+        h.nodes[4].on_event(Event::Client(1, ClientRequest::Unlock { name: "x".into() }));
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "the old leader granted client 2 in its stale view while client 3 holds the lock"
+        );
+        h.run(3000).await;
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "client 3 still holds the lock"
+        );
     }
 }
