@@ -2,11 +2,11 @@
 //! (suzuki-kasami, bully, separate node and client keys), 8 concurrent `distsync lock` clients
 //! each incrementing a fenced counter, and one fault per case while they work:
 //!
-//! - pause: SIGSTOP of a node for 1 s, then SIGCONT;
-//! - kill: kill -9 of a node, restarted 0.5 s later;
+//! - pause: SIGSTOP of the node whose client holds the lock, for 1 s, then SIGCONT;
+//! - kill: kill -9 of the holder's node, restarted 0.5 s later;
 //! - restart-all: kill -9 of every node, all restarted;
-//! - partition: a node cut off from every other node and client (network namespaces, a veth
-//!   taken down) for 1.5 s, then healed (skipped, with the reason printed, where namespaces
+//! - partition: the holder's node cut off from every other node and client (network
+//!   namespaces, a veth taken down) for 1.5 s, then healed (skipped, with the reason printed, where namespaces
 //!   cannot be made);
 //! - forged: the forged peer messages (largest view number), sent with the client key
 //!   posing as node 3 to every node.
@@ -46,7 +46,7 @@ read count last < "$f"
 if [ "$t" -le "$last" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
 echo "$count $t" > "$f"
 flock -u 9
-sleep 0.01
+sleep 0.05
 flock 9
 read count2 last2 < "$f"
 if [ "$last2" != "$t" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
@@ -283,6 +283,26 @@ fn the_history_checker_catches_each_violation() {
     );
 }
 
+/// The node whose client holds the counter lock right now (asked for up to 5 s), so that the
+/// fault hits a holder; `fallback` if none was seen.
+fn holder(c: &TestCluster, fallback: usize) -> usize {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let j = c.leader_json();
+        let h = j["nodes"].as_array().and_then(|ns| {
+            ns.iter().find(|n| {
+                n["holding"]
+                    .as_array()
+                    .is_some_and(|h| h.iter().any(|x| x == "counter"))
+            })
+        });
+        if let Some(n) = h.and_then(|n| n["id"].as_u64()) {
+            return n as usize;
+        }
+    }
+    fallback
+}
+
 fn print_table(rows: &[Row], skipped: &[(String, String)]) {
     println!();
     println!("| case | invocations | exit 0 | lost (123) | other exits | accepted writes | refused by the fence | overlaps | overlaps not fenced | tokens backwards | acknowledged but lost | counter | result |");
@@ -318,14 +338,16 @@ fn jepsen_style_faults_against_a_fenced_counter() {
     {
         let c = start("jepsen", None);
         rows.push(case(&c, "pause", |c| {
-            c.pause(2);
+            let h = holder(c, 2);
+            c.pause(h);
             thread::sleep(Duration::from_secs(1));
-            c.resume(2);
+            c.resume(h);
         }));
         rows.push(case(&c, "kill", |c| {
-            c.kill9(1);
+            let h = holder(c, 1);
+            c.kill9(h);
             thread::sleep(Duration::from_millis(500));
-            c.respawn(1);
+            c.respawn(h);
         }));
         rows.push(case(&c, "restart-all", |c| {
             for i in 0..5 {
@@ -364,10 +386,11 @@ fn jepsen_style_faults_against_a_fenced_counter() {
         Ok(ns) => {
             let c = start("jepsen-netns", Some(ns));
             rows.push(case(&c, "partition", |c| {
+                let h = holder(c, 2);
                 let ns = c.netns.as_ref().unwrap();
-                ns.cut(2);
+                ns.cut(h);
                 thread::sleep(Duration::from_millis(1500));
-                ns.heal(2);
+                ns.heal(h);
             }));
         }
         Err(why) => {
