@@ -163,6 +163,15 @@ fn cluster_operations_start_stop_restart_in_place_and_json_status() {
         Some(2),
         "a running node is not started twice"
     );
+    // Without --dir, the directory is that of $DISTSYNC_CLUSTER.
+    let out = Command::new(BIN)
+        .args(["cluster", "status", "--json"])
+        .env("DISTSYNC_CLUSTER", dir.join("cluster.toml"))
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["dir"], dir.display().to_string(), "{j}");
+    assert_eq!(j["up"], true, "{j}");
     // down, then up in place: same keys, and the lock users' file still works.
     assert!(cluster(&dir, &["down"]).status.success());
     up(&[]);
