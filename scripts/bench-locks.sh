@@ -53,6 +53,8 @@ for algo in "${ALGOS[@]}"; do
     row "$algo" "$c" "$j"
   done
   "$BIN" cluster down --dir "$WORK/cluster" >/dev/null
+  # `cluster up` restarts an existing directory in place: start the next algorithm afresh.
+  rm -rf "$WORK/cluster"
 done
 if command -v redis-server >/dev/null; then
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

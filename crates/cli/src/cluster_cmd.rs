@@ -1,11 +1,13 @@
-//! `distsync cluster up|down|status`: a cluster of node processes on this machine.
+//! `distsync cluster up|down|status|start|stop|restart`: a cluster of node processes on this
+//! machine.
 
 use crate::{InputError, Outcome};
-use distsync_core::parse_duration;
+use distsync_core::{parse_duration, NodeId};
 use distsync_net::local;
 use distsync_net::{Cluster, Timeouts};
-use std::path::PathBuf;
-use std::time::Duration;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Arguments of `distsync cluster`.
 #[derive(clap::Args)]
@@ -16,30 +18,43 @@ pub struct ClusterArgs {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Write DIR/cluster.toml (with a random secret) and start N node processes on 127.0.0.1,
-    /// with pid files and logs in DIR.
+    /// Write DIR/cluster.toml (random node and client keys) and DIR/client.toml (the client key
+    /// only, for lock users), start N node processes on 127.0.0.1 with pid files and logs in
+    /// DIR, and wait until every node answers. In a directory that already has a cluster file,
+    /// start its nodes again in place (same keys, addresses and algorithms).
     Up(UpArgs),
+    /// Write DIR/cluster.toml and DIR/client.toml for nodes on several machines (one --addr
+    /// per node, ids 0.. in that order); then run `distsync node --cluster cluster.toml --id N`
+    /// on each machine with a copy of cluster.toml, and give client.toml to lock users.
+    Init(InitArgs),
     /// Stop the nodes started in DIR (SIGTERM, then SIGKILL after a grace period).
     Down(DirArgs),
     /// Which nodes of DIR run, and what each believes (leader, view).
-    Status(DirArgs),
+    Status(StatusArgs),
+    /// Start node N of DIR (not running) and wait until it answers.
+    Start(IdArgs),
+    /// Stop node N of DIR.
+    Stop(IdArgs),
+    /// Stop node N of DIR, start it again and wait until it answers.
+    Restart(IdArgs),
 }
 
 #[derive(clap::Args)]
 struct UpArgs {
-    /// How many nodes (ids 0..N-1).
+    /// How many nodes (ids 0..N-1); needed for a new cluster.
     #[arg(long, value_name = "N")]
-    nodes: u32,
-    /// The mutual-exclusion algorithm (see `distsync list`).
+    nodes: Option<u32>,
+    /// The mutual-exclusion algorithm (see `distsync list`); needed for a new cluster.
     #[arg(long, value_name = "ALGO")]
-    mutex: String,
-    /// The leader-election algorithm (see `distsync list`).
-    #[arg(long, value_name = "ALGO", default_value = "bully")]
-    election: String,
-    /// Where the cluster file, pid files and logs go.
-    #[arg(long, value_name = "DIR", default_value = "distsync-cluster")]
-    dir: PathBuf,
-    /// The first node's port; node i listens on P+i (default: free ports).
+    mutex: Option<String>,
+    /// The leader-election algorithm (see `distsync list`; default bully).
+    #[arg(long, value_name = "ALGO")]
+    election: Option<String>,
+    /// Where the cluster file, pid files and logs go (default: the directory of
+    /// $DISTSYNC_CLUSTER, else distsync-cluster).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The first node's port; node i listens on P+i (default, or 0: free ports).
     #[arg(long, value_name = "P")]
     base_port: Option<u16>,
     /// Heartbeat period of the nodes.
@@ -64,86 +79,296 @@ struct UpArgs {
     /// With --clock: how often the clock algorithm synchronizes.
     #[arg(long, value_name = "DURATION", requires = "clock", default_value = "1s", value_parser = parse_duration_arg)]
     sync_interval: Duration,
+    /// How long to wait for every node to answer.
+    #[arg(long, default_value = "20s", value_parser = parse_duration_arg)]
+    wait: Duration,
+}
+
+#[derive(clap::Args)]
+struct InitArgs {
+    /// Node i's address, HOST_IP:PORT (repeat, in id order).
+    #[arg(long = "addr", value_name = "IP:PORT", required = true)]
+    addrs: Vec<String>,
+    /// The mutual-exclusion algorithm (see `distsync list`).
+    #[arg(long, value_name = "ALGO")]
+    mutex: String,
+    /// The leader-election algorithm (see `distsync list`).
+    #[arg(long, value_name = "ALGO", default_value = "bully")]
+    election: String,
+    /// Where the files go (default: the directory of $DISTSYNC_CLUSTER, else distsync-cluster).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Heartbeat period of the nodes.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration_arg)]
+    heartbeat: Duration,
+    /// Silence after which a node is taken for crashed.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_arg)]
+    heartbeat_timeout: Duration,
 }
 
 #[derive(clap::Args)]
 struct DirArgs {
-    /// The directory `cluster up` used.
-    #[arg(long, value_name = "DIR", default_value = "distsync-cluster")]
-    dir: PathBuf,
+    /// The directory `cluster up` used (default: the directory of $DISTSYNC_CLUSTER, else
+    /// distsync-cluster).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct IdArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// The node's id.
+    #[arg(long, value_name = "N")]
+    id: u32,
+    /// The nodes' RUST_LOG (start, restart).
+    #[arg(long, default_value = "info")]
+    log: String,
 }
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// The cluster directory: the flag, else the directory of $DISTSYNC_CLUSTER, else
+/// `distsync-cluster`.
+fn dir_of(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| {
+        std::env::var_os("DISTSYNC_CLUSTER")
+            .map(PathBuf::from)
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .filter(|p| !p.as_os_str().is_empty())
+    })
+    .unwrap_or_else(|| PathBuf::from("distsync-cluster"))
+}
+
 /// Runs one `cluster` action.
 pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
     match args.action {
         Action::Up(a) => up(a),
+        Action::Init(a) => init(a),
         Action::Down(a) => down(a),
         Action::Status(a) => status(a),
+        Action::Start(a) => start(a),
+        Action::Stop(a) => stop(a),
+        Action::Restart(a) => {
+            let dir = dir_of(a.dir.dir.clone());
+            stop_one(&dir, a.id)?;
+            start(a)
+        }
     }
 }
 
 fn up(a: UpArgs) -> Result<Outcome, InputError> {
-    if a.nodes == 0 || a.nodes > 1024 {
-        return Err(InputError("--nodes: between 1 and 1024".into()));
-    }
-    if let Ok(running) = local::recorded(&a.dir) {
+    let dir = dir_of(a.dir.clone());
+    let file_path = dir.join(local::CLUSTER_FILE);
+    local::no_symlink(&file_path)?;
+    if let Ok(running) = local::recorded(&dir) {
         if running.iter().any(|&(_, _, alive)| alive) {
             return Err(InputError(format!(
                 "{}: a cluster is already running there; `distsync cluster down --dir {}` first",
-                a.dir.display(),
-                a.dir.display()
+                dir.display(),
+                dir.display()
             )));
         }
+    }
+    let existing = file_path.exists();
+    let cluster = if existing {
+        // Restart in place: the same keys, addresses and algorithms.
+        let cluster = Cluster::load(&file_path)?;
+        let differs = a.nodes.is_some_and(|n| n as usize != cluster.peers.len())
+            || a.mutex.as_ref().is_some_and(|m| *m != cluster.file.mutex)
+            || a.election
+                .as_ref()
+                .is_some_and(|e| *e != cluster.file.election)
+            || a.clock.as_ref().is_some_and(|c| {
+                cluster.file.clock.as_ref().map(|k| &k.algorithm) != Some(c)
+            });
+        if differs {
+            return Err(InputError(format!(
+                "{} already describes a cluster of {} nodes, mutex {}, election {}: `cluster up` \
+                 starts it again in place; remove the file to make a different one",
+                file_path.display(),
+                cluster.peers.len(),
+                cluster.file.mutex,
+                cluster.file.election
+            )));
+        }
+        println!(
+            "restarting the cluster of {} in place (same keys and addresses)",
+            file_path.display()
+        );
+        cluster
+    } else {
+        let (Some(nodes), Some(mutex)) = (a.nodes, a.mutex.clone()) else {
+            return Err(InputError(format!(
+                "{}: no cluster file there yet; a new cluster needs --nodes N and --mutex ALGO",
+                dir.display()
+            )));
+        };
+        if nodes == 0 || nodes > 1024 {
+            return Err(InputError("--nodes: between 1 and 1024".into()));
+        }
+        let timeouts = Timeouts {
+            heartbeat: a.heartbeat,
+            heartbeat_timeout: a.heartbeat_timeout,
+            ..Timeouts::default()
+        };
+        let election = a.election.clone().unwrap_or_else(|| "bully".into());
+        let base_port = a.base_port.filter(|&p| p != 0);
+        let mut file = local::cluster_file(nodes, &mutex, &election, base_port, timeouts)?;
+        file.clock = a
+            .clock
+            .as_ref()
+            .map(|algorithm| distsync_net::ClockSettings {
+                algorithm: algorithm.clone(),
+                skew: a.skew.unwrap_or_default(),
+                drift_ppm: a.drift_ppm.unwrap_or(0.0),
+                sync_interval: a.sync_interval,
+                adjust: "step".into(),
+            });
+        // Check everything (algorithm names, timeouts) before writing or starting anything.
+        let cluster = Cluster::check(file.clone(), "cluster up").map_err(|e| {
+            let flag = match e.field.as_str() {
+                "clock.algorithm" => "clock".to_string(),
+                f => f
+                    .trim_start_matches("timeouts.")
+                    .trim_start_matches("clock.")
+                    .replace('_', "-"),
+            };
+            InputError(format!("--{flag}: {}", e.message))
+        })?;
+        local::check_layout(&dir, cluster.peers.ids())?;
+        local::write_cluster(&dir, &file)?;
+        cluster
+    };
+    local::check_layout(&dir, cluster.peers.ids())?;
+    local::write_client_file(&dir, &cluster)?;
+    let exe = std::env::current_exe()?;
+    let started = local::start_nodes(&dir, &exe, cluster.peers.ids(), &a.log)?;
+    println!("cluster file: {}", file_path.display());
+    println!(
+        "client file: {} (give this one to lock users)",
+        dir.join(local::CLIENT_FILE).display()
+    );
+    for ((id, pid), addr) in started.iter().zip(&cluster.addrs) {
+        println!(
+            "node {id}: pid {pid}, {addr}, log {}",
+            local::log_path(&dir, *id).display()
+        );
+    }
+    match wait_ready(&dir, &file_path, cluster.peers.ids(), a.wait) {
+        Ok(()) => {
+            println!("every node answers");
+            Ok(Outcome::Ok)
+        }
+        Err(e) => {
+            eprintln!("distsync: cluster up failed: {e}");
+            let _ = local::stop(&dir, Duration::from_secs(5));
+            Ok(Outcome::Code(1))
+        }
+    }
+}
+
+/// Waits until every node of `ids` answers a status request; fails naming the first node that
+/// exited (with its last log line), or the nodes that did not answer within `within`.
+fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Result<(), String> {
+    let cluster = Cluster::load(file).map_err(|e| e.to_string())?;
+    let canon = std::fs::canonicalize(file).map_err(|e| e.to_string())?;
+    let rt = distsync_net::runtime().map_err(|e| e.to_string())?;
+    let until = Instant::now() + within;
+    loop {
+        let recorded = local::recorded(dir).map_err(|e| e.to_string())?;
+        for &id in ids {
+            let alive = recorded
+                .iter()
+                .any(|&(r, pid, _)| r == id && local::is_node_of(pid, &canon));
+            if !alive {
+                return Err(format!(
+                    "node {id} exited; its log ({}) ends with: {}",
+                    local::log_path(dir, id).display(),
+                    local::last_log_line(dir, id)
+                ));
+            }
+        }
+        let answers = rt.block_on(distsync_net::client::statuses(
+            &cluster,
+            Duration::from_secs(1),
+        ));
+        let silent: Vec<NodeId> = answers
+            .iter()
+            .filter(|(id, r)| ids.contains(id) && r.is_err())
+            .map(|(id, _)| *id)
+            .collect();
+        if silent.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= until {
+            let first = silent[0];
+            return Err(format!(
+                "node(s) {silent:?} did not answer within {within:?}; node {first}'s log ends with: {}",
+                local::last_log_line(dir, first)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn init(a: InitArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir);
+    let path = dir.join(local::CLUSTER_FILE);
+    local::no_symlink(&path)?;
+    if path.exists() {
+        return Err(InputError(format!(
+            "{} exists already; remove it to make a new cluster (its keys would change)",
+            path.display()
+        )));
     }
     let timeouts = Timeouts {
         heartbeat: a.heartbeat,
         heartbeat_timeout: a.heartbeat_timeout,
         ..Timeouts::default()
     };
-    let mut file = local::cluster_file(a.nodes, &a.mutex, &a.election, a.base_port, timeouts)?;
-    file.clock = a
-        .clock
-        .as_ref()
-        .map(|algorithm| distsync_net::ClockSettings {
-            algorithm: algorithm.clone(),
-            skew: a.skew.unwrap_or_default(),
-            drift_ppm: a.drift_ppm.unwrap_or(0.0),
-            sync_interval: a.sync_interval,
-            adjust: "step".into(),
-        });
-    // Check everything (algorithm names, timeouts) before writing or starting anything.
-    let cluster = Cluster::check(file.clone(), "cluster up").map_err(|e| {
+    let file = local::cluster_file_for(&a.addrs, &a.mutex, &a.election, timeouts);
+    let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
         let flag = match e.field.as_str() {
-            "clock.algorithm" => "clock".to_string(),
-            f => f
-                .trim_start_matches("timeouts.")
-                .trim_start_matches("clock.")
-                .replace('_', "-"),
+            f if f.starts_with("node") => "addr".to_string(),
+            f => f.trim_start_matches("timeouts.").replace('_', "-"),
         };
         InputError(format!("--{flag}: {}", e.message))
     })?;
-    let path = local::write_cluster(&a.dir, &file)?;
-    let exe = std::env::current_exe()?;
-    let started = local::start_nodes(&a.dir, &exe, cluster.peers.ids(), &a.log)?;
-    println!("cluster file: {}", path.display());
-    for ((id, pid), addr) in started.iter().zip(&cluster.addrs) {
-        println!(
-            "node {id}: pid {pid}, {addr}, log {}",
-            local::log_path(&a.dir, *id).display()
-        );
+    local::check_layout(&dir, cluster.peers.ids())?;
+    let path = local::write_cluster(&dir, &file)?;
+    let client = local::write_client_file(&dir, &cluster)?;
+    println!(
+        "cluster file: {} (node and client keys: copy it to every node's machine)",
+        path.display()
+    );
+    println!(
+        "client file: {} (client key only: give it to lock users)",
+        client.display()
+    );
+    for (id, addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
+        println!("node {id} at {addr}: distsync node --cluster cluster.toml --id {id}");
     }
     Ok(Outcome::Ok)
 }
 
 fn down(a: DirArgs) -> Result<Outcome, InputError> {
-    let stopped = local::stop(&a.dir, Duration::from_secs(5))
-        .map_err(|e| InputError(format!("{}: {e}", a.dir.display())))?;
+    let dir = dir_of(a.dir);
+    let stopped = local::stop(&dir, Duration::from_secs(5))
+        .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
     if stopped.is_empty() {
-        println!("no node pid files in {}", a.dir.display());
+        println!("no node pid files in {}", dir.display());
     }
     for (id, pid, how) in stopped {
         println!("node {id} (pid {pid}): {how}");
@@ -151,39 +376,159 @@ fn down(a: DirArgs) -> Result<Outcome, InputError> {
     Ok(Outcome::Ok)
 }
 
-fn status(a: DirArgs) -> Result<Outcome, InputError> {
-    let cluster = Cluster::load(&a.dir.join(local::CLUSTER_FILE))?;
-    let recorded = local::recorded(&a.dir)?;
+fn load_dir(dir: &Path) -> Result<Cluster, InputError> {
+    Ok(Cluster::load(&dir.join(local::CLUSTER_FILE))?)
+}
+
+fn checked_id(cluster: &Cluster, id: u32) -> Result<NodeId, InputError> {
+    let id = NodeId(id);
+    if !cluster.peers.contains(id) {
+        return Err(InputError(format!(
+            "--id {id}: {} has no node with that id (ids: {:?})",
+            cluster.origin,
+            cluster.peers.ids()
+        )));
+    }
+    Ok(id)
+}
+
+fn stop_one(dir: &Path, id: u32) -> Result<(), InputError> {
+    let cluster = load_dir(dir)?;
+    let id = checked_id(&cluster, id)?;
+    let stopped = local::stop_ids(dir, Some(&[id]), Duration::from_secs(5))
+        .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
+    match stopped.first() {
+        Some((_, pid, how)) => println!("node {id} (pid {pid}): {how}"),
+        None => println!("node {id}: no pid file"),
+    }
+    Ok(())
+}
+
+fn stop(a: IdArgs) -> Result<Outcome, InputError> {
+    stop_one(&dir_of(a.dir.dir), a.id)?;
+    Ok(Outcome::Ok)
+}
+
+fn start(a: IdArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir);
+    let cluster = load_dir(&dir)?;
+    let id = checked_id(&cluster, a.id)?;
+    let running = local::recorded(&dir)?
+        .iter()
+        .any(|&(r, _, alive)| r == id && alive);
+    if running {
+        return Err(InputError(format!(
+            "node {id} of {} is already running",
+            dir.display()
+        )));
+    }
+    local::check_layout(&dir, &[id])?;
+    let exe = std::env::current_exe()?;
+    let started = local::start_nodes(&dir, &exe, &[id], &a.log)?;
+    for (id, pid) in &started {
+        println!("node {id}: pid {pid}");
+    }
+    let file = dir.join(local::CLUSTER_FILE);
+    match wait_ready(&dir, &file, &[id], Duration::from_secs(20)) {
+        Ok(()) => Ok(Outcome::Ok),
+        Err(e) => {
+            eprintln!("distsync: node {id} did not start: {e}");
+            Ok(Outcome::Code(1))
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct NodeReport {
+    id: NodeId,
+    pid: Option<u32>,
+    running: bool,
+    reachable: bool,
+    leader: Option<NodeId>,
+    epoch: Option<u32>,
+    members: Vec<NodeId>,
+    open: bool,
+    holding: Vec<String>,
+    max_token: Option<u64>,
+    error: Option<String>,
+}
+
+fn status(a: StatusArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir);
+    let cluster = load_dir(&dir)?;
+    let recorded = local::recorded(&dir)?;
     let rt = distsync_net::runtime()?;
     let answers = rt.block_on(distsync_net::client::statuses(
         &cluster,
         Duration::from_secs(2),
     ));
-    println!(
-        "{} nodes, mutex {}, election {}",
-        cluster.peers.len(),
-        cluster.file.mutex,
-        cluster.file.election
-    );
     let mut all_up = true;
+    let mut nodes = Vec::new();
     for (id, answer) in answers {
-        let pid = recorded
-            .iter()
-            .find(|r| r.0 == id)
-            .map(|&(_, pid, alive)| format!("pid {pid}{}", if alive { "" } else { " (exited)" }))
-            .unwrap_or_else(|| "no pid file".into());
-        match answer {
-            Ok(s) => println!(
-                "node {id}: {pid}, up; leader {}, view {} {:?}{}, holding {:?}",
-                s.leader.map_or("-".into(), |l| l.to_string()),
-                s.epoch.map_or("-".into(), crate::leader_cmd::epoch_text),
-                s.members,
-                if s.open { "" } else { " (changing)" },
-                s.holding
-            ),
-            Err(e) => {
-                all_up = false;
-                println!("node {id}: {pid}, down: {e}")
+        let rec = recorded.iter().find(|r| r.0 == id);
+        let (pid, running) = (rec.map(|r| r.1), rec.is_some_and(|r| r.2));
+        all_up &= answer.is_ok();
+        nodes.push(match answer {
+            Ok(s) => NodeReport {
+                id,
+                pid,
+                running,
+                reachable: true,
+                leader: s.leader,
+                epoch: s.epoch,
+                members: s.members,
+                open: s.open,
+                holding: s.holding,
+                max_token: Some(s.max_token),
+                error: None,
+            },
+            Err(e) => NodeReport {
+                id,
+                pid,
+                running,
+                reachable: false,
+                leader: None,
+                epoch: None,
+                members: Vec::new(),
+                open: false,
+                holding: Vec::new(),
+                max_token: None,
+                error: Some(e),
+            },
+        });
+    }
+    if a.json {
+        let j = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "mutex": cluster.file.mutex,
+            "election": cluster.file.election,
+            "up": all_up,
+            "nodes": nodes,
+        });
+        println!("{j}");
+    } else {
+        println!(
+            "{} nodes, mutex {}, election {}",
+            cluster.peers.len(),
+            cluster.file.mutex,
+            cluster.file.election
+        );
+        for n in &nodes {
+            let pid = match n.pid {
+                Some(p) => format!("pid {p}{}", if n.running { "" } else { " (exited)" }),
+                None => "no pid file".into(),
+            };
+            match &n.error {
+                None => println!(
+                    "node {}: {pid}, up; leader {}, view {} {:?}{}, holding {:?}",
+                    n.id,
+                    n.leader.map_or("-".into(), |l| l.to_string()),
+                    n.epoch.map_or("-".into(), crate::leader_cmd::epoch_text),
+                    n.members,
+                    if n.open { "" } else { " (changing)" },
+                    n.holding
+                ),
+                Some(e) => println!("node {}: {pid}, down: {e}", n.id),
             }
         }
     }

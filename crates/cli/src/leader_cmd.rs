@@ -15,9 +15,13 @@ use std::time::Duration;
 1 when they disagree or none answered, 2 for bad input."
 )]
 pub struct LeaderArgs {
-    /// The cluster file (TOML).
+    /// The cluster file (default: $DISTSYNC_CLUSTER, else distsync-cluster/cluster.toml).
     #[arg(long, value_name = "CLUSTER.toml")]
-    cluster: PathBuf,
+    cluster: Option<PathBuf>,
+    /// Keep asking (every heartbeat) and print one line each time the leader, the view or the
+    /// agreement changes, until interrupted.
+    #[arg(long)]
+    watch: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -53,8 +57,11 @@ struct Report {
 
 /// Asks every node and prints their answers.
 pub fn leader(args: LeaderArgs) -> Result<Outcome, InputError> {
-    let cluster = Cluster::load(&args.cluster)?;
+    let cluster = Cluster::load(&crate::lock_cmd::cluster_path(args.cluster.clone()))?;
     let rt = distsync_net::runtime()?;
+    if args.watch {
+        return watch(&cluster, &rt, args.timeout);
+    }
     let answers = rt.block_on(client::statuses(&cluster, args.timeout));
     let report = report(answers);
     if args.json {
@@ -98,6 +105,49 @@ pub fn leader(args: LeaderArgs) -> Result<Outcome, InputError> {
     } else {
         Outcome::Code(1)
     })
+}
+
+/// `leader --watch`: one line per change of the leader, its view or the agreement.
+fn watch(
+    cluster: &Cluster,
+    rt: &distsync_net::tokio::runtime::Runtime,
+    timeout: Duration,
+) -> Result<Outcome, InputError> {
+    use std::io::Write;
+    let start = std::time::Instant::now();
+    let every = cluster
+        .file
+        .timeouts
+        .heartbeat
+        .max(Duration::from_millis(100));
+    let mut last = String::new();
+    loop {
+        let report = report(rt.block_on(client::statuses(cluster, timeout)));
+        let epoch = report
+            .leader
+            .and_then(|l| report.nodes.iter().find(|n| n.id == l))
+            .and_then(|n| n.epoch)
+            .map_or("-".to_string(), epoch_text);
+        let line = match report.leader {
+            Some(l) => format!(
+                "node {l} leads (view {epoch}, {} of {} nodes answered)",
+                report.answered,
+                report.nodes.len()
+            ),
+            None => format!(
+                "no agreement ({} of {} nodes answered)",
+                report.answered,
+                report.nodes.len()
+            ),
+        };
+        if line != last {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "[{:8.3}s] {line}", start.elapsed().as_secs_f64());
+            let _ = out.flush();
+            last = line;
+        }
+        std::thread::sleep(every);
+    }
 }
 
 /// An epoch as "round.leader".

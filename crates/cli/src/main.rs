@@ -8,6 +8,7 @@ mod check_cmd;
 mod clocks_cmd;
 mod cluster_cmd;
 mod compare_cmd;
+mod elect_cmd;
 mod leader_cmd;
 mod list;
 mod lock_cmd;
@@ -55,6 +56,11 @@ enum Command {
     Node(node_cmd::NodeArgs),
     /// Take a distributed lock, run a command holding it (with a fencing token), release it.
     Lock(lock_cmd::LockArgs),
+    /// Campaign to lead NAME; run a command while leading, stop it when leadership is lost.
+    Elect(elect_cmd::ElectArgs),
+    /// (Internal) started by `lock`: kills the command's process group if `lock` is killed.
+    #[command(hide = true)]
+    LockWatchdog(lock_cmd::WatchdogArgs),
     /// Ask every node of a cluster who leads, and whether they agree.
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
@@ -103,6 +109,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::check(args),
         Command::Node(args) => node_cmd::node(args),
         Command::Lock(args) => lock_cmd::lock(args),
+        Command::LockWatchdog(args) => lock_cmd::watchdog(args),
+        Command::Elect(args) => elect_cmd::elect(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
         Command::Time(args) => time_cmd::time(args),

@@ -34,8 +34,10 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Bytes of a MAC tag.
 pub const TAG: usize = 32;
-/// The protocol version a Hello carries; a different one is refused.
-pub const VERSION: u16 = 1;
+/// The protocol version a Hello carries; a different one is refused. Version 2: leases
+/// (`Renew`, `Confirm`), `State.wait_ms`, `NodeStatus.max_token` and `lease`, node and client
+/// keys.
+pub const VERSION: u16 = 2;
 
 /// Who is connecting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

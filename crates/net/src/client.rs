@@ -65,7 +65,7 @@ impl Client {
             .await
             .map_err(|_| fail(format!("no answer from {addr}")))?
             .map_err(|e| fail(format!("cannot connect to {addr}: {e}")))?;
-        let (reader, writer) = connection::initiate(stream, cluster.secret(), Role::Client)
+        let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
             .await
             .map_err(|e| fail(e.to_string()))?;
         Ok(Client {
@@ -144,6 +144,10 @@ pub async fn statuses(
 pub struct Held {
     /// The connection; dropping it releases the lock.
     pub client: Client,
+    /// The cluster (to ask what happened if the lock is lost).
+    pub cluster: Cluster,
+    /// Whether the loss of the lock was already reported.
+    announced: bool,
     /// The lock.
     pub name: String,
     /// The fencing token of this grant.
@@ -225,6 +229,8 @@ async fn acquire_inner(
             Ok(ClientReply::Granted { token, holder, .. }) => {
                 return Ok(Held {
                     client,
+                    cluster: cluster.clone(),
+                    announced: false,
                     name: name.to_string(),
                     token,
                     holder,
@@ -260,31 +266,140 @@ pub struct RunOutcome {
     /// The command's exit status.
     pub status: ExitStatus,
     /// Set when the lock was lost while the command ran (revoked, or the node went away).
-    pub lost: Option<String>,
+    pub lost: Option<Lost>,
+}
+
+/// A lock lost while its command ran.
+pub struct Lost {
+    /// Why (revoked after a view change, the connection dropped, ...).
+    pub why: String,
+    /// The token the command was given, now stale.
+    pub token: u64,
+    /// The highest token the nodes that answered have granted or seen since (at the end of the
+    /// command): what a fenced resource now expects to be above.
+    pub since: Option<u64>,
+}
+
+/// How `run_locked` runs the command.
+pub struct RunOptions {
+    /// The keep-alive period (the cluster's heartbeat).
+    pub heartbeat: Duration,
+    /// The `distsync` executable, to start a watchdog (`distsync lock-watchdog`) that kills the
+    /// command's process group if this process dies without being able to (kill -9). `None`:
+    /// no watchdog (the command itself still dies with this process, through
+    /// `PR_SET_PDEATHSIG`).
+    pub watchdog: Option<std::path::PathBuf>,
+    /// Stop the command when the lock is lost (`distsync elect`): SIGTERM to its process group,
+    /// then SIGKILL after this grace period. `None`: let it run on (`distsync lock`, like
+    /// flock(1); the fencing token protects the resource).
+    pub stop_on_loss: Option<Duration>,
+}
+
+fn is_terminal_stdin() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdin())
 }
 
 /// Runs `command` while holding `held`: the command sees `DISTSYNC_FENCING_TOKEN`,
 /// `DISTSYNC_HOLDER` (the node id) and `DISTSYNC_LOCK` in its environment. The lock is released
-/// when the command exits, whatever its status.
+/// only when the command has exited, whatever its status.
+///
+/// Signals: SIGTERM, SIGINT and SIGHUP sent to this process are passed on to the command (to
+/// its process group: the command runs in a group of its own unless stdin is a terminal, where
+/// it stays in the terminal's foreground group, which receives ctrl-C by itself, so SIGINT is
+/// not passed on twice), then this process waits for the command and releases the lock.
+/// A `kill -9` of this process cannot be passed on: the command gets SIGKILL from the kernel
+/// (`PR_SET_PDEATHSIG`) and, with a watchdog, so does the rest of its process group.
+///
+/// Must be called on the thread that will outlive the command (the thread blocked in
+/// `Runtime::block_on`): the kernel sends the parent-death signal when the spawning *thread*
+/// exits.
 pub async fn run_locked(
     mut held: Held,
     program: &str,
     args: &[String],
-    heartbeat: Duration,
+    opts: RunOptions,
 ) -> Result<RunOutcome, ClientError> {
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
+    use std::os::unix::process::CommandExt;
+    use tokio::signal::unix::{signal, SignalKind};
+    let handlers = |kind: SignalKind| {
+        signal(kind).map_err(|e| ClientError::Spawn(format!("cannot handle signals: {e}")))
+    };
+    let (mut term, mut int, mut hup) = (
+        handlers(SignalKind::terminate())?,
+        handlers(SignalKind::interrupt())?,
+        handlers(SignalKind::hangup())?,
+    );
+    let own_group = !is_terminal_stdin();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
         .env("DISTSYNC_FENCING_TOKEN", held.token.to_string())
         .env("DISTSYNC_HOLDER", held.holder.to_string())
-        .env("DISTSYNC_LOCK", &held.name)
+        .env("DISTSYNC_LOCK", &held.name);
+    if own_group {
+        cmd.process_group(0);
+    }
+    // SAFETY: getpid is async-signal-safe.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the line above: the signal will never come.
+            if libc::getppid() != parent {
+                libc::_exit(137);
+            }
+            Ok(())
+        });
+    }
+    let mut child = tokio::process::Command::from(cmd)
         .kill_on_drop(false)
         .spawn()
         .map_err(|e| ClientError::Spawn(format!("cannot run {program:?}: {e}")))?;
-    let mut lost = None;
-    let mut beat = tokio::time::interval(heartbeat);
+    let pid = child.id().unwrap_or(0) as i32;
+    let mut watchdog = match (&opts.watchdog, own_group) {
+        (Some(exe), true) => std::process::Command::new(exe)
+            .args(["lock-watchdog", "--pgid", &pid.to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok(),
+        _ => None,
+    };
+    // Where forwarded signals go: the command's process group, or the command alone.
+    let target = if own_group { -pid } else { pid };
+    let forward = |sig: i32| {
+        if pid > 0 {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(target, sig);
+            }
+        }
+    };
+    let mut lost: Option<String> = None;
+    let mut beat = tokio::time::interval(opts.heartbeat);
+    let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+    let mut kill_at = far;
     let status = loop {
         tokio::select! {
             s = child.wait() => break s.map_err(|e| ClientError::Spawn(e.to_string()))?,
+            _ = tokio::time::sleep_until(kill_at), if kill_at != far => {
+                forward(libc::SIGKILL);
+                kill_at = far;
+            }
+            _ = term.recv() => forward(libc::SIGTERM),
+            _ = hup.recv() => forward(libc::SIGHUP),
+            _ = int.recv() => if own_group { forward(libc::SIGINT) },
             r = held.client.recv(), if lost.is_none() => match r {
                 Ok(ClientReply::Revoked { reason, .. }) => lost = Some(format!("revoked: {reason}")),
                 Ok(_) => {}
@@ -296,19 +411,87 @@ pub async fn run_locked(
                 }
             }
         }
-    };
-    if lost.is_none() {
-        let name = held.name.clone();
-        let _ = held.client.send(&ClientRequest::Unlock { name }).await;
-        // Wait briefly for the acknowledgement; dropping the connection releases anyway.
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while let Ok(r) = held.client.recv().await {
-                if matches!(r, ClientReply::Released { .. }) {
-                    break;
+        if let Some(why) = &lost {
+            if !std::mem::replace(&mut held.announced, true) {
+                eprintln!(
+                    "distsync: warning: lock {:?} lost while the command runs ({why}); its fencing token {} is stale",
+                    held.name, held.token
+                );
+                if let Some(grace) = opts.stop_on_loss {
+                    eprintln!("distsync: stopping the command (SIGTERM, SIGKILL after {grace:?})");
+                    forward(libc::SIGTERM);
+                    kill_at = tokio::time::Instant::now() + grace;
                 }
             }
-        })
-        .await;
+        }
+    };
+    // The command is gone: the watchdog has nothing left to guard.
+    if let Some(w) = watchdog.as_mut() {
+        if let Some(mut stdin) = w.stdin.take() {
+            use std::io::Write;
+            let _ = stdin.write_all(b"done");
+        }
+        let _ = w.wait();
     }
-    Ok(RunOutcome { status, lost })
+    if let Some(why) = lost {
+        let cluster_max = max_token_seen(&held.cluster).await;
+        return Ok(RunOutcome {
+            status,
+            lost: Some(Lost {
+                why,
+                token: held.token,
+                since: cluster_max,
+            }),
+        });
+    }
+    let name = held.name.clone();
+    let _ = held.client.send(&ClientRequest::Unlock { name }).await;
+    // Wait briefly for the acknowledgement; dropping the connection releases anyway.
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Ok(r) = held.client.recv().await {
+            if matches!(r, ClientReply::Released { .. }) {
+                break;
+            }
+        }
+    })
+    .await;
+    Ok(RunOutcome { status, lost: None })
+}
+
+/// The highest fencing token any node that answers (within 2 s) has granted or seen.
+pub async fn max_token_seen(cluster: &Cluster) -> Option<u64> {
+    statuses(cluster, Duration::from_secs(2))
+        .await
+        .into_iter()
+        .filter_map(|(_, s)| s.ok().map(|s| s.max_token))
+        .max()
+}
+
+/// `distsync lock-watchdog`: started by `lock` with the command's process group; waits on its
+/// stdin, a pipe from `lock`. "done" means the command ended normally. End of file without it
+/// means `lock` died without passing anything on (kill -9): the lock is being released, so the
+/// command's whole process group is killed (SIGKILL) before it can run beside the next holder.
+/// Ignores SIGTERM, SIGINT and SIGHUP: only the pipe tells it what to do.
+pub fn watchdog_main(pgid: i32) -> i32 {
+    use std::io::Read;
+    // SAFETY: setting a signal's action to SIG_IGN is always valid; this process runs no
+    // other code that relies on these signals.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+    let mut buf = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut buf);
+    if buf.starts_with(b"done") || pgid <= 1 {
+        return 0;
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    let r = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    if r == 0 {
+        eprintln!(
+            "distsync: the lock wrapper died (kill -9?); its lock is released, so the command's process group {pgid} was killed"
+        );
+    }
+    0
 }

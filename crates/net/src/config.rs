@@ -81,8 +81,14 @@ pub struct ClusterFile {
     pub mutex: String,
     /// The leader-election algorithm every node runs (a registry name).
     pub election: String,
-    /// The shared secret. Every connection proves it knows it (see `auth`).
+    /// The node key: every link between nodes proves it knows it (see `auth`). In a client file
+    /// (`client.toml`, no `client_secret`), the client key.
     pub secret: String,
+    /// The client key: clients (`lock`, `leader`, ...) prove this one, and a connection that
+    /// proves it can only be a client, never a node. Absent: clients use `secret` too (one
+    /// shared secret: then any lock user can pose as a node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
     /// Timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -184,6 +190,9 @@ pub struct Cluster {
     pub peers: Peers,
     /// Each node's address, in file order.
     pub addrs: Vec<SocketAddr>,
+    /// Where a node keeps its state (its epoch high-water mark, see `persist`): the directory
+    /// of the cluster file when it was read from one; `None` keeps nothing on disk.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// A cluster file that cannot be used, naming the file and the field.
@@ -218,7 +227,14 @@ impl Cluster {
             field: String::new(),
             message: format!("cannot read the cluster file: {e}"),
         })?;
-        Cluster::from_toml(&text, &origin)
+        let mut cluster = Cluster::from_toml(&text, &origin)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        cluster.state_dir = Some(if dir.as_os_str().is_empty() {
+            Path::new(".").to_path_buf()
+        } else {
+            dir.to_path_buf()
+        });
+        Ok(cluster)
     }
 
     /// Parses and checks cluster-file text; `origin` names it in messages.
@@ -249,6 +265,16 @@ impl Cluster {
                 format!(
                     "must be at least {MIN_SECRET_LEN} characters (`distsync cluster up` writes a random one)"
                 ),
+            ));
+        }
+        if file
+            .client_secret
+            .as_ref()
+            .is_some_and(|s| s.len() < MIN_SECRET_LEN)
+        {
+            return Err(err(
+                "client_secret".into(),
+                format!("must be at least {MIN_SECRET_LEN} characters"),
             ));
         }
         if file.nodes.is_empty() {
@@ -313,6 +339,7 @@ impl Cluster {
             origin: origin.to_string(),
             peers,
             addrs,
+            state_dir: None,
         };
         let params = cluster.params();
         crate::machine::validate(
@@ -342,9 +369,27 @@ impl Cluster {
         self.peers.position(id).map(|i| self.addrs[i])
     }
 
-    /// The secret's bytes.
+    /// The node key's bytes (in a client file: the client key).
     pub fn secret(&self) -> &[u8] {
         self.file.secret.as_bytes()
+    }
+
+    /// The key a client proves: `client_secret`, or `secret` when there is none.
+    pub fn client_secret(&self) -> &[u8] {
+        self.file
+            .client_secret
+            .as_deref()
+            .unwrap_or(&self.file.secret)
+            .as_bytes()
+    }
+
+    /// The same file for clients: the client key as its only secret, no node key.
+    pub fn client_file(&self) -> ClusterFile {
+        ClusterFile {
+            secret: String::from_utf8_lossy(self.client_secret()).to_string(),
+            client_secret: None,
+            ..self.file.clone()
+        }
     }
 }
 

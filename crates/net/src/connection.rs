@@ -214,12 +214,15 @@ pub async fn initiate(
     .map_err(|_| ConnError::Timeout)?
 }
 
-/// Listening side of the handshake: who connected, and the connection's halves.
+/// Listening side of the handshake: who connected, and the connection's halves. A node proves
+/// `node_secret`, a client `client_secret` (the role is bound into the proof, so a client key
+/// never opens a node's link).
 pub async fn respond(
     stream: TcpStream,
-    secret: &[u8],
+    node_secret: &[u8],
+    client_secret: &[u8],
 ) -> Result<(Role, Reader, Writer), ConnError> {
-    let secret = secret.to_vec();
+    let (node_secret, client_secret) = (node_secret.to_vec(), client_secret.to_vec());
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
         stream.set_nodelay(true)?;
         let (r, mut w) = stream.into_split();
@@ -232,11 +235,15 @@ pub async fn respond(
                 auth::VERSION
             )));
         }
+        let secret = match hello.role {
+            Role::Peer(_) => &node_secret,
+            Role::Client => &client_secret,
+        };
         let nonce_r = auth::nonce();
         send_plain(&mut w, &Challenge { nonce: nonce_r }).await?;
         let theirs: Proof = recv_plain(&mut frames).await?;
         if !auth::check(
-            &secret,
+            secret,
             Side::Initiator,
             &hello.nonce,
             &nonce_r,
@@ -244,13 +251,17 @@ pub async fn respond(
             &theirs,
         ) {
             return Err(ConnError::Auth(format!(
-                "{} does not know the cluster secret",
-                hello.role
+                "{} does not know the cluster secret{}",
+                hello.role,
+                match hello.role {
+                    Role::Peer(_) => " (the node key)",
+                    Role::Client => " (the client key)",
+                }
             )));
         }
-        let mine = auth::proof(&secret, Side::Responder, &hello.nonce, &nonce_r, hello.role);
+        let mine = auth::proof(secret, Side::Responder, &hello.nonce, &nonce_r, hello.role);
         send_plain(&mut w, &mine).await?;
-        let (sealer, opener) = auth::session_keys(&secret, Side::Responder, &hello.nonce, &nonce_r);
+        let (sealer, opener) = auth::session_keys(secret, Side::Responder, &hello.nonce, &nonce_r);
         Ok((
             hello.role,
             Reader { frames, opener },
@@ -279,7 +290,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (s, _) = listener.accept().await.unwrap();
-            respond(s, secret_r).await
+            respond(s, secret_r, secret_r).await
         });
         let s = TcpStream::connect(addr).await.unwrap();
         let client = initiate(s, secret_i, Role::Peer(NodeId(4))).await;

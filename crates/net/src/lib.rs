@@ -11,6 +11,7 @@
 //! - `peer`: links to the other nodes (connect, reconnect, heartbeats);
 //! - `timers`: the algorithms' timers as deadlines keyed by name with generations;
 //! - `node`: the node runtime (events in, algorithm handlers, effects out; views and failover);
+//! - [`persist`]: the epoch high-water mark each node keeps on disk;
 //! - `client`: the client side of the client protocol;
 //! - `shutdown`: clean stop on SIGTERM and ctrl-c.
 //!
@@ -25,6 +26,7 @@ pub mod local;
 pub mod machine;
 pub mod node;
 mod peer;
+pub mod persist;
 pub mod shutdown;
 pub mod timers;
 pub mod wire;

@@ -3,6 +3,13 @@
 //!
 //! A pid file is trusted only if that process is still a `node` of this directory's cluster file
 //! (its command line names both), so a stale pid file never makes `down` signal a stranger.
+//!
+//! The directory holds the cluster secret, so it must be private: [`check_dir`] creates it with
+//! mode 0700 and refuses one that is a symbolic link, belongs to another user or can be written
+//! by group or others. Every file is opened without following symbolic links (`O_NOFOLLOW`), so
+//! a link planted in the directory cannot make the operator write anywhere else; the cluster
+//! file and pid files are written to a new file (mode 0600) renamed into place, so they are
+//! never readable by others, not even for an instant, and never half-written.
 
 use crate::config::{ClusterFile, NodeEntry, Timeouts};
 use distsync_core::NodeId;
@@ -56,6 +63,7 @@ pub fn cluster_file(
         mutex: mutex.to_string(),
         election: election.to_string(),
         secret: random_secret(),
+        client_secret: Some(random_secret()),
         timeouts,
         clock: None,
         nodes: (0..n)
@@ -67,18 +75,160 @@ pub fn cluster_file(
     })
 }
 
-/// Writes `file` as `dir/cluster.toml` (readable by its owner only: it holds the secret).
+fn refuse(path: &Path, why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{}: {why}", path.display()),
+    )
+}
+
+/// Makes sure `dir` is a private directory of the current user: creates it (mode 0700) if it
+/// does not exist; refuses a symbolic link, another user's directory, or one that group or
+/// others can write.
+pub fn check_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| refuse(dir, &format!("cannot create the directory: {e}")))?;
+            Ok(())
+        }
+        Err(e) => Err(refuse(dir, &e.to_string())),
+        Ok(m) if m.file_type().is_symlink() => Err(refuse(
+            dir,
+            "is a symbolic link; give the real directory (it will hold the cluster secret)",
+        )),
+        Ok(m) if !m.is_dir() => Err(refuse(dir, "is not a directory")),
+        Ok(m) => {
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            if m.uid() != me {
+                return Err(refuse(
+                    dir,
+                    &format!(
+                        "is owned by uid {}, not by you (uid {me}); it will hold the cluster secret",
+                        m.uid()
+                    ),
+                ));
+            }
+            if m.mode() & 0o022 != 0 {
+                return Err(refuse(
+                    dir,
+                    &format!(
+                        "is writable by group or others (mode {:o}); it will hold the cluster secret (chmod go-w)",
+                        m.mode() & 0o777
+                    ),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Refuses `path` if it is a symbolic link (whatever it points to).
+pub fn no_symlink(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(refuse(
+            path,
+            "is a symbolic link; refusing to write through it (remove it)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a new file of mode 0600 (not following links), synced,
+/// renamed over `path`.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    no_symlink(path)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|e| refuse(&tmp, &e.to_string()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|e| refuse(path, &e.to_string()))
+}
+
+/// Opens node `id`'s log for appending (mode 0600 when created), never through a link.
+pub fn open_log(dir: &Path, id: NodeId) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = log_path(dir, id);
+    no_symlink(&path)?;
+    fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| refuse(&path, &e.to_string()))
+}
+
+/// Checks the directory and every file `cluster up` writes for nodes `ids` before anything is
+/// written or started.
+pub fn check_layout(dir: &Path, ids: &[NodeId]) -> io::Result<()> {
+    check_dir(dir)?;
+    no_symlink(&dir.join(CLUSTER_FILE))?;
+    for &id in ids {
+        no_symlink(&log_path(dir, id))?;
+        no_symlink(&pid_path(dir, id))?;
+        no_symlink(&crate::persist::epoch_path(dir, id))?;
+    }
+    Ok(())
+}
+
+/// A cluster file for nodes at `addrs` (ids 0..n, in that order), with random node and client
+/// keys: for `cluster init`, when the nodes run on several machines.
+pub fn cluster_file_for(
+    addrs: &[String],
+    mutex: &str,
+    election: &str,
+    timeouts: Timeouts,
+) -> ClusterFile {
+    ClusterFile {
+        mutex: mutex.to_string(),
+        election: election.to_string(),
+        secret: random_secret(),
+        client_secret: Some(random_secret()),
+        timeouts,
+        clock: None,
+        nodes: addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| NodeEntry {
+                id: NodeId(i as u32),
+                addr: a.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Writes `file` as `dir/cluster.toml` (readable by its owner only: it holds the secret),
+/// atomically, after checking the directory.
 pub fn write_cluster(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
-    fs::create_dir_all(dir)?;
+    check_dir(dir)?;
     let path = dir.join(CLUSTER_FILE);
     let text = toml::to_string(file).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    fs::write(&path, text)?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+    write_private(&path, text.as_bytes())?;
     Ok(path)
 }
 
-fn pid_path(dir: &Path, id: NodeId) -> PathBuf {
+/// Where node `id`'s pid goes.
+pub fn pid_path(dir: &Path, id: NodeId) -> PathBuf {
     dir.join(format!("node-{id}.pid"))
 }
 
@@ -99,7 +249,7 @@ pub fn start_nodes(
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let mut started = Vec::new();
     for &id in ids {
-        let log = fs::File::create(log_path(dir, id))?;
+        let log = open_log(dir, id)?;
         let child = Command::new(exe)
             .arg("node")
             .arg("--cluster")
@@ -112,7 +262,7 @@ pub fn start_nodes(
             .stderr(log)
             .process_group(0)
             .spawn()?;
-        fs::write(pid_path(dir, id), format!("{}\n", child.id()))?;
+        write_private(&pid_path(dir, id), format!("{}\n", child.id()).as_bytes())?;
         started.push((id, child.id()));
     }
     Ok(started)
@@ -165,9 +315,21 @@ pub fn signal(pid: u32, sig: i32) -> io::Result<()> {
 /// Stops every recorded node of `dir`: SIGTERM, then SIGKILL after `grace`. Removes the pid
 /// files. Returns (id, pid, how it ended) for each.
 pub fn stop(dir: &Path, grace: Duration) -> io::Result<Vec<(NodeId, u32, &'static str)>> {
+    stop_ids(dir, None, grace)
+}
+
+/// Stops the recorded nodes of `dir` whose ids are in `only` (all if `None`).
+pub fn stop_ids(
+    dir: &Path,
+    only: Option<&[NodeId]>,
+    grace: Duration,
+) -> io::Result<Vec<(NodeId, u32, &'static str)>> {
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let mut out = Vec::new();
-    let nodes = recorded(dir)?;
+    let nodes: Vec<(NodeId, u32, bool)> = recorded(dir)?
+        .into_iter()
+        .filter(|(id, _, _)| only.is_none_or(|ids| ids.contains(id)))
+        .collect();
     for &(_, pid, running) in &nodes {
         if running {
             let _ = signal(pid, libc::SIGTERM);
@@ -192,4 +354,35 @@ pub fn stop(dir: &Path, grace: Duration) -> io::Result<Vec<(NodeId, u32, &'stati
         out.push((id, pid, how));
     }
     Ok(out)
+}
+
+/// The last non-empty line of node `id`'s log (for error messages).
+pub fn last_log_line(dir: &Path, id: NodeId) -> String {
+    fs::read_to_string(log_path(dir, id))
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(empty log)")
+        .to_string()
+}
+
+/// The name of the client file `cluster up` writes beside the cluster file: the addresses,
+/// algorithms and timeouts with the client key only, for the users of the locks.
+pub const CLIENT_FILE: &str = "client.toml";
+
+/// Writes `dir/client.toml` for `cluster`: everything but the node key (mode 0600; hand it to
+/// the users of the locks).
+pub fn write_client_file(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
+    let text = toml::to_string(&cluster.client_file())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let path = dir.join(CLIENT_FILE);
+    write_private(
+        &path,
+        format!(
+            "# For the users of the locks: the client key only (it cannot act as a node).\n{text}"
+        )
+        .as_bytes(),
+    )?;
+    Ok(path)
 }

@@ -32,6 +32,17 @@
 //!    and says `Reacquired`.
 //! 4. Then `Open(e)`: waiting clients are served again; their nodes re-issue their requests.
 //!
+//! Leases: a node hands the critical section to a client only while its lease on the view runs.
+//! A member asks its leader every tick (`Renew`) and counts the lease from when it *sent* the
+//! request; the leader answers only for its current view and while its own lease runs, which it
+//! gets by a round (`Confirm`) answered by every member. A view change opens only after every
+//! lease of the previous view has run out. So a node paused or cut off long enough to be left
+//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin.
+//!
+//! Each node keeps its highest epoch seen on disk (`persist`), written before it answers a
+//! Prepare or commits a view, so the views (and the tokens) of a cluster restarted from scratch
+//! are numbered above every earlier one.
+//!
 //! A node that has seen a higher epoch answers a Prepare with `Stale`, and the leader starts
 //! again above it. A node without a view (restarted within the timeout, or left out) asks the
 //! leader to `Join` when a message of an unknown view reaches it or after `heartbeat_timeout`.
@@ -63,8 +74,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-/// At most this many lock names per node.
+/// A node that keeps this many lock names asks the leader for a view change, at which every
+/// node forgets the locks nobody holds or waits for (their instances are rebuilt, the same at
+/// every node, when next used; tokens are per node, not per name, so they stay monotonic).
 pub const MAX_LOCKS: usize = 1024;
+/// Past this many names a node refuses new ones until the view change has freed idle ones.
+pub const HARD_MAX_LOCKS: usize = 2 * MAX_LOCKS;
 /// At most this many messages of a future view are kept until the view is committed.
 const MAX_FUTURE: usize = 16384;
 
@@ -80,14 +95,19 @@ impl fmt::Display for NodeError {
 
 impl std::error::Error for NodeError {}
 
-/// The epoch a leader starts after `seen`.
-pub fn next_epoch(seen: Epoch, leader: NodeId) -> Epoch {
-    (((seen >> 10) + 1) << 10) | (leader.0 & 1023)
+/// The epoch a leader starts after `seen`; `None` when the 22 bits of rounds are used up (a
+/// forged or corrupt epoch near the top must not wrap the numbering around).
+pub fn next_epoch(seen: Epoch, leader: NodeId) -> Option<Epoch> {
+    let round = (seen >> 10).checked_add(1)?;
+    (round < 1 << 22).then_some((round << 10) | (leader.0 & 1023))
 }
 
-/// The fencing token of the next grant after `highest` in view `epoch`.
-pub fn next_token(highest: u64, epoch: Epoch) -> u64 {
-    highest.max((epoch as u64) << 32) + 1
+/// The fencing token of the next grant after `highest` in view `epoch`; `None` if the view's
+/// 32 bits of tokens are used up.
+pub fn next_token(highest: u64, epoch: Epoch) -> Option<u64> {
+    let base = (epoch as u64) << 32;
+    let t = highest.max(base).checked_add(1)?;
+    (t >> 32 == epoch as u64).then_some(t)
 }
 
 /// Runs node `id` of `cluster` until `shutdown` completes.
@@ -111,6 +131,13 @@ pub async fn run(
     let (events_tx, mut events) = mpsc::channel(8192);
     let server = tokio::spawn(peer::serve(listener, cluster.clone(), id, events_tx));
     let mut node = Node::new(cluster.clone(), id);
+    if let Some(dir) = &cluster.state_dir {
+        let store = crate::persist::EpochStore::open(dir, id)
+            .map_err(|e| NodeError(format!("node {id}: cannot read its epoch mark: {e}")))?;
+        node.seen_epoch = store.stored();
+        info!(node = %id, epoch = node.seen_epoch, "epoch high-water mark");
+        node.store = Some(store);
+    }
     for (i, &p) in cluster.peers.ids().iter().enumerate() {
         if p != id {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
@@ -184,6 +211,9 @@ struct Lock {
     /// Re-acquiring in a new view for the holder it already has.
     reacquiring: bool,
     holder: Option<(Holder, u64)>,
+    /// In the critical section for a waiting client, but not handed to it yet: this node's
+    /// lease has lapsed, so it cannot confirm its view is current.
+    pending: bool,
 }
 
 /// A view change this node leads.
@@ -192,6 +222,8 @@ struct Change {
     asked: BTreeSet<NodeId>,
     /// Each answering node's last view and holds.
     states: BTreeMap<NodeId, (Epoch, Vec<(String, u64)>)>,
+    /// The view opens no earlier than this: every lease of an earlier view has run out.
+    open_after: Instant,
     /// `None` while preparing; the locks still to be re-acquired once committed.
     awaiting: Option<BTreeSet<String>>,
     members: Vec<NodeId>,
@@ -232,6 +264,22 @@ struct Node {
     no_view_since: Option<Instant>,
     /// When it last asked to join.
     last_join: Option<Instant>,
+    /// The epoch high-water mark on disk (none in the in-process tests).
+    store: Option<crate::persist::EpochStore>,
+    /// Until when this node may grant in its view (see "Leases" in docs/net.md).
+    lease_until: Option<Instant>,
+    lease_seq: u64,
+    /// A member's recent lease requests to its leader: (sequence number, when sent).
+    asks: VecDeque<(u64, Instant)>,
+    /// The leader's recent confirmation rounds: (sequence number, when sent, who answered).
+    rounds: VecDeque<(u64, Instant, BTreeSet<NodeId>)>,
+    /// The leader: when it last extended each node's lease.
+    leased_to: HashMap<NodeId, Instant>,
+    /// A member: when it last confirmed each leader's round (that leader's lease can last
+    /// until then + the lease time).
+    confirmed: HashMap<NodeId, Instant>,
+    /// When this node last asked the leader to free idle lock names.
+    last_compact: Option<Instant>,
 }
 
 impl Node {
@@ -266,6 +314,14 @@ impl Node {
             last_view: 0,
             no_view_since: None,
             last_join: None,
+            store: None,
+            lease_until: None,
+            lease_seq: 0,
+            asks: VecDeque::new(),
+            rounds: VecDeque::new(),
+            leased_to: HashMap::new(),
+            confirmed: HashMap::new(),
+            last_compact: None,
             cluster,
         }
     }
@@ -362,6 +418,21 @@ impl Node {
                 self.ask_to_join(leader);
             }
         }
+        self.renew_leases(now);
+        // A member whose lease has lapsed for a timeout cannot confirm its view: its leader
+        // no longer answers for it (it was left out while paused or cut off). Ask to rejoin.
+        let lapsed = self.view.as_ref().and_then(|v| {
+            let limit = self.timeouts().heartbeat_timeout;
+            let since = self.lease_until.unwrap_or(v.committed_at);
+            (v.leader != self.id && now.duration_since(since) > limit).then_some(v.leader)
+        });
+        if let Some(leader) = lapsed {
+            if self.change.is_none() {
+                self.ask_to_join(leader);
+            }
+        }
+        self.grant_pending();
+        self.maybe_open();
         if self.view.is_some() || self.change.is_some() {
             self.no_view_since = None;
         } else {
@@ -462,7 +533,12 @@ impl Node {
                 _ => {}
             },
             PeerMsg::Prepare { epoch } => self.on_prepare(from, epoch),
-            PeerMsg::State { epoch, view, held } => self.on_state(from, epoch, view, held),
+            PeerMsg::State {
+                epoch,
+                view,
+                held,
+                wait_ms,
+            } => self.on_state(from, epoch, view, held, wait_ms),
             PeerMsg::Commit {
                 epoch,
                 members,
@@ -472,6 +548,123 @@ impl Node {
             PeerMsg::Open { epoch } => self.on_open(epoch),
             PeerMsg::Stale { seen } => self.on_stale(seen),
             PeerMsg::Join => self.on_join(from),
+            PeerMsg::Renew { epoch, seq } => self.on_renew(from, epoch, seq),
+            PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),
+            PeerMsg::Confirm { epoch, seq } => self.on_confirm(from, epoch, seq),
+            PeerMsg::Confirmed { epoch, seq } => self.on_confirmed(from, epoch, seq),
+        }
+    }
+
+    // ---- leases: a node grants only in a view it can confirm is current ----
+
+    /// How long a lease runs: the failure timeout. The leader takes a member for crashed only
+    /// after that much silence, so a lease it gave has run out by then anyway; the view change
+    /// also waits for it explicitly (`open_after`).
+    fn lease_time(&self) -> Duration {
+        self.timeouts().heartbeat_timeout
+    }
+
+    fn lease_valid(&self) -> bool {
+        self.lease_until.is_some_and(|t| Instant::now() < t)
+    }
+
+    fn extend_lease(&mut self, until: Instant) {
+        let was = self.lease_valid();
+        self.lease_until = Some(self.lease_until.map_or(until, |t| t.max(until)));
+        if !was && self.lease_valid() {
+            debug!(node = %self.id, "lease on the view runs");
+        }
+    }
+
+    /// Every tick: a member asks its leader to renew its lease; the leader asks every member
+    /// to confirm the view (its own lease).
+    fn renew_leases(&mut self, now: Instant) {
+        let Some(view) = &self.view else { return };
+        let (epoch, leader) = (view.epoch, view.leader);
+        let others: Vec<NodeId> = view
+            .members
+            .ids()
+            .iter()
+            .copied()
+            .filter(|&m| m != self.id)
+            .collect();
+        self.lease_seq += 1;
+        let seq = self.lease_seq;
+        if leader == self.id {
+            if others.is_empty() {
+                let l = self.lease_time();
+                self.extend_lease(now + l);
+                return;
+            }
+            for m in others {
+                self.send(m, PeerMsg::Confirm { epoch, seq });
+            }
+            self.rounds.push_back((seq, now, BTreeSet::new()));
+            if self.rounds.len() > 64 {
+                self.rounds.pop_front();
+            }
+        } else {
+            self.send(leader, PeerMsg::Renew { epoch, seq });
+            self.asks.push_back((seq, now));
+            if self.asks.len() > 64 {
+                self.asks.pop_front();
+            }
+        }
+    }
+
+    fn on_renew(&mut self, from: NodeId, epoch: Epoch, seq: u64) {
+        let Some(view) = &self.view else { return };
+        if view.epoch != epoch || view.leader != self.id || !view.members.contains(from) {
+            return;
+        }
+        let Some(until) = self.lease_until else {
+            return;
+        };
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        self.leased_to.insert(from, now);
+        let ms = until.duration_since(now).as_millis() as u64;
+        self.send(from, PeerMsg::Renewed { epoch, seq, ms });
+    }
+
+    fn on_renewed(&mut self, from: NodeId, epoch: Epoch, seq: u64, ms: u64) {
+        let Some(view) = &self.view else { return };
+        if view.epoch != epoch || view.leader != from {
+            return;
+        }
+        let Some(&(_, sent)) = self.asks.iter().find(|(s, _)| *s == seq) else {
+            return;
+        };
+        let d = Duration::from_millis(ms).min(self.lease_time());
+        self.extend_lease(sent + d);
+        self.grant_pending();
+    }
+
+    fn on_confirm(&mut self, from: NodeId, epoch: Epoch, seq: u64) {
+        let Some(view) = &self.view else { return };
+        if view.epoch != epoch || view.leader != from {
+            return;
+        }
+        self.confirmed.insert(from, Instant::now());
+        self.send(from, PeerMsg::Confirmed { epoch, seq });
+    }
+
+    fn on_confirmed(&mut self, from: NodeId, epoch: Epoch, seq: u64) {
+        let Some(view) = &self.view else { return };
+        if view.epoch != epoch || view.leader != self.id {
+            return;
+        }
+        let need = view.members.len() - 1;
+        let Some(round) = self.rounds.iter_mut().find(|r| r.0 == seq) else {
+            return;
+        };
+        round.2.insert(from);
+        if round.2.len() >= need {
+            let until = round.1 + self.lease_time();
+            self.extend_lease(until);
+            self.grant_pending();
         }
     }
 
@@ -482,6 +675,11 @@ impl Node {
         else {
             return;
         };
+        let epoch = self.view.as_ref().map_or(0, |v| v.epoch);
+        if token >> 32 > epoch as u64 {
+            warn!(node = %self.id, from = %from, token, epoch, "a token above its view's epoch; message dropped");
+            return;
+        }
         self.max_token = self.max_token.max(token);
         if !self.ensure_instance(&name, false) {
             return;
@@ -530,12 +728,16 @@ impl Node {
     }
 
     fn begin_change(&mut self, live: Vec<NodeId>) {
-        let epoch = next_epoch(self.seen_epoch, self.id);
+        let Some(epoch) = next_epoch(self.seen_epoch, self.id) else {
+            tracing::error!(node = %self.id, seen = self.seen_epoch, "no epoch left above the highest seen; not changing view");
+            return;
+        };
         info!(node = %self.id, epoch, live = ?live, "view change: prepare");
         let asked: BTreeSet<NodeId> = live.iter().copied().filter(|&p| p != self.id).collect();
         for &p in &asked {
             self.send(p, PeerMsg::Prepare { epoch });
         }
+        let wait = self.lease_wait(self.id);
         let held = self.freeze(epoch);
         let mut states = BTreeMap::new();
         states.insert(self.id, (self.last_view, held));
@@ -543,6 +745,7 @@ impl Node {
             epoch,
             asked,
             states,
+            open_after: Instant::now() + wait,
             awaiting: None,
             members: Vec::new(),
             deadline: Instant::now() + self.timeouts().heartbeat_timeout,
@@ -550,10 +753,21 @@ impl Node {
         self.maybe_commit();
     }
 
-    fn on_state(&mut self, from: NodeId, epoch: Epoch, view: Epoch, held: Vec<(String, u64)>) {
+    fn on_state(
+        &mut self,
+        from: NodeId,
+        epoch: Epoch,
+        view: Epoch,
+        held: Vec<(String, u64)>,
+        wait_ms: u64,
+    ) {
         if let Some(c) = &mut self.change {
             if c.epoch == epoch && c.awaiting.is_none() {
                 c.states.insert(from, (view, held));
+                // An honest wait is at most one lease time.
+                let wait = Duration::from_millis(wait_ms)
+                    .min(self.cluster.file.timeouts.heartbeat_timeout);
+                c.open_after = c.open_after.max(Instant::now() + wait);
             }
         }
         self.maybe_commit();
@@ -563,7 +777,7 @@ impl Node {
         if seen <= self.seen_epoch {
             return;
         }
-        self.seen_epoch = seen;
+        self.raise_seen(seen);
         if let Some(c) = self.change.take() {
             info!(node = %self.id, epoch = c.epoch, seen, "view change refused as stale; starting above the epoch seen");
             self.force_change = true;
@@ -617,6 +831,13 @@ impl Node {
         }
         let holders: Vec<(String, NodeId)> =
             best.into_iter().map(|(name, (_, n))| (name, n)).collect();
+        // A node left out may still hold a lease this leader gave it: open after it ran out.
+        let lease = self.cluster.file.timeouts.heartbeat_timeout;
+        for (node, &at) in &self.leased_to {
+            if !members.contains(node) {
+                change.open_after = change.open_after.max(at + lease);
+            }
+        }
         change.awaiting = Some(holders.iter().map(|(n, _)| n.clone()).collect());
         change.members = members.clone();
         change.deadline = Instant::now() + self.cluster.file.timeouts.heartbeat_timeout * 2;
@@ -645,10 +866,10 @@ impl Node {
     }
 
     fn maybe_open(&mut self) {
-        let done = self
-            .change
-            .as_ref()
-            .is_some_and(|c| c.awaiting.as_ref().is_some_and(|a| a.is_empty()));
+        let now = Instant::now();
+        let done = self.change.as_ref().is_some_and(|c| {
+            c.awaiting.as_ref().is_some_and(|a| a.is_empty()) && now >= c.open_after
+        });
         if !done {
             return;
         }
@@ -664,8 +885,19 @@ impl Node {
 
     /// Stops granting for the view being replaced and returns the locks local clients hold.
     fn freeze(&mut self, epoch: Epoch) -> Vec<(String, u64)> {
-        self.seen_epoch = self.seen_epoch.max(epoch);
+        self.raise_seen(epoch);
         self.view = None;
+        self.lease_until = None;
+        self.asks.clear();
+        self.rounds.clear();
+        // Forget the locks nobody holds or waits for: every instance is rebuilt in the new
+        // view anyway, the same way at every node, when next used.
+        let before = self.locks.len();
+        self.locks
+            .retain(|_, l| l.holder.is_some() || !l.waiting.is_empty());
+        if before > self.locks.len() {
+            debug!(node = %self.id, freed = before - self.locks.len(), "idle lock names freed");
+        }
         self.timers.cancel_mutex();
         self.future
             .retain(|(_, m)| matches!(m, PeerMsg::Mutex { epoch: e, .. } if *e >= epoch));
@@ -675,6 +907,7 @@ impl Node {
             lock.requested = false;
             lock.releasing = false;
             lock.reacquiring = false;
+            lock.pending = false;
             if let Some((_, token)) = lock.holder {
                 held.push((name.clone(), token));
             }
@@ -682,7 +915,40 @@ impl Node {
         held
     }
 
+    /// Raises the highest epoch seen, and its mark on disk before anything can use it. A node
+    /// that cannot store its mark stops: going on could reuse tokens after a restart.
+    fn raise_seen(&mut self, epoch: Epoch) {
+        if epoch <= self.seen_epoch {
+            return;
+        }
+        self.seen_epoch = epoch;
+        if let Some(store) = &mut self.store {
+            if let Err(e) = store.raise(epoch) {
+                tracing::error!(node = %self.id, epoch, "cannot store the epoch mark: {e}; stopping");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// How long a lease this node confirmed to a leader other than `new_leader` may still run.
+    /// (The new leader's own earlier lease ended when it froze its view, and the leases it gave
+    /// to nodes it leaves out are in its `leased_to`.)
+    fn lease_wait(&self, new_leader: NodeId) -> Duration {
+        let lease = self.lease_time();
+        let now = Instant::now();
+        self.confirmed
+            .iter()
+            .filter(|(&l, _)| l != new_leader)
+            .map(|(_, &t)| (t + lease).saturating_duration_since(now))
+            .max()
+            .unwrap_or_default()
+    }
+
     fn on_prepare(&mut self, from: NodeId, epoch: Epoch) {
+        if epoch & 1023 != from.0 & 1023 {
+            warn!(node = %self.id, from = %from, epoch, "a prepare whose epoch names another leader; ignored");
+            return;
+        }
         if epoch <= self.seen_epoch {
             debug!(node = %self.id, epoch, "stale prepare refused");
             self.send(
@@ -697,10 +963,19 @@ impl Node {
             info!(node = %self.id, epoch, "a newer view change supersedes ours");
             self.change = None;
         }
+        let wait_ms = self.lease_wait(from).as_millis() as u64;
         let held = self.freeze(epoch);
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
-        self.send(from, PeerMsg::State { epoch, view, held });
+        self.send(
+            from,
+            PeerMsg::State {
+                epoch,
+                view,
+                held,
+                wait_ms,
+            },
+        );
     }
 
     fn on_commit(
@@ -710,7 +985,10 @@ impl Node {
         members: Vec<NodeId>,
         holders: Vec<(String, NodeId)>,
     ) {
-        if epoch < self.seen_epoch || self.view.as_ref().is_some_and(|v| v.epoch >= epoch) {
+        if epoch < self.seen_epoch
+            || self.view.as_ref().is_some_and(|v| v.epoch >= epoch)
+            || epoch & 1023 != from.0 & 1023
+        {
             return;
         }
         if epoch > self.seen_epoch {
@@ -838,10 +1116,18 @@ impl Node {
         if view.usable.is_err() {
             return false;
         }
-        if !self.locks.contains_key(name) && self.locks.len() >= MAX_LOCKS {
-            warn!(node = %self.id, "too many locks; {name:?} refused");
-            return false;
+        if !self.locks.contains_key(name) {
+            if self.locks.len() >= HARD_MAX_LOCKS {
+                warn!(node = %self.id, "too many locks; {name:?} refused");
+                return false;
+            }
+            if self.locks.len() >= MAX_LOCKS {
+                self.ask_to_free_names();
+            }
         }
+        let Some(view) = &self.view else {
+            return false;
+        };
         let lock = self.locks.entry(name.to_string()).or_default();
         if lock.instance.is_some() {
             return true;
@@ -953,9 +1239,76 @@ impl Node {
             }
             return;
         }
+        if !self.lease_valid() {
+            // No grant in a view this node cannot confirm is current: hold the critical
+            // section until the lease runs again, or a view change takes it away.
+            debug!(node = %me, lock = name, "lease lapsed: grant held back");
+            if let Some(lock) = self.locks.get_mut(name) {
+                lock.pending = true;
+            }
+            return;
+        }
+        self.grant(name, epoch);
+    }
+
+    /// Grants held back while the lease had lapsed, now that it runs again.
+    fn grant_pending(&mut self) {
+        if !self.lease_valid() {
+            return;
+        }
+        let Some(epoch) = self.view.as_ref().map(|v| v.epoch) else {
+            return;
+        };
+        let pending: Vec<String> = self
+            .locks
+            .iter()
+            .filter(|(_, l)| l.pending)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in pending {
+            self.grant(&name, epoch);
+        }
+    }
+
+    /// Asks the leader (at most once per timeout) for a view change, which frees the names of
+    /// idle locks at every node.
+    fn ask_to_free_names(&mut self) {
+        let now = Instant::now();
+        if self
+            .last_compact
+            .is_some_and(|t| now.duration_since(t) < self.timeouts().heartbeat_timeout)
+        {
+            return;
+        }
+        self.last_compact = Some(now);
+        info!(node = %self.id, locks = self.locks.len(), "many lock names: asking for a view change to free the idle ones");
+        match self.election.leader() {
+            Some(l) if l == self.id => self.force_change = true,
+            Some(l) => self.send(l, PeerMsg::Join),
+            None => {}
+        }
+    }
+
+    /// Hands the critical section the instance gave this node to the first waiting client.
+    fn grant(&mut self, name: &str, epoch: Epoch) {
+        let me = self.id;
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        lock.pending = false;
         while let Some(c) = lock.waiting.pop_front() {
             if self.clients.contains_key(&c) {
-                let token = next_token(self.max_token, epoch);
+                let Some(token) = next_token(self.max_token, epoch) else {
+                    warn!(node = %me, lock = name, "fencing tokens of this view used up; refused");
+                    self.reply(
+                        c,
+                        ClientReply::Refused {
+                            reason: "fencing tokens of this view are used up; retry after the next view change".into(),
+                        },
+                    );
+                    self.todo.push(Todo::Release(name.to_string()));
+                    return;
+                };
                 self.max_token = token;
                 lock.holder = Some((Holder::Client(c), token));
                 debug!(node = %me, lock = name, client = c, token, "granted");
@@ -1020,7 +1373,12 @@ impl Node {
         let Some(lock) = self.locks.get(name) else {
             return;
         };
-        if lock.waiting.is_empty() || lock.holder.is_some() || lock.requested || lock.releasing {
+        if lock.waiting.is_empty()
+            || lock.holder.is_some()
+            || lock.requested
+            || lock.releasing
+            || lock.pending
+        {
             return;
         }
         if !competitors.contains(&me) {
@@ -1074,14 +1432,21 @@ impl Node {
                     );
                     return;
                 }
-                if !self.locks.contains_key(&name) && self.locks.len() >= MAX_LOCKS {
-                    self.reply(
-                        c,
-                        ClientReply::Refused {
-                            reason: format!("this node already serves {MAX_LOCKS} locks"),
-                        },
-                    );
-                    return;
+                if !self.locks.contains_key(&name) {
+                    if self.locks.len() >= HARD_MAX_LOCKS {
+                        self.reply(
+                            c,
+                            ClientReply::Refused {
+                                reason: format!(
+                                    "this node already serves {HARD_MAX_LOCKS} locks; idle ones are freed at the next view change"
+                                ),
+                            },
+                        );
+                        return;
+                    }
+                    if self.locks.len() >= MAX_LOCKS {
+                        self.ask_to_free_names();
+                    }
                 }
                 let lock = self.locks.entry(name.clone()).or_default();
                 let mine = lock.waiting.contains(&c)
@@ -1153,6 +1518,8 @@ impl Node {
                 .collect(),
             mutex: self.cluster.file.mutex.clone(),
             election: self.cluster.file.election.clone(),
+            max_token: self.max_token,
+            lease: self.lease_valid(),
         }
     }
 }
@@ -1173,18 +1540,18 @@ mod tests {
 
     #[test]
     fn epochs_and_tokens_increase() {
-        let e1 = next_epoch(0, NodeId(4));
-        let e2 = next_epoch(e1, NodeId(3));
+        let e1 = next_epoch(0, NodeId(4)).unwrap();
+        let e2 = next_epoch(e1, NodeId(3)).unwrap();
         assert!(e2 > e1);
         assert_eq!(e1 & 1023, 4);
         assert_eq!(e2 & 1023, 3);
         // Two leaders in the same round number their views differently.
         assert_ne!(next_epoch(e1, NodeId(1)), next_epoch(e1, NodeId(2)));
-        let t1 = next_token(0, e1);
-        let t2 = next_token(t1, e1);
+        let t1 = next_token(0, e1).unwrap();
+        let t2 = next_token(t1, e1).unwrap();
         assert!(t2 > t1);
         // The first grant of a later view beats every grant of an earlier one.
-        let t3 = next_token(t2 + 1000, e2);
+        let t3 = next_token(t2 + 1000, e2).unwrap();
         assert!(t3 > t2 + 1000 && t3 >> 32 == e2 as u64);
     }
 }
@@ -1200,6 +1567,8 @@ mod cluster_tests {
         nodes: Vec<Node>,
         rx: Vec<Vec<Option<mpsc::Receiver<PeerMsg>>>>,
         up: Vec<bool>,
+        /// Paused nodes (SIGSTOP): they run nothing, and what is sent to them waits.
+        paused: Vec<bool>,
         /// Pairs of nodes that cannot reach each other (a partition), both directions.
         cut: Vec<(usize, usize)>,
         clients: HashMap<u64, mpsc::Receiver<ClientReply>>,
@@ -1264,6 +1633,7 @@ addr = "127.0.0.1:3"
                 nodes,
                 rx,
                 up: vec![true; n],
+                paused: vec![false; n],
                 cut: Vec::new(),
                 clients: HashMap::new(),
             }
@@ -1289,6 +1659,9 @@ addr = "127.0.0.1:3"
                 for i in 0..self.nodes.len() {
                     for j in 0..self.nodes.len() {
                         let linked = self.linked(i, j);
+                        if self.paused[i] || self.paused[j] {
+                            continue;
+                        }
                         let Some(r) = self.rx[i][j].as_mut() else {
                             continue;
                         };
@@ -1313,13 +1686,13 @@ addr = "127.0.0.1:3"
                 tokio::time::advance(Duration::from_millis(10)).await;
                 for i in 0..self.nodes.len() {
                     for j in 0..self.nodes.len() {
-                        if i != j && self.linked(i, j) {
+                        if i != j && self.linked(i, j) && !self.paused[i] && !self.paused[j] {
                             self.nodes[j].on_event(Event::Peer(NodeId(i as u32), PeerMsg::Ping));
                         }
                     }
                 }
                 for i in 0..self.nodes.len() {
-                    if self.up[i] {
+                    if self.up[i] && !self.paused[i] {
                         self.nodes[i].on_timers();
                         self.nodes[i].on_tick();
                     }
@@ -1488,5 +1861,99 @@ addr = "127.0.0.1:3"
         );
         let holding: usize = h.nodes.iter().map(|n| n.status().holding.len()).sum();
         assert_eq!(holding, 1);
+    }
+
+    /// The issue's reproduction, deterministically: client 1 holds the lock through node 0 and
+    /// client 2 waits there; node 0 is paused (it runs nothing, what is sent to it waits); the
+    /// others form a view without it and client 3 is granted through node 1; node 0 resumes
+    /// and the first thing it handles is client 1's unlock. Its view is stale: it must not
+    /// hand the lock to client 2 while client 3 holds it. (Without leases it does, at once,
+    /// with a token of the old view.)
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_node_does_not_grant_in_its_stale_view_when_it_resumes() {
+        let mut h = Harness::with(&five_nodes("suzuki-kasami"));
+        h.run(1000).await;
+        assert!(h.open_everywhere(4, 5));
+        h.client(0, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("client 1 holds through node 0");
+        h.client(0, 2, lock());
+        assert_eq!(granted(&h.replies(2)), None, "client 2 waits at node 0");
+        h.paused[0] = true;
+        h.run(1500).await;
+        assert_eq!(
+            h.nodes[4].status().members,
+            [1, 2, 3, 4].map(NodeId).to_vec(),
+            "the others left node 0 out"
+        );
+        h.client(1, 3, lock());
+        let t3 = granted(&h.replies(3)).expect("client 3 is granted in the new view");
+        assert!(t3 > t1);
+        // Node 0 resumes; its first event is client 1's unlock.
+        h.paused[0] = false;
+        h.nodes[0].on_event(Event::Client(1, ClientRequest::Unlock { name: "x".into() }));
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "node 0 granted client 2 in its stale view while client 3 holds the lock"
+        );
+        h.run(1500).await;
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "client 3 still holds the lock"
+        );
+        assert!(h.open_everywhere(4, 5), "node 0 rejoined");
+        h.client(1, 3, ClientRequest::Unlock { name: "x".into() });
+        h.run(200).await;
+        let t2 = granted(&h.replies(2)).expect("client 2 is served after client 3");
+        assert!(t2 > t3, "{t2} > {t3}");
+    }
+
+    /// A forged or corrupt epoch at the top of the range must not wrap the numbering: the
+    /// node refuses to go above it instead of starting again from round 0.
+    #[test]
+    fn epochs_and_tokens_do_not_wrap() {
+        assert_eq!(next_epoch(u32::MAX, NodeId(3)), None);
+        assert_eq!(next_epoch(((1 << 22) - 1) << 10, NodeId(3)), None);
+        assert!(next_epoch(((1 << 22) - 2) << 10, NodeId(3)).is_some());
+        assert_eq!(next_token(u64::MAX, 5), None);
+        assert_eq!(next_token((5 << 32) | 0xffff_ffff, 5), None);
+    }
+
+    /// The same with the *leader* paused: its own lease lapses too (it needs every member's
+    /// confirmation), so when it resumes it grants nothing in its old view while the new
+    /// leader's view serves someone else.
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_leader_does_not_grant_in_its_stale_view_when_it_resumes() {
+        let mut h = Harness::with(&five_nodes("suzuki-kasami"));
+        h.run(1000).await;
+        assert!(h.open_everywhere(4, 5));
+        h.client(4, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("client 1 holds through the leader");
+        h.client(4, 2, lock());
+        assert_eq!(granted(&h.replies(2)), None);
+        h.paused[4] = true;
+        h.run(3000).await;
+        assert_eq!(
+            h.nodes[0].status().leader,
+            Some(NodeId(3)),
+            "the others elected node 3"
+        );
+        h.client(1, 3, lock());
+        let t3 = granted(&h.replies(3)).expect("client 3 is granted in the new view");
+        assert!(t3 > t1);
+        h.paused[4] = false;
+        h.nodes[4].on_event(Event::Client(1, ClientRequest::Unlock { name: "x".into() }));
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "the old leader granted client 2 in its stale view while client 3 holds the lock"
+        );
+        h.run(3000).await;
+        assert_eq!(
+            granted(&h.replies(2)),
+            None,
+            "client 3 still holds the lock"
+        );
     }
 }

@@ -113,6 +113,45 @@ pub fn spawn_link(
     });
 }
 
+/// Connections refused before they authenticated are logged one line each up to this many per
+/// window; the rest are counted and reported in one summary line at the end of the window, so
+/// that nobody can fill the disk by connecting.
+pub const REFUSED_LINES_PER_WINDOW: u32 = 5;
+/// The window of [`REFUSED_LINES_PER_WINDOW`].
+pub const REFUSED_WINDOW: Duration = Duration::from_secs(5);
+
+/// Rate-limited logging of refused (unauthenticated) connections.
+#[derive(Default)]
+struct Refusals {
+    logged: u32,
+    suppressed: u64,
+    latest: String,
+}
+
+impl Refusals {
+    /// Logs this refusal, or counts it if the window's lines are used up.
+    fn note(&mut self, addr: SocketAddr, why: &str) {
+        if self.logged < REFUSED_LINES_PER_WINDOW {
+            self.logged += 1;
+            warn!(%addr, "refused connection: {why}");
+        } else {
+            self.suppressed += 1;
+            self.latest = format!("{addr}: {why}");
+        }
+    }
+
+    /// Ends a window: one summary line for what was counted.
+    fn flush(&mut self) {
+        if self.suppressed > 0 {
+            warn!(
+                "{} more refused connections in the last {:?} (latest from {})",
+                self.suppressed, REFUSED_WINDOW, self.latest
+            );
+        }
+        *self = Refusals::default();
+    }
+}
+
 /// Accepts connections on `listener` until the node stops, sending what they carry to `events`.
 pub async fn serve(
     listener: TcpListener,
@@ -122,7 +161,20 @@ pub async fn serve(
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
     let secret: Arc<[u8]> = cluster.secret().into();
+    let client_secret: Arc<[u8]> = cluster.client_secret().into();
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
+    let refusals = Arc::new(std::sync::Mutex::new(Refusals::default()));
+    let flusher = {
+        let refusals = refusals.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(REFUSED_WINDOW);
+            loop {
+                every.tick().await;
+                refusals.lock().unwrap_or_else(|e| e.into_inner()).flush();
+            }
+        })
+    };
+    let _stop_flusher = AbortOnDrop(flusher);
     loop {
         let (stream, addr) = match listener.accept().await {
             Ok(c) => c,
@@ -132,20 +184,26 @@ pub async fn serve(
                 continue;
             }
         };
-        let (events, secret, cluster, next_client) = (
+        let (events, secret, client_secret, cluster, next_client, refusals) = (
             events.clone(),
             secret.clone(),
+            client_secret.clone(),
             cluster.clone(),
             next_client.clone(),
+            refusals.clone(),
         );
         tokio::spawn(async move {
-            let (role, mut reader, writer) = match connection::respond(stream, &secret).await {
-                Ok(c) => c,
-                Err(e) => {
-                    warn!(%addr, "refused connection: {e}");
-                    return;
-                }
-            };
+            let (role, mut reader, writer) =
+                match connection::respond(stream, &secret, &client_secret).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        refusals
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .note(addr, &e.to_string());
+                        return;
+                    }
+                };
             match role {
                 Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
                     warn!(%addr, "refused connection: node {id} is not a peer of node {me}");
@@ -222,4 +280,13 @@ async fn client_session(
     }
     let _ = events.send(Event::ClientGone(id)).await;
     write.abort();
+}
+
+/// Aborts a task when dropped (the refusal-log flusher ends with the listener).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -50,6 +50,9 @@ pub enum PeerMsg {
         view: Epoch,
         /// (lock, fencing token) for every lock a local client holds.
         held: Vec<(String, u64)>,
+        /// How long (ms) a lease this node confirmed to its last leader may still run: the new
+        /// view must not open before it has.
+        wait_ms: u64,
     },
     /// Leader to the members: the new view. Holders re-acquire first.
     Commit {
@@ -80,6 +83,39 @@ pub enum PeerMsg {
     Open {
         /// The view.
         epoch: Epoch,
+    },
+    /// Member to leader, every tick: may I go on granting in view `epoch`? The member counts
+    /// its lease from when it sent this (a reply that waited in a paused process's buffers
+    /// extends nothing).
+    Renew {
+        /// The member's view.
+        epoch: Epoch,
+        /// Matches the answer to the request.
+        seq: u64,
+    },
+    /// Leader to member: yes, for `ms` more milliseconds at most (the leader's own lease).
+    Renewed {
+        /// The view.
+        epoch: Epoch,
+        /// The request answered.
+        seq: u64,
+        /// How long the leader's own lease still runs.
+        ms: u64,
+    },
+    /// Leader to members, every tick: is `epoch` still your view? The leader's own lease runs
+    /// from when it sent this once every member has said yes.
+    Confirm {
+        /// The leader's view.
+        epoch: Epoch,
+        /// Matches the answers to the round.
+        seq: u64,
+    },
+    /// Member to leader: `epoch` is still my view.
+    Confirmed {
+        /// The view.
+        epoch: Epoch,
+        /// The round answered.
+        seq: u64,
     },
 }
 
@@ -168,6 +204,10 @@ pub struct NodeStatus {
     pub mutex: String,
     /// The election algorithm.
     pub election: String,
+    /// The highest fencing token this node has granted or seen.
+    pub max_token: u64,
+    /// Whether the node's lease on its view runs (it may grant).
+    pub lease: bool,
 }
 
 /// A frame whose payload does not decode.

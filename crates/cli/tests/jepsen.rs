@@ -1,0 +1,424 @@
+//! A Jepsen-style suite for the lock service (issue 12, "done when"): a 5-node cluster
+//! (suzuki-kasami, bully, separate node and client keys), 8 concurrent `distsync lock` clients
+//! each incrementing a fenced counter, and one fault per case while they work:
+//!
+//! - pause: SIGSTOP of the node whose client holds the lock, for 1 s, then SIGCONT;
+//! - kill: kill -9 of the holder's node, restarted 0.5 s later;
+//! - restart-all: kill -9 of every node, all restarted;
+//! - partition: the holder's node cut off from every other node and client (network
+//!   namespaces, a veth taken down) for 1.5 s, then healed (skipped, with the reason printed, where namespaces
+//!   cannot be made);
+//! - forged: the issue's forged peer messages (largest view number), sent with the client key
+//!   posing as node 3 to every node.
+//!
+//! The counter is a fenced resource: under flock(1), a command refuses to go on if its token
+//! is not above the last one the file saw, and writes only if no newer token touched the file
+//! meanwhile. Each command logs `start T` / `end T` in one event file (under the same flock),
+//! so that the intervals of all commands are known. Checked after every case:
+//! - no two commands overlapped unless the fence refused one of them;
+//! - no accepted token went backwards (tokens of accepted writes strictly increase);
+//! - nothing was lost: the counter equals the number of accepted writes, and every invocation
+//!   that exited 0 has its write among them.
+//!
+//! The table of cases and results printed at the end is the one docs/net.md shows.
+
+mod lock_common;
+
+use lock_common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const CLIENTS: usize = 8;
+const ROUNDS: usize = 5;
+
+/// $1 counter file, $2 log of accepted writes, $3 events.
+const COUNTER: &str = r#"
+f="$1"; log="$2"; ev="$3"; t="$DISTSYNC_FENCING_TOKEN"
+echo "$t"
+exec 9>>"$f.lk"
+flock 9
+echo "start $t" >> "$ev"
+read count last < "$f"
+if [ "$t" -le "$last" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
+echo "$count $t" > "$f"
+flock -u 9
+sleep 0.05
+flock 9
+read count2 last2 < "$f"
+if [ "$last2" != "$t" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
+next=$((count2 + 1))
+echo "$next $t" > "$f"
+echo "$t $next" >> "$log"
+echo "end $t" >> "$ev"
+"#;
+
+const TIMEOUTS_J: &str = "[timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout = \"500ms\"\n\
+     answer_timeout = \"100ms\"\ncoordinator_timeout = \"800ms\"\n";
+const CLIENT_KEY: &str = "client-secret-0123456789";
+
+#[derive(Default)]
+struct Row {
+    case: String,
+    invocations: usize,
+    ok: usize,
+    lost: usize,
+    other: usize,
+    accepted: usize,
+    refused: usize,
+    overlaps: usize,
+    unfenced: usize,
+    backwards: usize,
+    missing: usize,
+    count: u64,
+}
+
+impl Row {
+    fn passed(&self) -> bool {
+        self.unfenced == 0
+            && self.backwards == 0
+            && self.missing == 0
+            && self.count == self.accepted as u64
+    }
+}
+
+fn start(name: &str, netns: Option<Netns>) -> TestCluster {
+    let c = TestCluster::start_in(
+        netns,
+        name,
+        5,
+        "suzuki-kasami",
+        "bully",
+        TIMEOUTS_J,
+        &format!("client_secret = \"{CLIENT_KEY}\"\n"),
+    );
+    let text = fs::read_to_string(&c.cluster)
+        .unwrap()
+        .replace("test-secret-0123456789", CLIENT_KEY)
+        .replace(&format!("client_secret = \"{CLIENT_KEY}\"\n"), "");
+    fs::write(c.dir.join("client.toml"), text).unwrap();
+    c.settled(Duration::from_secs(30));
+    c
+}
+
+fn count_of(file: &Path) -> u64 {
+    for _ in 0..1000 {
+        let parsed = fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok());
+        if let Some(n) = parsed {
+            return n;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the counter file stayed unreadable");
+}
+
+/// Runs one case: the clients work while `nemesis` injects the fault once the counter reached
+/// a few writes; then the history is checked.
+fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row {
+    let dir = c.dir.join(name);
+    fs::create_dir_all(&dir).unwrap();
+    let (file, log, ev, script) = (
+        dir.join("counter"),
+        dir.join("accepted"),
+        dir.join("events"),
+        dir.join("counter.sh"),
+    );
+    fs::write(&file, "0 0\n").unwrap();
+    fs::write(&script, COUNTER).unwrap();
+    let client_file = c.dir.join("client.toml");
+    let results: Vec<(Option<i32>, Option<u64>)> = thread::scope(|s| {
+        let workers: Vec<_> = (0..CLIENTS)
+            .map(|k| {
+                let (file, log, ev, script, client_file) =
+                    (&file, &log, &ev, &script, &client_file);
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for _ in 0..ROUNDS {
+                        let o = c
+                            .client_bin()
+                            .args(["lock", "-w", "30", "--cluster"])
+                            .arg(client_file)
+                            .args(["--node", &(k % 5).to_string(), "counter", "--", "sh"])
+                            .args([script, file, log, ev])
+                            .stderr(Stdio::piped())
+                            .output()
+                            .unwrap();
+                        let token = String::from_utf8_lossy(&o.stdout).trim().parse().ok();
+                        out.push((o.status.code(), token));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let until = Instant::now() + Duration::from_secs(30);
+        while count_of(&file) < 8 && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        nemesis(c);
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    // The history.
+    let accepted: Vec<u64> = lines(&log)
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let refused: BTreeSet<u64> = lines(&dir.join("counter.refused"))
+        .iter()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let h = check_history(&lines(&ev), &refused, &accepted, &results);
+    Row {
+        case: name.to_string(),
+        invocations: results.len(),
+        ok: results.iter().filter(|r| r.0 == Some(0)).count(),
+        lost: results.iter().filter(|r| r.0 == Some(123)).count(),
+        other: results
+            .iter()
+            .filter(|r| r.0 != Some(0) && r.0 != Some(123))
+            .count(),
+        accepted: accepted.len(),
+        refused: refused.len(),
+        overlaps: h.overlaps,
+        unfenced: h.unfenced,
+        backwards: h.backwards,
+        missing: h.missing,
+        count: count_of(&file),
+    }
+}
+
+/// What a history shows.
+#[derive(Debug, PartialEq)]
+struct History {
+    /// Pairs of commands that ran at the same time.
+    overlaps: usize,
+    /// Of those, pairs where the fence refused neither.
+    unfenced: usize,
+    /// Accepted writes whose token is not above the previous accepted one.
+    backwards: usize,
+    /// Invocations that exited 0 whose write is not among the accepted ones.
+    missing: usize,
+}
+
+/// Checks a history: `events` are the `start T` / `end T` lines in the order the commands wrote
+/// them, `refused` the tokens the fence refused, `accepted` the tokens of accepted writes in
+/// file order, `results` each invocation's (exit status, token).
+fn check_history(
+    events: &[String],
+    refused: &BTreeSet<u64>,
+    accepted: &[u64],
+    results: &[(Option<i32>, Option<u64>)],
+) -> History {
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    let (mut overlaps, mut unfenced) = (0, 0);
+    for (i, l) in events.iter().enumerate() {
+        let mut w = l.split_whitespace();
+        let (what, t): (&str, u64) = (w.next().unwrap(), w.next().unwrap().parse().unwrap());
+        if what == "start" {
+            for &other in open.keys() {
+                overlaps += 1;
+                if !refused.contains(&other) && !refused.contains(&t) {
+                    unfenced += 1;
+                    eprintln!("token {t} started (event {i}) while {other} ran, neither refused");
+                }
+            }
+            open.insert(t, i);
+        } else {
+            open.remove(&t);
+        }
+    }
+    let backwards = accepted.windows(2).filter(|w| w[1] <= w[0]).count();
+    let accepted_set: BTreeSet<u64> = accepted.iter().copied().collect();
+    let missing = results
+        .iter()
+        .filter(|(code, t)| *code == Some(0) && !t.is_some_and(|t| accepted_set.contains(&t)))
+        .count();
+    History {
+        overlaps,
+        unfenced,
+        backwards,
+        missing,
+    }
+}
+
+/// The checker finds what it is for: an overlap the fence did not refuse, a token going
+/// backwards, an acknowledged write that is not there; and accepts a fenced overlap.
+#[test]
+fn the_history_checker_catches_each_violation() {
+    let ev = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let none = BTreeSet::new();
+    let clean = check_history(
+        &ev(&["start 1", "end 1", "start 2", "end 2"]),
+        &none,
+        &[1, 2],
+        &[(Some(0), Some(1)), (Some(0), Some(2))],
+    );
+    assert_eq!(
+        clean,
+        History {
+            overlaps: 0,
+            unfenced: 0,
+            backwards: 0,
+            missing: 0
+        }
+    );
+    let overlap = ev(&["start 1", "start 2", "end 2", "end 1"]);
+    assert_eq!(check_history(&overlap, &none, &[2], &[]).unfenced, 1);
+    let fenced: BTreeSet<u64> = [1].into();
+    let h = check_history(&overlap, &fenced, &[2], &[]);
+    assert_eq!((h.overlaps, h.unfenced), (1, 0));
+    assert_eq!(check_history(&[], &none, &[5, 3], &[]).backwards, 1);
+    assert_eq!(
+        check_history(&[], &none, &[1], &[(Some(0), Some(2))]).missing,
+        1
+    );
+}
+
+/// The node whose client holds the counter lock right now (asked for up to 5 s), so that the
+/// fault hits a holder; `fallback` if none was seen.
+fn holder(c: &TestCluster, fallback: usize) -> usize {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let j = c.leader_json();
+        let h = j["nodes"].as_array().and_then(|ns| {
+            ns.iter().find(|n| {
+                n["holding"]
+                    .as_array()
+                    .is_some_and(|h| h.iter().any(|x| x == "counter"))
+            })
+        });
+        if let Some(n) = h.and_then(|n| n["id"].as_u64()) {
+            return n as usize;
+        }
+    }
+    fallback
+}
+
+fn print_table(rows: &[Row], skipped: &[(String, String)]) {
+    println!();
+    println!("| case | invocations | exit 0 | lost (123) | other exits | accepted writes | refused by the fence | overlaps | overlaps not fenced | tokens backwards | acknowledged but lost | counter | result |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    for r in rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.case,
+            r.invocations,
+            r.ok,
+            r.lost,
+            r.other,
+            r.accepted,
+            r.refused,
+            r.overlaps,
+            r.unfenced,
+            r.backwards,
+            r.missing,
+            r.count,
+            if r.passed() { "ok" } else { "FAILED" }
+        );
+    }
+    for (case, why) in skipped {
+        println!("| {case} | skipped: {why} |");
+    }
+}
+
+#[test]
+fn jepsen_style_faults_against_a_fenced_counter() {
+    let _g = lock_guard();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    {
+        let c = start("jepsen", None);
+        rows.push(case(&c, "pause", |c| {
+            let h = holder(c, 2);
+            c.pause(h);
+            thread::sleep(Duration::from_secs(1));
+            c.resume(h);
+        }));
+        rows.push(case(&c, "kill", |c| {
+            let h = holder(c, 1);
+            c.kill9(h);
+            thread::sleep(Duration::from_millis(500));
+            c.respawn(h);
+        }));
+        rows.push(case(&c, "restart-all", |c| {
+            for i in 0..5 {
+                c.kill9(i);
+            }
+            for i in 0..5 {
+                c.respawn(i);
+            }
+        }));
+        rows.push(case(&c, "forged", |c| {
+            use distsync_net::auth::Role;
+            use distsync_net::wire::PeerMsg;
+            let users = distsync_net::Cluster::load(&c.dir.join("client.toml")).unwrap();
+            let rt = distsync_net::runtime().unwrap();
+            rt.block_on(async {
+                for addr in &users.addrs {
+                    let Ok(s) = distsync_net::tokio::net::TcpStream::connect(addr).await else {
+                        continue;
+                    };
+                    let r = distsync_net::connection::initiate(
+                        s,
+                        users.secret(),
+                        Role::Peer(distsync_core::NodeId(3)),
+                    )
+                    .await;
+                    if let Ok((_r, mut w)) = r {
+                        let _ = w.send(&PeerMsg::Prepare { epoch: u32::MAX }).await;
+                        let _ = w.send(&PeerMsg::Stale { seen: u32::MAX }).await;
+                        panic!("{addr}: the client key opened a link as node 3");
+                    }
+                }
+            });
+        }));
+    }
+    match Netns::create(5) {
+        Ok(ns) => {
+            let c = start("jepsen-netns", Some(ns));
+            rows.push(case(&c, "partition", |c| {
+                let h = holder(c, 2);
+                let ns = c.netns.as_ref().unwrap();
+                ns.cut(h);
+                thread::sleep(Duration::from_millis(1500));
+                ns.heal(h);
+            }));
+        }
+        Err(why) => {
+            if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
+                panic!("partition case: {why} (CI must install iproute2 and run as root)");
+            }
+            let why = format!("cannot make network namespaces: {why}");
+            println!("partition: skipped: {why}");
+            skipped.push(("partition".to_string(), why));
+        }
+    }
+    print_table(&rows, &skipped);
+    for r in &rows {
+        assert!(
+            r.passed(),
+            "case {}: {} overlaps without a refusal, {} tokens backwards, {} acknowledged writes lost, counter {} vs {} accepted writes",
+            r.case,
+            r.unfenced,
+            r.backwards,
+            r.missing,
+            r.count,
+            r.accepted
+        );
+        assert!(
+            r.accepted >= 10,
+            "case {}: the clients made progress ({} writes)",
+            r.case,
+            r.accepted
+        );
+    }
+}

@@ -1,0 +1,430 @@
+//! A real cluster for the lock-service tests: `distsync node` processes on 127.0.0.1 (free
+//! ports), killed when the test ends even on failure, with helpers to pause (SIGSTOP), resume,
+//! kill -9 and restart nodes, ask who leads, and run `distsync lock`.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_distsync");
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Only one cluster runs at a time in one test binary (the machine has 2 cores).
+pub fn lock_guard() -> MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// A fresh private directory (mode 0700) under the temp dir.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "distsync-lock-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+pub struct TestCluster {
+    pub dir: PathBuf,
+    pub cluster: PathBuf,
+    pub n: usize,
+    nodes: Mutex<Vec<Option<Child>>>,
+    /// Nodes paused by the test, resumed when it ends so that they can be killed cleanly.
+    paused: Mutex<Vec<usize>>,
+    /// When set, every node runs in its own network namespace and the clients in another.
+    pub netns: Option<Netns>,
+}
+
+/// Network namespaces for partitions: a private hub namespace holding a bridge, one namespace
+/// per node (10.77.0.(i+1)) and one for the clients (10.77.0.100), each linked to the bridge
+/// by a veth pair. Cutting node i's veth in the hub partitions it from everyone, both ways.
+/// Everything is deleted when dropped.
+pub struct Netns {
+    pub prefix: String,
+    pub n: usize,
+}
+
+impl Netns {
+    /// Sets the namespaces up, or says why it cannot.
+    pub fn create(n: usize) -> Result<Netns, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("network namespaces need root".into());
+        }
+        let prefix = format!("dsj{}", std::process::id());
+        let ns = Netns { prefix, n };
+        let hub = ns.name("hub");
+        let run = |args: &[&str]| -> Result<(), String> {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("cannot run ip (install iproute2): {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        run(&["netns", "add", &hub])?;
+        run(&["-n", &hub, "link", "add", "br0", "type", "bridge"])?;
+        run(&["-n", &hub, "link", "set", "br0", "up"])?;
+        let members: Vec<(String, String)> = (0..n)
+            .map(|i| (i.to_string(), format!("10.77.0.{}", i + 1)))
+            .chain([("c".to_string(), "10.77.0.100".to_string())])
+            .collect();
+        for (tag, ip) in members {
+            let name = ns.name(&tag);
+            let veth = format!("v{tag}");
+            run(&["netns", "add", &name])?;
+            run(&[
+                "-n", &hub, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns",
+                &name,
+            ])?;
+            run(&["-n", &hub, "link", "set", &veth, "master", "br0"])?;
+            run(&["-n", &hub, "link", "set", &veth, "up"])?;
+            run(&[
+                "-n",
+                &name,
+                "addr",
+                "add",
+                &format!("{ip}/24"),
+                "dev",
+                "eth0",
+            ])?;
+            run(&["-n", &name, "link", "set", "eth0", "up"])?;
+            run(&["-n", &name, "link", "set", "lo", "up"])?;
+        }
+        Ok(ns)
+    }
+
+    pub fn name(&self, tag: &str) -> String {
+        format!("{}-{tag}", self.prefix)
+    }
+
+    /// A command running `BIN` inside namespace `tag` ("0".."n-1", or "c" for clients).
+    pub fn bin(&self, tag: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name(tag), BIN]);
+        c
+    }
+
+    fn link(&self, i: usize, state: &str) {
+        let ok = Command::new("ip")
+            .args([
+                "-n",
+                &self.name("hub"),
+                "link",
+                "set",
+                &format!("v{i}"),
+                state,
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link set v{i} {state}");
+    }
+
+    /// Cuts node i off from every other node and every client.
+    pub fn cut(&self, i: usize) {
+        self.link(i, "down");
+    }
+
+    /// Heals the cut.
+    pub fn heal(&self, i: usize) {
+        self.link(i, "up");
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let tags: Vec<String> = (0..self.n)
+            .map(|i| i.to_string())
+            .chain(["c".to_string(), "hub".to_string()])
+            .collect();
+        for t in tags {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.name(&t)])
+                .output();
+        }
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
+        for c in nodes.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The test timeouts: heartbeat 50ms, failure timeout 500ms, election T 100ms, T' 800ms.
+pub const TIMEOUTS: &str = "[timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout = \"500ms\"\n\
+     answer_timeout = \"100ms\"\ncoordinator_timeout = \"800ms\"\n";
+
+impl TestCluster {
+    /// Writes a cluster file for `n` nodes and starts them.
+    pub fn start(name: &str, n: usize, mutex: &str, election: &str) -> TestCluster {
+        TestCluster::start_with(name, n, mutex, election, TIMEOUTS)
+    }
+
+    /// The same with this `[timeouts]` table.
+    pub fn start_with(
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+    ) -> TestCluster {
+        TestCluster::start_full(name, n, mutex, election, timeouts, "")
+    }
+
+    /// The same with more top-level fields (`extra`, e.g. a `client_secret` line).
+    pub fn start_full(
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+        extra: &str,
+    ) -> TestCluster {
+        TestCluster::start_in(None, name, n, mutex, election, timeouts, extra)
+    }
+
+    /// The same, in network namespaces when `netns` is given.
+    pub fn start_in(
+        netns: Option<Netns>,
+        name: &str,
+        n: usize,
+        mutex: &str,
+        election: &str,
+        timeouts: &str,
+        extra: &str,
+    ) -> TestCluster {
+        let dir = scratch(name);
+        let addrs: Vec<String> = match &netns {
+            Some(_) => (0..n).map(|i| format!("10.77.0.{}:7000", i + 1)).collect(),
+            None => free_ports(n)
+                .into_iter()
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect(),
+        };
+        let mut text = format!(
+            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n{extra}{timeouts}"
+        );
+        for (i, a) in addrs.iter().enumerate() {
+            text += &format!("[[node]]\nid = {i}\naddr = \"{a}\"\n");
+        }
+        let cluster = dir.join("cluster.toml");
+        fs::write(&cluster, text).unwrap();
+        let c = TestCluster {
+            dir,
+            cluster,
+            n,
+            nodes: Mutex::new(Vec::new()),
+            paused: Mutex::new(Vec::new()),
+            netns,
+        };
+        for i in 0..n {
+            let child = c.spawn_node(i);
+            c.nodes.lock().unwrap().push(Some(child));
+        }
+        c
+    }
+
+    fn spawn_node(&self, i: usize) -> Child {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("node-{i}.log")))
+            .unwrap();
+        let mut cmd = match &self.netns {
+            Some(ns) => ns.bin(&i.to_string()),
+            None => Command::new(BIN),
+        };
+        cmd.args(["node", "--cluster"])
+            .arg(&self.cluster)
+            .args(["--id", &i.to_string()])
+            .env(
+                "RUST_LOG",
+                std::env::var("DISTSYNC_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    pub fn pid(&self, i: usize) -> u32 {
+        self.nodes.lock().unwrap()[i].as_ref().unwrap().id()
+    }
+
+    pub fn kill9(&self, i: usize) {
+        let taken = self.nodes.lock().unwrap()[i].take();
+        if let Some(mut c) = taken {
+            c.kill().unwrap(); // SIGKILL
+            c.wait().unwrap();
+        }
+    }
+
+    pub fn respawn(&self, i: usize) {
+        let child = self.spawn_node(i);
+        self.nodes.lock().unwrap()[i] = Some(child);
+    }
+
+    /// SIGSTOP node `i`.
+    pub fn pause(&self, i: usize) {
+        signal(self.pid(i), "-STOP");
+        self.paused.lock().unwrap().push(i);
+    }
+
+    /// SIGCONT node `i`.
+    pub fn resume(&self, i: usize) {
+        signal(self.pid(i), "-CONT");
+        self.paused.lock().unwrap().retain(|&p| p != i);
+    }
+
+    /// A command running `BIN` where the clients run.
+    pub fn client_bin(&self) -> Command {
+        match &self.netns {
+            Some(ns) => ns.bin("c"),
+            None => Command::new(BIN),
+        }
+    }
+
+    pub fn leader_json(&self) -> serde_json::Value {
+        let out = self
+            .client_bin()
+            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
+            .arg(&self.cluster)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "leader --json printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Waits until every live node agrees on one leader and its view is open with every live
+    /// node; returns the leader.
+    pub fn settled(&self, within: Duration) -> u64 {
+        let until = Instant::now() + within;
+        loop {
+            let j = self.leader_json();
+            let live: Vec<&serde_json::Value> = j["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["reachable"] == true)
+                .collect();
+            let open = live.iter().all(|n| {
+                n["open"] == true && n["members"].as_array().map(|m| m.len()) == Some(live.len())
+            });
+            if j["agreed"] == true && open {
+                return j["leader"].as_u64().unwrap();
+            }
+            assert!(
+                Instant::now() < until,
+                "the cluster did not settle within {within:?}: {j}\n{}",
+                self.logs()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        let mut s = String::new();
+        for i in 0..self.n {
+            let text =
+                fs::read_to_string(self.dir.join(format!("node-{i}.log"))).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            s += &format!("--- node {i} (last lines)\n");
+            for l in tail.into_iter().rev() {
+                s += l;
+                s += "\n";
+            }
+        }
+        s
+    }
+
+    /// `distsync lock --cluster C --node N --name NAME [extra] -- cmd`, not yet started.
+    pub fn lock_command(&self, node: usize, name: &str, cmd: &[&str]) -> Command {
+        let mut c = self.client_bin();
+        c.args(["lock", "--timeout", "30s", "--cluster"])
+            .arg(&self.cluster)
+            .args(["--node", &node.to_string(), "--name", name, "--"])
+            .args(cmd);
+        c
+    }
+
+    pub fn lock(&self, node: usize, name: &str, cmd: &[&str]) -> Output {
+        self.lock_command(node, name, cmd).output().unwrap()
+    }
+}
+
+/// `kill SIG PID`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Whether process `pid` exists (and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) until `cond` holds; panics with `what` otherwise.
+pub fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < until, "{what}: not within {within:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The lines of a file (empty if it does not exist).
+pub fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
