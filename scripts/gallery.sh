@@ -3,9 +3,39 @@
 # docs/gallery.md linking them. Long runs are drawn up to their 400th event (the page says so and
 # gives the command for the whole drawing). Run it again after adding or changing a scenario:
 #
-#   scripts/gallery.sh
+#   scripts/gallery.sh           # regenerate, then check
+#   scripts/gallery.sh --check   # only check: fails naming every scenario the gallery lacks
+#
+# The check (also run by `cargo test -p distsync-cli --test docs`) fails when a scenario of
+# scenarios/ has no section in docs/gallery.md or no drawing in docs/gallery/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+check() {
+  local missing=0
+  for scenario in scenarios/*.toml; do
+    local name
+    name=$(basename "$scenario" .toml)
+    if ! grep -qx "## $name" docs/gallery.md; then
+      echo "gallery: $scenario has no section in docs/gallery.md" >&2
+      missing=1
+    fi
+    if [ ! -s "docs/gallery/$name.svg" ]; then
+      echo "gallery: $scenario has no drawing docs/gallery/$name.svg" >&2
+      missing=1
+    fi
+  done
+  if [ "$missing" -ne 0 ]; then
+    echo "gallery: run scripts/gallery.sh to redraw it" >&2
+    return 1
+  fi
+}
+
+if [ "${1:-}" = "--check" ]; then
+  check
+  echo "gallery: every scenario is drawn"
+  exit 0
+fi
 
 LIMIT=400
 cargo build -q -p distsync-cli
@@ -77,4 +107,5 @@ for scenario in scenarios/*.toml; do
     echo
   } >> "$page"
 done
+check
 echo "gallery: $(ls docs/gallery/*.svg | wc -l) drawings in docs/gallery, index $page"
