@@ -15,6 +15,7 @@ mod node_cmd;
 mod output;
 mod progress;
 mod run;
+mod scenario_cmd;
 mod sweep_cmd;
 mod trace_cmd;
 
@@ -36,6 +37,12 @@ enum Command {
     List(list::ListArgs),
     /// Run a scenario file in the deterministic simulator.
     Run(run::RunArgs),
+    /// Write a commented scenario for an algorithm, with every field it reads and its default.
+    Init(scenario_cmd::InitArgs),
+    /// Check a scenario file as `run` would, without running it.
+    Validate(scenario_cmd::ValidateArgs),
+    /// List the example scenarios built into the binary, or print one.
+    Examples(scenario_cmd::ExamplesArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
     /// From a trace: did event a happen before event b, after it, or concurrently?
@@ -92,6 +99,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),
+        Command::Init(args) => scenario_cmd::init(args),
+        Command::Validate(args) => scenario_cmd::validate(args),
+        Command::Examples(args) => scenario_cmd::examples(args),
         Command::Simulate(args) => run::simulate(args),
         Command::Trace(args) => trace_cmd::trace(args),
         Command::Clocks(args) => clocks_cmd::clocks(args),

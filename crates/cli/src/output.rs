@@ -23,6 +23,16 @@ fn stats(s: &Stats) -> String {
     )
 }
 
+/// `n` things, in the singular for one: `count(1, "node")` is "1 node", `count(3, "node")`
+/// "3 nodes".
+pub fn count(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 /// A few lines a person reads after a run.
 pub fn summary(r: &Report) -> String {
     let mut out = String::new();

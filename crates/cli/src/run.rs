@@ -30,6 +30,14 @@ pub struct RunArgs {
     /// Draw the run's space-time diagram to this SVG file (see `distsync trace render`).
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<PathBuf>,
+    /// Set a scenario field first: a dotted path and a value, like `nodes=8`,
+    /// `network.loss=0.1`, `workload.cs=5ms` or `network.delay={"uniform":["1ms","5ms"]}`
+    /// (JSON for tables and arrays). May be given several times.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Replace the scenario's simulated-time horizon.
+    #[arg(long, value_parser = parse_duration_arg)]
+    until: Option<Duration>,
 }
 
 /// Arguments of `distsync simulate`.
@@ -141,8 +149,20 @@ fn parse_probability(s: &str) -> Result<f64, String> {
 }
 
 pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
-    let scenario = Scenario::load(&args.scenario)?;
+    let mut scenario = Scenario::load(&args.scenario)?;
     let origin = args.scenario.display().to_string();
+    let mut again = format!("distsync run {origin}");
+    for assignment in &args.set {
+        scenario = set_field(&scenario, assignment)?;
+        again.push_str(&format!(" --set '{assignment}'"));
+    }
+    if let Some(until) = args.until {
+        scenario.until = Some(until);
+        again.push_str(&format!(
+            " --until {}",
+            distsync_core::format_duration(until)
+        ));
+    }
     execute(
         &scenario,
         &origin,
@@ -150,8 +170,28 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
         args.trace.as_deref(),
         args.svg.as_deref(),
         args.json,
-        Some(&args.scenario),
+        Some(&again),
     )
+}
+
+/// The scenario with `PATH=VALUE` applied: the value is read as JSON (a number, `true`, an
+/// array, a table) and otherwise taken as a string (`5ms`, `poisson`).
+pub fn set_field(scenario: &Scenario, assignment: &str) -> Result<Scenario, InputError> {
+    let Some((path, text)) = assignment.split_once('=') else {
+        return Err(InputError(format!(
+            "--set: expected PATH=VALUE, like network.loss=0.1 or workload.cs=5ms; got `{assignment}`"
+        )));
+    };
+    let path = path.trim();
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        return Err(InputError(format!(
+            "--set `{assignment}`: the path must be field names joined by dots, like network.loss"
+        )));
+    }
+    let value =
+        serde_json::from_str(text.trim()).unwrap_or_else(|_| serde_json::Value::from(text.trim()));
+    distsync_sim::sweep::with_param(scenario, path, &value)
+        .map_err(|e| InputError(format!("--set `{assignment}`: {e}")))
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
@@ -261,7 +301,7 @@ fn execute(
     trace: Option<&Path>,
     svg: Option<&Path>,
     json: bool,
-    file: Option<&Path>,
+    command: Option<&str>,
 ) -> Result<Outcome, InputError> {
     // The trace goes to a temporary file first, so that a failed run never clobbers an
     // existing trace.
@@ -327,8 +367,8 @@ fn execute(
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
     } else {
-        let again = match file {
-            Some(path) => format!("distsync run {} --seed {}", path.display(), report.seed),
+        let again = match command {
+            Some(command) => format!("{command} --seed {}", report.seed),
             None => format!("the same flags with --seed {}", report.seed),
         };
         eprintln!(

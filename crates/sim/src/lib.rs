@@ -39,6 +39,7 @@ mod report;
 pub mod scenario;
 mod snapshot;
 pub mod sweep;
+pub mod template;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
