@@ -85,7 +85,17 @@ for scenario in scenarios/*.toml; do
     window=(--to "$to")
     note="The trace has $events events; drawn up to the time of its ${LIMIT}th, $to (\`distsync run $scenario --trace $name.jsonl\`, then \`distsync trace render $name.jsonl --svg $name.svg --to $to\`). The whole run: \`distsync run $scenario --svg $name.svg\`."
   fi
-  "$BIN" trace render "$trace" --svg "docs/gallery/$name.svg" "${window[@]}" > /dev/null
+  if [ "$rc" -eq 1 ]; then
+    # A run that breaks a property is drawn around its first violation, as `run --svg` does.
+    "$BIN" run "$scenario" --svg "docs/gallery/$name.svg" > /dev/null 2> "$tmp/$name.window" || true
+    why=$(grep -m1 "^docs/gallery/$name.svg: " "$tmp/$name.window" | sed "s|^docs/gallery/$name.svg: ||" || true)
+    note=""
+    if [ -n "$why" ]; then
+      note="The run breaks a property, so the drawing is its window around the violation ($why; \`distsync run $scenario --svg $name.svg\` draws the same)."
+    fi
+  else
+    "$BIN" trace render "$trace" --svg "docs/gallery/$name.svg" "${window[@]}" > /dev/null
+  fi
   {
     echo "## $name"
     echo

@@ -357,7 +357,8 @@ fn execute(
             .map_err(|e| format!("cannot write the trace {}: {e}", trace.display()))?;
     }
     if let (Some(out), Some(copy)) = (svg, &captured) {
-        trace_cmd::svg_of_run(copy, origin, out)?;
+        let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
+        trace_cmd::svg_of_run(copy, origin, out, trace, &rerun)?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

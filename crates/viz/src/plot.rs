@@ -287,7 +287,7 @@ fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let step = nice_step((hi - lo) / 6.0);
     let first = (lo / step).ceil() * step;
     (0..)
-        .map(|i| first + step * i as f64)
+        .map(|i| ((first + step * i as f64) * 1e9).round() / 1e9)
         .take_while(|v| *v <= hi + step * 1e-9)
         .collect()
 }
