@@ -7,6 +7,7 @@ use distsync_sim::compare_election::{
     compare_election, ElectionCompareOptions, ElectionRow, Order,
 };
 use distsync_viz::plot::{figure, Figure, Panel, Series};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Arguments of `distsync compare`.
@@ -16,7 +17,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "mutex", value_parser = ["mutex", "election"])]
     family: String,
     /// Membership sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "3,5,8")]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, value_delimiter = ',', default_value = "3,5,8")]
     nodes: Vec<u32>,
     /// light, heavy or both (mutex).
     #[arg(long, default_value = "both", value_parser = ["light", "heavy", "both"])]
@@ -29,11 +30,19 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',')]
     algo: Vec<String>,
     /// The seed of every run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seed: u64,
     /// Print JSON rows instead of the table.
     #[arg(long)]
     json: bool,
+    /// Mutex: print one line per algorithm and N, the four figures side by side, each as
+    /// "measured = formula" with a check mark (the default when the output is a terminal).
+    #[arg(long, conflicts_with_all = ["full", "json"])]
+    summary: bool,
+    /// Mutex: print every figure on its own row with its formula and verdict (the default when
+    /// the output is piped).
+    #[arg(long, conflicts_with = "json")]
+    full: bool,
     /// Draw messages against N to this SVG file: measured (solid) and theory (dashed) in one
     /// colour per algorithm, one panel per load (mutex) or per id order (election).
     #[arg(long, value_name = "FILE.svg")]
@@ -71,8 +80,8 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
             Some(e) if e.family.name() == args.family => {}
             Some(e) => {
                 return Err(InputError(format!(
-                    "--algo: `{name}` is a {} algorithm, not {}",
-                    e.family.name(),
+                    "--algo: `{name}` is {} algorithm, not {}",
+                    crate::output::a(e.family.name()),
                     args.family
                 )))
             }
@@ -105,6 +114,8 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
     drop(progress);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else if args.summary || (!args.full && std::io::stdout().is_terminal()) {
+        print_summary(&rows);
     } else {
         print_table(&rows);
     }
@@ -204,6 +215,106 @@ fn print_election_table(rows: &[ElectionRow]) {
     let checked = rows.iter().filter(|r| r.agrees.is_some()).count();
     let ok = rows.iter().filter(|r| r.agrees == Some(true)).count();
     println!("\n{ok} of {checked} figures with a formula or bound agree.");
+}
+
+/// One cell of the summary: "measured = formula ✓", "measured ≤ formula ✓", "measured ≈
+/// formula ✗", or the measured figure alone where there is no formula.
+fn cell(r: &Row) -> String {
+    let Some(measured) = r.measured else {
+        return if r.note.is_empty() {
+            "-".into()
+        } else {
+            r.note.clone()
+        };
+    };
+    let m = fmt(Some(measured));
+    if r.theory.is_none() || r.formula == "-" {
+        return m;
+    }
+    let sign = match r.relation {
+        Relation::Exact => "=",
+        Relation::Approximate(_) => "≈",
+        Relation::AtMost => "≤",
+        Relation::Between(_) => "within",
+        Relation::None => return m,
+    };
+    let mark = match r.agrees {
+        Some(true) => " ✓",
+        Some(false) => " ✗",
+        None => "",
+    };
+    // The formula without its explanation in parentheses (`--full` shows it) and without a
+    // leading "up to" the sign already says.
+    let formula = r.formula.split(" (").next().unwrap_or(&r.formula);
+    let formula = formula.strip_prefix("up to ").unwrap_or(formula);
+    format!("{m} {sign} {formula}{mark}")
+}
+
+/// The pivot table: one line per algorithm and N, the README's four columns.
+fn print_summary(rows: &[Row]) {
+    let columns = [
+        ("messages/entry, light", "light", "messages_per_entry"),
+        ("messages/entry, heavy", "heavy", "messages_per_entry"),
+        ("sync delay, heavy (T)", "heavy", "sync_delay_T"),
+        ("response, light (T)", "light", "response_time_T"),
+    ];
+    let mut keys: Vec<(&str, u32)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&(r.algorithm.as_str(), r.nodes)) {
+            keys.push((&r.algorithm, r.nodes));
+        }
+    }
+    let table: Vec<Vec<String>> = keys
+        .iter()
+        .map(|&(algorithm, n)| {
+            let mut line = vec![algorithm.to_string(), n.to_string()];
+            for (_, load, metric) in columns {
+                line.push(
+                    rows.iter()
+                        .find(|r| {
+                            r.algorithm == algorithm
+                                && r.nodes == n
+                                && r.load == load
+                                && r.metric == metric
+                        })
+                        .map_or_else(|| "-".to_string(), cell),
+                );
+            }
+            line
+        })
+        .collect();
+    let mut header = vec!["algorithm".to_string(), "N".to_string()];
+    header.extend(columns.iter().map(|c| c.0.to_string()));
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            table
+                .iter()
+                .chain(std::iter::once(&header))
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    println!("T = 1ms message delay, E = 10T in the critical section; times in units of T.");
+    println!(
+        "✓ the measured figure agrees with the formula, ✗ it does not; `--full` shows every row.\n"
+    );
+    for line in std::iter::once(&header).chain(&table) {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                let pad = w - c.chars().count();
+                if i == 1 {
+                    format!("{}{c}", " ".repeat(pad))
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
 }
 
 fn print_table(rows: &[Row]) {

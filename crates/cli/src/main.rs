@@ -16,10 +16,11 @@ mod output;
 mod progress;
 mod run;
 mod scenario_cmd;
+mod shell_cmd;
 mod sweep_cmd;
 mod trace_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Distributed synchronization, coordination and agreement algorithms: simulate them, check
@@ -43,6 +44,10 @@ enum Command {
     Validate(scenario_cmd::ValidateArgs),
     /// List the example scenarios built into the binary, or print one.
     Examples(scenario_cmd::ExamplesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(shell_cmd::CompletionsArgs),
+    /// Print the man page, or write one per verb into a directory.
+    Man(shell_cmd::ManArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
     /// From a trace: did event a happen before event b, after it, or concurrently?
@@ -102,6 +107,8 @@ fn main() -> ExitCode {
         Command::Init(args) => scenario_cmd::init(args),
         Command::Validate(args) => scenario_cmd::validate(args),
         Command::Examples(args) => scenario_cmd::examples(args),
+        Command::Completions(args) => shell_cmd::completions(args, Cli::command()),
+        Command::Man(args) => shell_cmd::man(args, Cli::command()),
         Command::Simulate(args) => run::simulate(args),
         Command::Trace(args) => trace_cmd::trace(args),
         Command::Clocks(args) => clocks_cmd::clocks(args),

@@ -25,7 +25,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Replace the scenario's seed.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>)]
     seed: Option<u64>,
     /// Draw the run's space-time diagram to this SVG file (see `distsync trace render`).
     #[arg(long, value_name = "OUT.svg")]
@@ -47,14 +47,14 @@ pub struct SimulateArgs {
     #[arg(long = "algo", value_name = "NAME")]
     algorithm: String,
     /// How many processes (ids 0..N-1).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, default_value_t = 5)]
     nodes: u32,
     /// light (one request at a time), heavy (every node always waiting) or poisson:RATE
     /// (requests per second per node).
     #[arg(long, default_value = "heavy", value_parser = parse_load)]
     load: Load,
     /// Requests per node.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 20)]
     requests: u64,
     /// Message delay: "1ms", a uniform range "1ms..5ms", or an exponential mean "exp:2ms".
     #[arg(long, default_value = "1ms", value_parser = parse_delay)]
@@ -62,8 +62,8 @@ pub struct SimulateArgs {
     /// Time inside the critical section.
     #[arg(long, default_value = "10ms", value_parser = parse_duration_arg)]
     cs: Duration,
-    /// Per-link FIFO delivery (the default).
-    #[arg(long, overrides_with = "no_fifo")]
+    /// Per-link FIFO delivery (the default; refused together with --no-fifo).
+    #[arg(long, conflicts_with = "no_fifo")]
     fifo: bool,
     /// Let messages on one link overtake each other.
     #[arg(long)]
@@ -78,17 +78,17 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = parse_duration_arg)]
     until: Option<Duration>,
     /// The central algorithm's coordinator (default: the highest id).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     coordinator: Option<u32>,
     /// The initial token holder of token algorithms (default: node 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     holder: Option<u32>,
     /// Elections: when the coordinator (the highest id) crashes; heartbeats and a timeout then
     /// start an election.
     #[arg(long, default_value = "50ms", value_parser = parse_duration_arg)]
     crash_at: Duration,
     /// The seed of every random choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seed: u64,
     /// Print the report as one JSON object instead of a summary.
     #[arg(long)]
@@ -207,9 +207,9 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
                 _ => "scenarios/chandy-lamport-bank.toml",
             };
             Err(InputError(format!(
-                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is a {} algorithm, so run a scenario file instead, like `distsync run {example}`",
+                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is {} algorithm, so run a scenario file instead, like `distsync run {example}`",
                 args.algorithm,
-                other.name()
+                crate::output::a(other.name())
             )))
         }
     }
@@ -326,10 +326,21 @@ fn execute(
     let bar = Progress::new(
         json,
         1000,
-        "{spinner} simulating {bar:40} {percent}% of simulated time",
+        "{spinner} simulating {bar:40} {percent}% of simulated time ({msg}), {elapsed} elapsed, ETA {eta}",
     );
+    // The engine reports every 65,536 events: enough to show the events and their rate.
+    let started = std::time::Instant::now();
+    let mut calls = 0u64;
     let progress: Option<Box<dyn FnMut(u64, u64)>> = bar.bar().cloned().map(|bar| {
         Box::new(move |now: u64, until: u64| {
+            calls += 1;
+            let events = calls * 65_536;
+            let rate = events as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            bar.set_message(format!(
+                "{} simulated, {events} events, {:.0}k events/s",
+                distsync_core::format_duration(Duration::from_nanos(now)),
+                rate / 1000.0
+            ));
             bar.set_position((now as f64 / until.max(1) as f64 * 1000.0) as u64)
         }) as Box<dyn FnMut(u64, u64)>
     });

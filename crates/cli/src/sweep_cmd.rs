@@ -28,7 +28,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
     /// Seeds per point (the metric is averaged over seeds 1..=K of the scenario's seed).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seeds: u64,
     /// Print JSON points instead of a table.
     #[arg(long)]
