@@ -247,3 +247,55 @@ fn legends_list_every_glyph_and_repeated_labels_are_thinned() {
     assert!(masters <= bound, "{masters} Master labels, at most {bound}");
     assert!(masters >= 1);
 }
+
+#[test]
+fn leader_labels_keep_clear_of_the_arrows_their_process_sends_up() {
+    let dir = workdir("leader");
+    let o = distsync_in(
+        &dir,
+        &[
+            "run",
+            &scenario("bully-eight-processes.toml"),
+            "--svg",
+            "b.svg",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.join("b.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    // Lanes: P0 at y 72, 64 apart; P6 and P7 tell the processes above them: label below.
+    let labels: Vec<(String, f64)> = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("text")
+                && n.parent().and_then(|p| p.attribute("class")) == Some("leader")
+        })
+        .map(|n| {
+            (
+                n.text().unwrap().to_string(),
+                n.attribute("y").unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let lane_y = |p: f64| 72.0 + 64.0 * p;
+    // P6's own announcement (leader 6 at y of lane 6) and P7's (leader 7, lane 7) sit below.
+    assert!(
+        labels
+            .iter()
+            .any(|(t, y)| t == "leader 6" && (*y - (lane_y(6.0) + 18.0)).abs() < 0.5),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|(t, y)| t == "leader 7" && (*y - (lane_y(7.0) + 18.0)).abs() < 0.5),
+        "{labels:?}"
+    );
+    // The others, who only receive from below, keep theirs above.
+    assert!(
+        labels
+            .iter()
+            .any(|(t, y)| t == "leader 6" && (*y - (lane_y(0.0) - 9.0)).abs() < 0.5),
+        "{labels:?}"
+    );
+}

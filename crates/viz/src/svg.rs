@@ -795,12 +795,15 @@ impl<'a> Diagram<'a> {
                         x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y
                     );
                     let label = format!("leader {leader}");
-                    if self.label_room(node, true, x + 6.0, &label) {
+                    // Above the line, unless the arrows leaving or reaching this process just
+                    // after it go up through that place (a new coordinator telling everyone).
+                    let above = !self.arrows_go_up(self.lo + i, node, x + 6.0 + 6.2 * 9.0);
+                    if self.label_room(node, above, x + 6.0, &label) {
                         let _ = write!(
                             b,
                             "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
                             x + 6.0,
-                            y - 9.0
+                            if above { y - 9.0 } else { y + 18.0 }
                         );
                     }
                     b.push_str("</g>\n");
@@ -877,6 +880,37 @@ impl<'a> Diagram<'a> {
                 }
             }
         }
+    }
+
+    /// Whether more of the arrows at `node` between event `index` and the pixel `until` leave
+    /// or arrive upwards (to or from a lane above) than downwards.
+    fn arrows_go_up(&self, index: usize, node: NodeId, until: f64) -> bool {
+        let lane = |n: NodeId| self.lanes.get(&n).copied().unwrap_or(0);
+        let mine = lane(node);
+        let (mut up, mut down) = (0, 0);
+        // From the first event drawn at the same place (a coordinator may send before it
+        // announces itself) to `until`.
+        let here = self.x(self.trace.events[index].time_ns);
+        let mut first = index;
+        while first > self.lo && self.x(self.trace.events[first - 1].time_ns) >= here - 1.0 {
+            first -= 1;
+        }
+        for e in &self.trace.events[first..self.hi] {
+            if self.x(e.time_ns) > until {
+                break;
+            }
+            let other = match (&e.kind, e.node) {
+                (EventKind::Send { to, .. }, Some(n)) if n == node => *to,
+                (EventKind::Deliver { from, .. }, Some(n)) if n == node => *from,
+                _ => continue,
+            };
+            match lane(other).cmp(&mine) {
+                std::cmp::Ordering::Less => up += 1,
+                std::cmp::Ordering::Greater => down += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        up > down
     }
 
     /// A violation: a red band across the processes it concerns, labelled with the property
