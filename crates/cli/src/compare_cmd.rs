@@ -364,6 +364,9 @@ fn print_table(rows: &[Row]) {
     println!("\n{exact_ok} of {exact} figures with an exact formula agree.");
 }
 
+/// One algorithm's line of the plot: its name, measured points, theory points, formulas.
+type PlotLine = (String, Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<String>);
+
 /// Messages per entry against N: one panel per load, one colour per algorithm, measured solid
 /// and theory dashed.
 fn plot(rows: &[Row], seed: u64) -> Result<String, InputError> {
@@ -373,7 +376,7 @@ fn plot(rows: &[Row], seed: u64) -> Result<String, InputError> {
         ("heavy", "heavy load: every node always requesting"),
     ] {
         // (algorithm, measured points, theory points, formulas), in the rows' order.
-        let mut lines: Vec<(String, Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<String>)> = Vec::new();
+        let mut lines: Vec<PlotLine> = Vec::new();
         // Only figures with a formula: an unbounded one (the token ring under light load) would
         // flatten every other line.
         for r in rows

@@ -70,18 +70,23 @@ fn distsync(dir: &Path, args: &[String]) -> Output {
 /// crates/net and crates/cli/tests/net_cluster.rs, not run from here.
 const REAL_PROCESSES: [&str; 3] = ["cluster", "lock", "leader"];
 
-/// The `distsync` commands of a shell block: comments dropped, `&&` chains split, the README's
-/// placeholder SCENARIO.toml replaced by a real scenario.
+/// The `distsync` commands of a shell block: comments dropped, `&&` chains split, output
+/// redirections dropped (the output is checked instead), the README's placeholder SCENARIO.toml
+/// replaced by a real scenario, and `~/` (the user's home) by a directory of the scratch one.
 fn commands(block: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for line in block.lines() {
         let line = line.split(" #").next().unwrap().trim();
         for command in line.split("&&") {
+            let command = command.split(" > ").next().unwrap();
             let words: Vec<String> = command
                 .split_whitespace()
                 .map(|w| match w {
                     "SCENARIO.toml" => "scenarios/ricart-agrawala-heavy.toml".to_string(),
-                    w => w.to_string(),
+                    w => match w.strip_prefix("~/") {
+                        Some(rest) => format!("home/{rest}"),
+                        None => w.to_string(),
+                    },
                 })
                 .collect();
             if words.first().is_some_and(|w| w == "distsync") {
@@ -120,6 +125,10 @@ fn every_readme_command_runs() {
             let out = String::from_utf8_lossy(&o.stdout);
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(!err.contains("panicked"), "{shown}: {err}");
+            assert!(
+                !out.is_empty() || !err.is_empty() || args.contains(&"--out".to_string()),
+                "{shown} printed nothing"
+            );
             match o.status.code() {
                 Some(0) => {}
                 // A violation is what some of these commands show; it must be said.

@@ -384,7 +384,7 @@ pub fn compare_election(
                 ..RunOptions::default()
             },
         );
-        for (metric, theory, formula, relation) in theory(&algorithm, n, order, starters) {
+        for (metric, theory, formula, relation) in theory(algorithm, n, order, starters) {
             let (measured, note) = match &result {
                 Ok(report) => (
                     measure(report, metric),
