@@ -83,7 +83,7 @@ for scenario in scenarios/*.toml; do
     to=$(sed -n "$((LIMIT + 1))p" "$trace" | sed -E 's/.*"time_ns":([0-9]+).*/\1/')
     to=$(human "$to")
     window=(--to "$to")
-    note="The trace has $events events; drawn up to the time of its ${LIMIT}th, $to (\`distsync run $scenario --trace $name.jsonl\`, then \`distsync trace render $name.jsonl --svg $name.svg --to $to\`). The whole run: \`distsync run $scenario --svg $name.svg\`."
+    note="The trace has $events events; drawn up to the time of its ${LIMIT}th, $to (\`distsync run $scenario --trace $name.jsonl\`, then \`distsync trace render $name.jsonl --svg $name.svg --to $to\`). The whole run (windowed if it has more than 4000 events): \`distsync run $scenario --svg $name.svg\`."
   fi
   if [ "$rc" -eq 1 ]; then
     # A run that breaks a property is drawn around its first violation, as `run --svg` does.

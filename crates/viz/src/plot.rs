@@ -390,8 +390,8 @@ fn draw(
         .max(120);
     let title_height = if fig.title.is_empty() { 10 } else { 44 };
     let legend_height = legend.len() as u32 * LEGEND_ROW as u32 + 40;
-    // Wide enough for the title too (18px text: at most about 9.5px a character).
-    let title_width = (fig.title.chars().count() as f64 * 9.5) as u32 + 40;
+    // Wide enough for the title too (18px text: about 8.2px a character on average).
+    let title_width = (fig.title.chars().count() as f64 * 8.2) as u32 + 40;
     let width = (panel_width * panels + legend_width + 20).max(title_width);
     let height = (PANEL.1 + title_height).max(legend_height + title_height);
     let root = SVGBackend::with_string(buf, (width, height)).into_drawing_area();
