@@ -3,9 +3,39 @@
 # docs/gallery.md linking them. Long runs are drawn up to their 400th event (the page says so and
 # gives the command for the whole drawing). Run it again after adding or changing a scenario:
 #
-#   scripts/gallery.sh
+#   scripts/gallery.sh           # regenerate, then check
+#   scripts/gallery.sh --check   # only check: fails naming every scenario the gallery lacks
+#
+# The check (also run by `cargo test -p distsync-cli --test docs`) fails when a scenario of
+# scenarios/ has no section in docs/gallery.md or no drawing in docs/gallery/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+check() {
+  local missing=0
+  for scenario in scenarios/*.toml; do
+    local name
+    name=$(basename "$scenario" .toml)
+    if ! grep -qx "## $name" docs/gallery.md; then
+      echo "gallery: $scenario has no section in docs/gallery.md" >&2
+      missing=1
+    fi
+    if [ ! -s "docs/gallery/$name.svg" ]; then
+      echo "gallery: $scenario has no drawing docs/gallery/$name.svg" >&2
+      missing=1
+    fi
+  done
+  if [ "$missing" -ne 0 ]; then
+    echo "gallery: run scripts/gallery.sh to redraw it" >&2
+    return 1
+  fi
+}
+
+if [ "${1:-}" = "--check" ]; then
+  check
+  echo "gallery: every scenario is drawn"
+  exit 0
+fi
 
 LIMIT=400
 cargo build -q -p distsync-cli
@@ -53,9 +83,19 @@ for scenario in scenarios/*.toml; do
     to=$(sed -n "$((LIMIT + 1))p" "$trace" | sed -E 's/.*"time_ns":([0-9]+).*/\1/')
     to=$(human "$to")
     window=(--to "$to")
-    note="The trace has $events events; drawn up to the time of its ${LIMIT}th, $to (\`distsync run $scenario --trace $name.jsonl\`, then \`distsync trace render $name.jsonl --svg $name.svg --to $to\`). The whole run: \`distsync run $scenario --svg $name.svg\`."
+    note="The trace has $events events; drawn up to the time of its ${LIMIT}th, $to (\`distsync run $scenario --trace $name.jsonl\`, then \`distsync trace render $name.jsonl --svg $name.svg --to $to\`). The whole run (windowed if it has more than 4000 events): \`distsync run $scenario --svg $name.svg\`."
   fi
-  "$BIN" trace render "$trace" --svg "docs/gallery/$name.svg" "${window[@]}" > /dev/null
+  if [ "$rc" -eq 1 ]; then
+    # A run that breaks a property is drawn around its first violation, as `run --svg` does.
+    "$BIN" run "$scenario" --svg "docs/gallery/$name.svg" > /dev/null 2> "$tmp/$name.window" || true
+    why=$(grep -m1 "^docs/gallery/$name.svg: " "$tmp/$name.window" | sed "s|^docs/gallery/$name.svg: ||" || true)
+    note=""
+    if [ -n "$why" ]; then
+      note="The run breaks a property, so the drawing is its window around the violation ($why; \`distsync run $scenario --svg $name.svg\` draws the same)."
+    fi
+  else
+    "$BIN" trace render "$trace" --svg "docs/gallery/$name.svg" "${window[@]}" > /dev/null
+  fi
   {
     echo "## $name"
     echo
@@ -77,4 +117,5 @@ for scenario in scenarios/*.toml; do
     echo
   } >> "$page"
 done
+check
 echo "gallery: $(ls docs/gallery/*.svg | wc -l) drawings in docs/gallery, index $page"

@@ -14,7 +14,7 @@ pub struct CheckArgs {
     /// The algorithm (a mutual-exclusion name from `distsync list`).
     #[arg(long)]
     algo: String,
-    /// Number of processes (ids 0..N); exhaustive exploration is for small N (2 to 4).
+    /// Number of processes (ids 0..N-1); exhaustive exploration is for small N (2 to 4).
     #[arg(long)]
     nodes: usize,
     /// How many times each competing process requests the critical section, one at a time.

@@ -6,8 +6,8 @@ use distsync_sim::compare::{compare_mutex, CompareOptions, Load, Relation, Row};
 use distsync_sim::compare_election::{
     compare_election, ElectionCompareOptions, ElectionRow, Order,
 };
-use distsync_viz::plot::{line_chart, Series};
-use std::collections::BTreeMap;
+use distsync_viz::plot::{figure, Figure, Panel, Series};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Arguments of `distsync compare`.
@@ -17,7 +17,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "mutex", value_parser = ["mutex", "election"])]
     family: String,
     /// Membership sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "3,5,8")]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, value_delimiter = ',', default_value = "3,5,8")]
     nodes: Vec<u32>,
     /// light, heavy or both (mutex).
     #[arg(long, default_value = "both", value_parser = ["light", "heavy", "both"])]
@@ -30,12 +30,21 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',')]
     algo: Vec<String>,
     /// The seed of every run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seed: u64,
     /// Print JSON rows instead of the table.
     #[arg(long)]
     json: bool,
-    /// Draw messages per entry against N (measured points, theory curves) to this SVG file.
+    /// Mutex: print one line per algorithm and N, the four figures side by side, each as
+    /// "measured = formula" with a check mark (the default when the output is a terminal).
+    #[arg(long, conflicts_with_all = ["full", "json"])]
+    summary: bool,
+    /// Mutex: print every figure on its own row with its formula and verdict (the default when
+    /// the output is piped).
+    #[arg(long, conflicts_with = "json")]
+    full: bool,
+    /// Draw messages against N to this SVG file: measured (solid) and theory (dashed) in one
+    /// colour per algorithm, one panel per load (mutex) or per id order (election).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
 }
@@ -71,8 +80,8 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
             Some(e) if e.family.name() == args.family => {}
             Some(e) => {
                 return Err(InputError(format!(
-                    "--algo: `{name}` is a {} algorithm, not {}",
-                    e.family.name(),
+                    "--algo: `{name}` is {} algorithm, not {}",
+                    crate::output::a(e.family.name()),
                     args.family
                 )))
             }
@@ -105,11 +114,13 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
     drop(progress);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else if args.summary || (!args.full && std::io::stdout().is_terminal()) {
+        print_summary(&rows);
     } else {
         print_table(&rows);
     }
     if let Some(path) = &args.plot {
-        std::fs::write(path, plot(&rows)?)
+        std::fs::write(path, plot(&rows, args.seed)?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     // Exit 1 when an exact formula or a bound is broken, as a monitor violation would be; an
@@ -126,11 +137,6 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
 
 /// `--family election`: rings in each order, every process or one starting.
 fn compare_elections(args: &CompareArgs) -> Result<Outcome, InputError> {
-    if args.plot.is_some() {
-        return Err(InputError(
-            "--plot draws the mutex comparison; the election comparison prints a table".into(),
-        ));
-    }
     let orders = args
         .orders
         .iter()
@@ -155,6 +161,10 @@ fn compare_elections(args: &CompareArgs) -> Result<Outcome, InputError> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         print_election_table(&rows);
+    }
+    if let Some(path) = &args.plot {
+        std::fs::write(path, plot_elections(&rows)?)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if rows
         .iter()
@@ -207,6 +217,106 @@ fn print_election_table(rows: &[ElectionRow]) {
     println!("\n{ok} of {checked} figures with a formula or bound agree.");
 }
 
+/// One cell of the summary: "measured = formula ✓", "measured ≤ formula ✓", "measured ≈
+/// formula ✗", or the measured figure alone where there is no formula.
+fn cell(r: &Row) -> String {
+    let Some(measured) = r.measured else {
+        return if r.note.is_empty() {
+            "-".into()
+        } else {
+            r.note.clone()
+        };
+    };
+    let m = fmt(Some(measured));
+    if r.theory.is_none() || r.formula == "-" {
+        return m;
+    }
+    let sign = match r.relation {
+        Relation::Exact => "=",
+        Relation::Approximate(_) => "≈",
+        Relation::AtMost => "≤",
+        Relation::Between(_) => "within",
+        Relation::None => return m,
+    };
+    let mark = match r.agrees {
+        Some(true) => " ✓",
+        Some(false) => " ✗",
+        None => "",
+    };
+    // The formula without its explanation in parentheses (`--full` shows it) and without a
+    // leading "up to" the sign already says.
+    let formula = r.formula.split(" (").next().unwrap_or(&r.formula);
+    let formula = formula.strip_prefix("up to ").unwrap_or(formula);
+    format!("{m} {sign} {formula}{mark}")
+}
+
+/// The pivot table: one line per algorithm and N, the README's four columns.
+fn print_summary(rows: &[Row]) {
+    let columns = [
+        ("messages/entry, light", "light", "messages_per_entry"),
+        ("messages/entry, heavy", "heavy", "messages_per_entry"),
+        ("sync delay, heavy (T)", "heavy", "sync_delay_T"),
+        ("response, light (T)", "light", "response_time_T"),
+    ];
+    let mut keys: Vec<(&str, u32)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&(r.algorithm.as_str(), r.nodes)) {
+            keys.push((&r.algorithm, r.nodes));
+        }
+    }
+    let table: Vec<Vec<String>> = keys
+        .iter()
+        .map(|&(algorithm, n)| {
+            let mut line = vec![algorithm.to_string(), n.to_string()];
+            for (_, load, metric) in columns {
+                line.push(
+                    rows.iter()
+                        .find(|r| {
+                            r.algorithm == algorithm
+                                && r.nodes == n
+                                && r.load == load
+                                && r.metric == metric
+                        })
+                        .map_or_else(|| "-".to_string(), cell),
+                );
+            }
+            line
+        })
+        .collect();
+    let mut header = vec!["algorithm".to_string(), "N".to_string()];
+    header.extend(columns.iter().map(|c| c.0.to_string()));
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            table
+                .iter()
+                .chain(std::iter::once(&header))
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    println!("T = 1ms message delay, E = 10T in the critical section; times in units of T.");
+    println!(
+        "✓ the measured figure agrees with the formula, ✗ it does not; `--full` shows every row.\n"
+    );
+    for line in std::iter::once(&header).chain(&table) {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                let pad = w - c.chars().count();
+                if i == 1 {
+                    format!("{}{c}", " ".repeat(pad))
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+}
+
 fn print_table(rows: &[Row]) {
     let name_width = rows
         .iter()
@@ -254,34 +364,167 @@ fn print_table(rows: &[Row]) {
     println!("\n{exact_ok} of {exact} figures with an exact formula agree.");
 }
 
-fn plot(rows: &[Row]) -> Result<String, InputError> {
-    let mut measured: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut theory: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    // Only figures with a formula: an unbounded one (the token ring under light load) would
-    // flatten every other line.
-    for r in rows
-        .iter()
-        .filter(|r| r.metric == "messages_per_entry" && r.theory.is_some())
-    {
-        let key = format!("{} ({})", r.algorithm, r.load);
-        if let Some(m) = r.measured {
-            measured
-                .entry(key.clone())
-                .or_default()
-                .push((f64::from(r.nodes), m));
+/// One algorithm's line of the plot: its name, measured points, theory points, formulas.
+type PlotLine = (String, Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<String>);
+
+/// Messages per entry against N: one panel per load, one colour per algorithm, measured solid
+/// and theory dashed.
+fn plot(rows: &[Row], seed: u64) -> Result<String, InputError> {
+    let mut panels = Vec::new();
+    for (load, caption) in [
+        ("light", "light load: one request in the system at a time"),
+        ("heavy", "heavy load: every node always requesting"),
+    ] {
+        // (algorithm, measured points, theory points, formulas), in the rows' order.
+        let mut lines: Vec<PlotLine> = Vec::new();
+        // Only figures with a formula: an unbounded one (the token ring under light load) would
+        // flatten every other line.
+        for r in rows
+            .iter()
+            .filter(|r| r.load == load && r.metric == "messages_per_entry" && r.theory.is_some())
+        {
+            let at = match lines.iter().position(|l| l.0 == r.algorithm) {
+                Some(i) => i,
+                None => {
+                    lines.push((r.algorithm.clone(), Vec::new(), Vec::new(), Vec::new()));
+                    lines.len() - 1
+                }
+            };
+            let line = &mut lines[at];
+            let n = f64::from(r.nodes);
+            if let Some(m) = r.measured {
+                line.1.push((n, m));
+            }
+            if let Some(t) = r.theory {
+                line.2.push((n, t));
+            }
+            if !line.3.contains(&r.formula) {
+                line.3.push(r.formula.clone());
+            }
         }
-        if let Some(t) = r.theory {
-            theory
-                .entry(format!("{key}: {}", r.formula))
-                .or_default()
-                .push((f64::from(r.nodes), t));
+        if lines.is_empty() {
+            continue;
         }
+        let mut series = Vec::new();
+        for (algorithm, measured, theory, formulas) in lines {
+            series.push(Series::measured(algorithm.clone(), measured).in_group(&algorithm));
+            series.push(Series::theory(formulas.join(", "), theory).in_group(&algorithm));
+        }
+        panels.push(Panel {
+            caption: caption.into(),
+            series,
+        });
     }
-    let mut series: Vec<Series> = measured
-        .into_iter()
-        .map(|(k, p)| Series::measured(k, p))
-        .collect();
-    series.extend(theory.into_iter().map(|(k, p)| Series::theory(k, p)));
-    line_chart(&series, "nodes (N)", "messages per critical-section entry")
-        .map_err(|e| InputError(e.to_string()))
+    figure(&Figure {
+        title: format!(
+            "Messages per critical-section entry: measured (solid) and theory (dashed); T = 1ms constant delay, E = 10T, seed {seed}"
+        ),
+        x_label: "nodes (N)".into(),
+        y_label: "messages per entry".into(),
+        integer_x: true,
+        panels,
+    })
+    .map_err(|e| InputError(format!("--plot: {e}")))
+}
+
+/// Election messages against n, every process starting: one panel per id order (the bully
+/// algorithm, for which the order means nothing, in each), theory dashed where the formulas
+/// of every message kind are known.
+fn plot_elections(rows: &[ElectionRow]) -> Result<String, InputError> {
+    let mut orders: Vec<&str> = rows.iter().map(|r| r.order).filter(|o| *o != "-").collect();
+    orders.dedup();
+    orders.sort_by_key(|o| {
+        ["ascending", "descending", "random"]
+            .iter()
+            .position(|x| x == o)
+    });
+    orders.dedup();
+    if orders.is_empty() {
+        orders.push("-");
+    }
+    let mut panels = Vec::new();
+    for order in orders {
+        let mut series = Vec::new();
+        let mut algorithms: Vec<&str> = Vec::new();
+        for r in rows.iter().filter(|r| r.order == order || r.order == "-") {
+            if !algorithms.contains(&r.algorithm.as_str()) {
+                algorithms.push(&r.algorithm);
+            }
+        }
+        for algorithm in algorithms {
+            let mine: Vec<&ElectionRow> = rows
+                .iter()
+                .filter(|r| {
+                    r.algorithm == algorithm
+                        && (r.order == order || r.order == "-")
+                        && r.starters == "all"
+                })
+                .collect();
+            let mut sizes: Vec<u32> = mine.iter().map(|r| r.nodes).collect();
+            sizes.dedup();
+            let mut measured = Vec::new();
+            let mut theory = Vec::new();
+            let mut formulas: Vec<String> = Vec::new();
+            for n in sizes {
+                let at_n: Vec<&&ElectionRow> = mine.iter().filter(|r| r.nodes == n).collect();
+                let Some(total) = at_n.iter().find(|r| r.metric == "messages") else {
+                    continue;
+                };
+                if let Some(m) = total.measured {
+                    measured.push((f64::from(n), m));
+                }
+                // The total's own formula, else the sum of every kind's exact formula.
+                let kinds: Vec<&&&ElectionRow> = at_n
+                    .iter()
+                    .filter(|r| r.metric.starts_with(|c: char| c.is_ascii_uppercase()))
+                    .collect();
+                let (t, f) = if total.theory.is_some() {
+                    (total.theory, vec![total.formula.clone()])
+                } else if !kinds.is_empty()
+                    && kinds
+                        .iter()
+                        .all(|r| r.theory.is_some() && r.relation == Relation::Exact)
+                {
+                    (
+                        Some(kinds.iter().filter_map(|r| r.theory).sum()),
+                        kinds
+                            .iter()
+                            .map(|r| format!("{} {}", r.formula, r.metric))
+                            .collect(),
+                    )
+                } else {
+                    (None, Vec::new())
+                };
+                if let Some(t) = t {
+                    theory.push((f64::from(n), t));
+                    let f = f.join(" + ");
+                    if !formulas.contains(&f) {
+                        formulas.push(f);
+                    }
+                }
+            }
+            if measured.is_empty() {
+                continue;
+            }
+            series.push(Series::measured(algorithm, measured).in_group(algorithm));
+            if !theory.is_empty() {
+                series.push(Series::theory(formulas.join("; "), theory).in_group(algorithm));
+            }
+        }
+        panels.push(Panel {
+            caption: match order {
+                "-" => "every process starting".into(),
+                o => format!("ids {o} along the ring"),
+            },
+            series,
+        });
+    }
+    figure(&Figure {
+        title: "Election messages, every process starting: measured (solid) and theory (dashed); T = 1ms, FIFO links".into(),
+        x_label: "processes (n)".into(),
+        y_label: "messages".into(),
+        integer_x: true,
+        panels,
+    })
+    .map_err(|e| InputError(format!("--plot: {e}")))
 }

@@ -18,13 +18,19 @@ pub fn list(args: &ListArgs) -> Result<Outcome, InputError> {
         return Ok(Outcome::Ok);
     }
     let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    // Every family's name fits its column, "clock-sync" and "multicast" included.
+    let fam = entries
+        .iter()
+        .map(|e| e.family.name().len())
+        .max()
+        .unwrap_or(0);
     println!(
-        "{:width$}  {:8}  {:4}  description",
+        "{:width$}  {:fam$}  {:4}  description",
         "name", "family", "fifo"
     );
     for e in entries {
         println!(
-            "{:width$}  {:8}  {:4}  {}",
+            "{:width$}  {:fam$}  {:4}  {}",
             e.name,
             e.family.name(),
             if e.needs_fifo { "yes" } else { "no" },

@@ -16,11 +16,13 @@ mod node_cmd;
 mod output;
 mod progress;
 mod run;
+mod scenario_cmd;
+mod shell_cmd;
 mod sweep_cmd;
 mod time_cmd;
 mod trace_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Distributed synchronization, coordination and agreement algorithms: simulate them, check
@@ -38,6 +40,16 @@ enum Command {
     List(list::ListArgs),
     /// Run a scenario file in the deterministic simulator.
     Run(run::RunArgs),
+    /// Write a commented scenario for an algorithm, with every field it reads and its default.
+    Init(scenario_cmd::InitArgs),
+    /// Check a scenario file as `run` would, without running it.
+    Validate(scenario_cmd::ValidateArgs),
+    /// List the example scenarios built into the binary, or print one.
+    Examples(scenario_cmd::ExamplesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(shell_cmd::CompletionsArgs),
+    /// Print the man page, or write one per verb into a directory.
+    Man(shell_cmd::ManArgs),
     /// Simulate an algorithm from flags, without a scenario file.
     Simulate(run::SimulateArgs),
     /// From a trace: did event a happen before event b, after it, or concurrently?
@@ -101,6 +113,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),
+        Command::Init(args) => scenario_cmd::init(args),
+        Command::Validate(args) => scenario_cmd::validate(args),
+        Command::Examples(args) => scenario_cmd::examples(args),
+        Command::Completions(args) => shell_cmd::completions(args, Cli::command()),
+        Command::Man(args) => shell_cmd::man(args, Cli::command()),
         Command::Simulate(args) => run::simulate(args),
         Command::Trace(args) => trace_cmd::trace(args),
         Command::Clocks(args) => clocks_cmd::clocks(args),

@@ -23,6 +23,39 @@ fn stats(s: &Stats) -> String {
     )
 }
 
+/// `n` things, in the singular for one: `count(1, "node")` is "1 node", `count(3, "node")`
+/// "3 nodes".
+pub fn count(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// A whole number from the command line, with a clear message for a negative one or for text
+/// (clap would otherwise take `-3` for a flag).
+pub fn whole<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    let t = s.trim();
+    if t.starts_with('-') && t[1..].chars().all(|c| c.is_ascii_digit() || c == '.') && t.len() > 1 {
+        return Err(format!(
+            "expected a whole number of 0 or more, got the negative number {t}"
+        ));
+    }
+    t.parse::<T>()
+        .map_err(|_| format!("expected a whole number of 0 or more, got `{t}`"))
+}
+
+/// A noun with its indefinite article: "an election", "a mutex".
+pub fn a(noun: &str) -> String {
+    let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {noun}")
+}
+
 /// A few lines a person reads after a run.
 pub fn summary(r: &Report) -> String {
     let mut out = String::new();
@@ -33,13 +66,13 @@ pub fn summary(r: &Report) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{}{name}: {} nodes, seed {}, ended ({}) at {} after {} events",
+        "{}{name}: {}, seed {}, ended ({}) at {} after {}",
         r.algorithm,
-        r.nodes,
+        count(r.nodes as u64, "node"),
         r.seed,
         r.ended_by,
         dur(r.end_time_ns as f64),
-        r.events_processed
+        count(r.events_processed, "event")
     );
     let kinds: Vec<String> = r
         .messages
@@ -76,9 +109,14 @@ pub fn summary(r: &Report) -> String {
         let live = e.known_by.len();
         let _ = writeln!(
             out,
-            "leader:     {leader} ({} by the {live} live nodes); {} elections, {} disturbed",
+            "leader:     {leader} ({} by the {}); {}, {} disturbed",
             if e.agreed { "agreed" } else { "NOT agreed" },
-            e.elections,
+            if live == 1 {
+                "1 live node".to_string()
+            } else {
+                format!("{live} live nodes")
+            },
+            count(e.elections, "election"),
             e.disturbed
         );
         let kinds: Vec<String> = e

@@ -17,12 +17,14 @@ impl Progress {
         }))
     }
 
-    /// A bar counting runs: "{doing} [====] 12/40 runs".
+    /// A bar counting runs: "{doing} [====] 12/40 runs, 3s elapsed, ETA 7s".
     pub fn runs(quiet: bool, doing: &str) -> Progress {
         Progress::new(
             quiet,
             0,
-            &format!("{{spinner}} {doing} {{bar:40}} {{pos}}/{{len}} runs"),
+            &format!(
+                "{{spinner}} {doing} {{bar:40}} {{pos}}/{{len}} runs, {{elapsed}} elapsed, ETA {{eta}}"
+            ),
         )
     }
 

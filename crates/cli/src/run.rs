@@ -25,11 +25,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Replace the scenario's seed.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>)]
     seed: Option<u64>,
     /// Draw the run's space-time diagram to this SVG file (see `distsync trace render`).
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<PathBuf>,
+    /// Set a scenario field first: a dotted path and a value, like `nodes=8`,
+    /// `network.loss=0.1`, `workload.cs=5ms` or `network.delay={"uniform":["1ms","5ms"]}`
+    /// (JSON for tables and arrays). May be given several times.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Replace the scenario's simulated-time horizon.
+    #[arg(long, value_parser = parse_duration_arg)]
+    until: Option<Duration>,
 }
 
 /// Arguments of `distsync simulate`.
@@ -39,14 +47,14 @@ pub struct SimulateArgs {
     #[arg(long = "algo", value_name = "NAME")]
     algorithm: String,
     /// How many processes (ids 0..N-1).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, default_value_t = 5)]
     nodes: u32,
     /// light (one request at a time), heavy (every node always waiting) or poisson:RATE
     /// (requests per second per node).
     #[arg(long, default_value = "heavy", value_parser = parse_load)]
     load: Load,
     /// Requests per node.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 20)]
     requests: u64,
     /// Message delay: "1ms", a uniform range "1ms..5ms", or an exponential mean "exp:2ms".
     #[arg(long, default_value = "1ms", value_parser = parse_delay)]
@@ -54,8 +62,8 @@ pub struct SimulateArgs {
     /// Time inside the critical section.
     #[arg(long, default_value = "10ms", value_parser = parse_duration_arg)]
     cs: Duration,
-    /// Per-link FIFO delivery (the default).
-    #[arg(long, overrides_with = "no_fifo")]
+    /// Per-link FIFO delivery (the default; refused together with --no-fifo).
+    #[arg(long, conflicts_with = "no_fifo")]
     fifo: bool,
     /// Let messages on one link overtake each other.
     #[arg(long)]
@@ -70,17 +78,17 @@ pub struct SimulateArgs {
     #[arg(long, value_parser = parse_duration_arg)]
     until: Option<Duration>,
     /// The central algorithm's coordinator (default: the highest id).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     coordinator: Option<u32>,
     /// The initial token holder of token algorithms (default: node 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     holder: Option<u32>,
     /// Elections: when the coordinator (the highest id) crashes; heartbeats and a timeout then
     /// start an election.
     #[arg(long, default_value = "50ms", value_parser = parse_duration_arg)]
     crash_at: Duration,
     /// The seed of every random choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seed: u64,
     /// Print the report as one JSON object instead of a summary.
     #[arg(long)]
@@ -141,8 +149,20 @@ fn parse_probability(s: &str) -> Result<f64, String> {
 }
 
 pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
-    let scenario = Scenario::load(&args.scenario)?;
+    let mut scenario = Scenario::load(&args.scenario)?;
     let origin = args.scenario.display().to_string();
+    let mut again = format!("distsync run {origin}");
+    for assignment in &args.set {
+        scenario = set_field(&scenario, assignment)?;
+        again.push_str(&format!(" --set '{assignment}'"));
+    }
+    if let Some(until) = args.until {
+        scenario.until = Some(until);
+        again.push_str(&format!(
+            " --until {}",
+            distsync_core::format_duration(until)
+        ));
+    }
     execute(
         &scenario,
         &origin,
@@ -150,8 +170,28 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
         args.trace.as_deref(),
         args.svg.as_deref(),
         args.json,
-        Some(&args.scenario),
+        Some(&again),
     )
+}
+
+/// The scenario with `PATH=VALUE` applied: the value is read as JSON (a number, `true`, an
+/// array, a table) and otherwise taken as a string (`5ms`, `poisson`).
+pub fn set_field(scenario: &Scenario, assignment: &str) -> Result<Scenario, InputError> {
+    let Some((path, text)) = assignment.split_once('=') else {
+        return Err(InputError(format!(
+            "--set: expected PATH=VALUE, like network.loss=0.1 or workload.cs=5ms; got `{assignment}`"
+        )));
+    };
+    let path = path.trim();
+    if path.is_empty() || path.split('.').any(str::is_empty) {
+        return Err(InputError(format!(
+            "--set `{assignment}`: the path must be field names joined by dots, like network.loss"
+        )));
+    }
+    let value =
+        serde_json::from_str(text.trim()).unwrap_or_else(|_| serde_json::Value::from(text.trim()));
+    distsync_sim::sweep::with_param(scenario, path, &value)
+        .map_err(|e| InputError(format!("--set `{assignment}`: {e}")))
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
@@ -167,9 +207,9 @@ pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
                 _ => "scenarios/chandy-lamport-bank.toml",
             };
             Err(InputError(format!(
-                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is a {} algorithm, so run a scenario file instead, like `distsync run {example}`",
+                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is {} algorithm, so run a scenario file instead, like `distsync run {example}`",
                 args.algorithm,
-                other.name()
+                crate::output::a(other.name())
             )))
         }
     }
@@ -261,7 +301,7 @@ fn execute(
     trace: Option<&Path>,
     svg: Option<&Path>,
     json: bool,
-    file: Option<&Path>,
+    command: Option<&str>,
 ) -> Result<Outcome, InputError> {
     // The trace goes to a temporary file first, so that a failed run never clobbers an
     // existing trace.
@@ -286,10 +326,21 @@ fn execute(
     let bar = Progress::new(
         json,
         1000,
-        "{spinner} simulating {bar:40} {percent}% of simulated time",
+        "{spinner} simulating {bar:40} {percent}% of simulated time ({msg}), {elapsed} elapsed, ETA {eta}",
     );
+    // The engine reports every 65,536 events: enough to show the events and their rate.
+    let started = std::time::Instant::now();
+    let mut calls = 0u64;
     let progress: Option<Box<dyn FnMut(u64, u64)>> = bar.bar().cloned().map(|bar| {
         Box::new(move |now: u64, until: u64| {
+            calls += 1;
+            let events = calls * 65_536;
+            let rate = events as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            bar.set_message(format!(
+                "{} simulated, {events} events, {:.0}k events/s",
+                distsync_core::format_duration(Duration::from_nanos(now)),
+                rate / 1000.0
+            ));
             bar.set_position((now as f64 / until.max(1) as f64 * 1000.0) as u64)
         }) as Box<dyn FnMut(u64, u64)>
     });
@@ -317,7 +368,8 @@ fn execute(
             .map_err(|e| format!("cannot write the trace {}: {e}", trace.display()))?;
     }
     if let (Some(out), Some(copy)) = (svg, &captured) {
-        trace_cmd::svg_of_run(copy, origin, out)?;
+        let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
+        trace_cmd::svg_of_run(copy, origin, out, trace, &rerun)?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -327,8 +379,8 @@ fn execute(
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
     } else {
-        let again = match file {
-            Some(path) => format!("distsync run {} --seed {}", path.display(), report.seed),
+        let again = match command {
+            Some(command) => format!("{command} --seed {}", report.seed),
             None => format!("the same flags with --seed {}", report.seed),
         };
         eprintln!(

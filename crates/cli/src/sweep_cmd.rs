@@ -5,7 +5,7 @@ use crate::progress::Progress;
 use crate::{InputError, Outcome};
 use distsync_sim::sweep::{sweep, ParamSpec, Point};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
-use distsync_viz::plot::{line_chart, Series};
+use distsync_viz::plot::{figure, Figure, Panel, Series};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
     /// Seeds per point (the metric is averaged over seeds 1..=K of the scenario's seed).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seeds: u64,
     /// Print JSON points instead of a table.
     #[arg(long)]
@@ -104,8 +104,28 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
                 param.path
             )));
         }
-        let svg = line_chart(&series, &param.path, &args.metric)
-            .map_err(|e| InputError(e.to_string()))?;
+        let integer_x = points
+            .iter()
+            .all(|p| p.value.as_f64().is_some_and(|v| v.fract() == 0.0));
+        let base = match &args.scenario {
+            Some(path) => path.display().to_string(),
+            None => "heavy load, T = 1ms, E = 10ms, 10 requests per node".into(),
+        };
+        let seeds = crate::output::count(args.seeds, "seed");
+        let svg = figure(&Figure {
+            title: format!(
+                "{} against {}: {base}; {seeds} per point",
+                args.metric, param.path
+            ),
+            x_label: param.path.clone(),
+            y_label: args.metric.clone(),
+            integer_x,
+            panels: vec![Panel {
+                caption: String::new(),
+                series,
+            }],
+        })
+        .map_err(|e| InputError(format!("--plot: {e}")))?;
         std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if points.iter().any(|p| p.violations > 0) {

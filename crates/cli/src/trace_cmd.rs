@@ -30,7 +30,8 @@ enum TraceCommand {
 pub struct RenderArgs {
     /// The trace file (JSON lines, as written by `distsync run --trace`).
     trace: PathBuf,
-    /// Write the space-time diagram to this SVG file.
+    /// Write the space-time diagram to this SVG file ("-": to standard output). Without
+    /// --from/--to, a trace of more than 4000 events is drawn up to its 4000th (stderr says so).
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<PathBuf>,
     /// Write Chrome trace-event JSON (Perfetto UI, chrome://tracing) to this file.
@@ -75,23 +76,60 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
         .map_err(|e| format!("cannot read the trace {}: {e}", args.trace.display()))?;
     let trace = Trace::read(BufReader::new(file), &args.trace.display().to_string())?;
     if let Some(out) = &args.svg {
-        let options = SvgOptions {
+        let end = trace.end_time_ns();
+        if let Some(from) = args.from.filter(|&f| f > end) {
+            return Err(InputError(format!(
+                "--from {}: after the trace's last event, at {} ({})",
+                time_arg(from),
+                distsync_viz::format_ns(end),
+                args.trace.display()
+            )));
+        }
+        let mut options = SvgOptions {
             from_ns: args.from,
             to_ns: args.to,
         };
-        write_out(out, &svg::render(&trace, &options)?)?;
-        println!("{}: space-time diagram", out.display());
+        if args.from.is_none() && args.to.is_none() {
+            if let Some((from, to, why)) = default_window(&trace, false) {
+                options = SvgOptions {
+                    from_ns: Some(from),
+                    to_ns: Some(to),
+                };
+                eprintln!(
+                    "{}: {why}; choose another window with --from and --to (the trace ends at {})",
+                    args.trace.display(),
+                    distsync_viz::format_ns(end)
+                );
+            }
+        }
+        let drawing = svg::render(&trace, &options)?;
+        if out.as_os_str() == "-" {
+            std::io::stdout()
+                .write_all(drawing.as_bytes())
+                .map_err(|e| format!("cannot write the SVG to standard output: {e}"))?;
+        } else {
+            write_out(out, &drawing)?;
+            println!("{}: space-time diagram", out.display());
+        }
     }
+    // With the SVG on standard output, the notes go to stderr.
+    let note = |text: String| {
+        if args.svg.as_ref().is_some_and(|o| o.as_os_str() == "-") {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
+    };
     if let Some(out) = &args.perfetto {
         write_out(out, &perfetto::render(&trace))?;
-        println!(
+        note(format!(
             "{}: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing)",
             out.display()
-        );
+        ));
     }
     if let Some(out) = &args.shiviz {
         write_out(out, &shiviz::render(&trace))?;
-        println!("{}: ShiViz log", out.display());
+        note(format!("{}: ShiViz log", out.display()));
     }
     Ok(Outcome::Ok)
 }
@@ -131,11 +169,113 @@ impl Write for Tee {
     }
 }
 
-/// Draws the captured trace of a run to `out`; `origin` names the run in errors.
-pub fn svg_of_run(captured: &Captured, origin: &str, out: &Path) -> Result<(), InputError> {
+/// Above this many events in the window, a drawing is windowed automatically (a wider one is
+/// megabytes of SVG that a browser draws slowly and nobody can read); `--from/--to` choose.
+pub const MAX_DRAWN_EVENTS: usize = 4000;
+
+/// Events drawn before and after a violation when the drawing is windowed around it.
+const BEFORE_VIOLATION: usize = 60;
+const AFTER_VIOLATION: usize = 20;
+
+/// A time for the command line, exact in the largest unit that divides it: 179700us, 2s.
+pub fn time_arg(ns: u64) -> String {
+    match ns {
+        0 => "0s".into(),
+        n if n % 3_600_000_000_000 == 0 => format!("{}h", n / 3_600_000_000_000),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// The window `run --svg` and `trace render` draw when none is given: around the first
+/// violation if there is one, else the first MAX_DRAWN_EVENTS events when there are more; and
+/// why, for stderr. `None`: the whole run.
+pub fn default_window(trace: &Trace, around_violation: bool) -> Option<(u64, u64, String)> {
+    let events = &trace.events;
+    let round_down = |t: u64| t / 1_000 * 1_000;
+    let round_up = |t: u64| t.div_ceil(1_000) * 1_000;
+    if let Some(&(i, t, property, _)) = trace.violations().first().filter(|_| around_violation) {
+        let from = round_down(events[i.saturating_sub(BEFORE_VIOLATION)].time_ns);
+        let to = round_up(
+            events[(i + AFTER_VIOLATION).min(events.len() - 1)]
+                .time_ns
+                .max(t),
+        );
+        if from == 0 && to >= trace.end_time_ns() {
+            return None;
+        }
+        return Some((
+            from,
+            to,
+            format!(
+                "violation of {property} at {}: drawn from {} to {} around it",
+                distsync_viz::format_ns(t),
+                time_arg(from),
+                time_arg(to)
+            ),
+        ));
+    }
+    if events.len() > MAX_DRAWN_EVENTS {
+        let to = round_up(events[MAX_DRAWN_EVENTS].time_ns);
+        return Some((
+            0,
+            to,
+            format!(
+                "the run has {} events, too many to draw legibly: drawn up to its {}th event, {}",
+                events.len(),
+                MAX_DRAWN_EVENTS,
+                time_arg(to)
+            ),
+        ));
+    }
+    None
+}
+
+/// Draws the captured trace of a run to `out`, windowed as `default_window` says (saying so on
+/// stderr, with the commands that draw other windows); `origin` names the run in errors,
+/// `trace_file` is the run's `--trace` file if it has one and `rerun` the command that
+/// repeats the run.
+pub fn svg_of_run(
+    captured: &Captured,
+    origin: &str,
+    out: &Path,
+    trace_file: Option<&Path>,
+    rerun: &str,
+) -> Result<(), InputError> {
     let bytes = captured.0.borrow();
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| InputError(format!("the trace of {origin} is not UTF-8: {e}")))?;
     let trace = Trace::parse(text, &format!("trace of {origin}"))?;
-    write_out(out, &svg::render(&trace, &SvgOptions::default())?)
+    let window = default_window(&trace, true);
+    let options = match &window {
+        Some((from, to, _)) => SvgOptions {
+            from_ns: Some(*from),
+            to_ns: Some(*to),
+        },
+        None => SvgOptions::default(),
+    };
+    write_out(out, &svg::render(&trace, &options)?)?;
+    if let Some((from, to, why)) = window {
+        let (first, file) = match trace_file {
+            Some(path) => (String::new(), path.display().to_string()),
+            None => (
+                format!("{rerun} --trace run.jsonl && "),
+                "run.jsonl".to_string(),
+            ),
+        };
+        eprintln!("{}: {why}", out.display());
+        eprintln!(
+            "  this window: {first}distsync trace render {file} --svg {} --from {} --to {}",
+            out.display(),
+            time_arg(from),
+            time_arg(to)
+        );
+        eprintln!(
+            "  another: choose --from and --to (the run ends at {})",
+            distsync_viz::format_ns(trace.end_time_ns())
+        );
+    }
+    Ok(())
 }

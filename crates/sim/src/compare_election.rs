@@ -17,7 +17,10 @@ use distsync_algorithms::registry::{self, Family};
 use distsync_core::NodeId;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 const T_NS: f64 = 1_000_000.0;
@@ -340,7 +343,7 @@ pub fn election_algorithms() -> Vec<&'static str> {
 /// Runs the comparison; `progress(done, total)` is called after each run.
 pub fn compare_election(
     options: &ElectionCompareOptions,
-    mut progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(usize, usize) + Send,
 ) -> Vec<ElectionRow> {
     let algorithms: Vec<String> = if options.algorithms.is_empty() {
         election_algorithms()
@@ -360,17 +363,28 @@ pub fn compare_election(
             })
         })
         .collect();
+    // The runs are independent: on every core (rayon), rows in the plan's order.
     let total = plan.len();
-    let mut rows = Vec::new();
-    for (done, (algorithm, n, order, starters, scenario)) in plan.into_iter().enumerate() {
+    let done = AtomicUsize::new(0);
+    let progress = Mutex::new(&mut progress);
+    let one = |(algorithm, n, order, starters, scenario): &(
+        String,
+        u32,
+        &'static str,
+        Starters,
+        Scenario,
+    )|
+     -> Vec<ElectionRow> {
+        let (n, order, starters) = (*n, *order, *starters);
+        let mut rows = Vec::new();
         let result = run(
-            &scenario,
+            scenario,
             RunOptions {
                 origin: "compare".into(),
                 ..RunOptions::default()
             },
         );
-        for (metric, theory, formula, relation) in theory(&algorithm, n, order, starters) {
+        for (metric, theory, formula, relation) in theory(algorithm, n, order, starters) {
             let (measured, note) = match &result {
                 Ok(report) => (
                     measure(report, metric),
@@ -400,9 +414,13 @@ pub fn compare_election(
                 note,
             });
         }
-        progress(done + 1, total);
-    }
-    rows
+        let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Ok(mut progress) = progress.lock() {
+            (*progress)(finished, total);
+        }
+        rows
+    };
+    plan.par_iter().map(one).collect::<Vec<_>>().concat()
 }
 
 #[cfg(test)]

@@ -284,6 +284,15 @@ impl<P: Process> Core<P> {
     }
 
     fn violation(&mut self, time: Time, property: &str, detail: String) {
+        // Every violation goes into the trace, listed in the report or not, so drawings show it.
+        if let Some(t) = self.tracer.as_mut() {
+            let fill = Line {
+                property: Some(property),
+                detail: Some(&detail),
+                ..Default::default()
+            };
+            t.plain_event(time, "violation", None, fill);
+        }
         if self.violations.len() < MAX_VIOLATIONS {
             self.violations.push(Violation {
                 property: property.to_string(),

@@ -39,6 +39,7 @@ mod report;
 pub mod scenario;
 mod snapshot;
 pub mod sweep;
+pub mod template;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
@@ -166,8 +167,13 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             origin,
             field,
             message: format!(
-                "{what} applies to {owner}, and `{}` is a {} algorithm",
+                "{what} applies to {owner}, and `{}` is {} {} algorithm",
                 scenario.algorithm,
+                if entry.family == Family::Election {
+                    "an"
+                } else {
+                    "a"
+                },
                 entry.family.name()
             ),
         }));

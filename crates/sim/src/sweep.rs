@@ -7,8 +7,11 @@
 //! looked up at the top of the report, then in each family section.
 
 use crate::{run, Report, RunOptions, Scenario};
+use rayon::prelude::*;
 use serde_json::Value;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A parameter and the values it takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -186,48 +189,55 @@ pub struct Point {
     pub violations: u64,
 }
 
-/// Runs every (algorithm, value, seed); `progress(done, total)` after each run.
+/// Runs every (algorithm, value, seed); `progress(done, total)` after each run. The runs are
+/// spread over every core (rayon); the points come back in order, the same as on one thread.
 pub fn sweep(
     base: &Scenario,
     algorithms: &[String],
     param: &ParamSpec,
     metric_path: &str,
     seeds: u64,
-    mut progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(usize, usize) + Send,
 ) -> Result<Vec<Point>, SweepError> {
     let total = algorithms.len() * param.values.len() * seeds as usize;
-    let mut done = 0;
-    let mut points = Vec::new();
-    for algorithm in algorithms {
-        for value in &param.values {
-            let mut scenario = with_param(base, &param.path, value)?;
-            scenario.algorithm = algorithm.clone();
-            let (mut sum, mut violations) = (0.0, 0);
-            for s in 0..seeds {
-                let report = run(
-                    &scenario,
-                    RunOptions {
-                        seed: Some(scenario.seed + s),
-                        origin: format!("sweep {algorithm} {}={value}", param.path),
-                        ..RunOptions::default()
-                    },
-                )
-                .map_err(|e| SweepError(e.to_string()))?;
-                sum += metric(&report, metric_path)?;
-                violations += report.violations.len() as u64;
-                done += 1;
-                progress(done, total);
+    let done = AtomicUsize::new(0);
+    let progress = Mutex::new(&mut progress);
+    let plan: Vec<(&String, &Value)> = algorithms
+        .iter()
+        .flat_map(|a| param.values.iter().map(move |v| (a, v)))
+        .collect();
+    let one = |&(algorithm, value): &(&String, &Value)| -> Result<Point, SweepError> {
+        let mut scenario = with_param(base, &param.path, value)?;
+        scenario.algorithm = algorithm.clone();
+        let (mut sum, mut violations) = (0.0, 0);
+        for s in 0..seeds {
+            let report = run(
+                &scenario,
+                RunOptions {
+                    seed: Some(scenario.seed + s),
+                    origin: format!("sweep {algorithm} {}={value}", param.path),
+                    ..RunOptions::default()
+                },
+            )
+            .map_err(|e| SweepError(e.to_string()))?;
+            sum += metric(&report, metric_path)?;
+            violations += report.violations.len() as u64;
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Ok(mut progress) = progress.lock() {
+                (*progress)(finished, total);
             }
-            points.push(Point {
-                algorithm: algorithm.clone(),
-                value: value.clone(),
-                metric: sum / seeds as f64,
-                seeds,
-                violations,
-            });
         }
-    }
-    Ok(points)
+        Ok(Point {
+            algorithm: algorithm.clone(),
+            value: value.clone(),
+            metric: sum / seeds as f64,
+            seeds,
+            violations,
+        })
+    };
+    // On an error, the first one in the plan's order is reported, as on one thread.
+    let results: Vec<Result<Point, SweepError>> = plan.par_iter().map(one).collect();
+    results.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -56,6 +56,11 @@ pub(crate) struct Line<'a> {
     pub(crate) groups: Option<Vec<Vec<NodeId>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) delta_ns: Option<i64>,
+    /// `violation` lines: the property broken and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) property: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) detail: Option<&'a str>,
 }
 
 /// Writes the trace and keeps the observer's clocks.

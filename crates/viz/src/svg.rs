@@ -125,6 +125,8 @@ struct Diagram<'a> {
     /// Per lane, where the last label above (below) the line ends.
     label_end_above: Vec<f64>,
     label_end_below: Vec<f64>,
+    /// Where each (lane, above, text) label was last drawn.
+    last_label: HashMap<(usize, bool, String), f64>,
 }
 
 /// Which marks appear, for the legend.
@@ -140,6 +142,11 @@ struct Used {
     leader: bool,
     adjust: bool,
     partition: bool,
+    violation: bool,
+    input: bool,
+    timer: bool,
+    output: bool,
+    dot: bool,
 }
 
 impl<'a> Diagram<'a> {
@@ -187,6 +194,7 @@ impl<'a> Diagram<'a> {
             used,
             label_end_above: vec![f64::NEG_INFINITY; trace.header.ids.len()],
             label_end_below: vec![f64::NEG_INFINITY; trace.header.ids.len()],
+            last_label: HashMap::new(),
         }
     }
 
@@ -195,9 +203,12 @@ impl<'a> Diagram<'a> {
     }
 
     /// Whether a label of `text` starting at `x` above (or below) `node`'s line stays clear of
-    /// the last one drawn there; if so, it takes the room. Labels that would overlap are left
-    /// out (the mark and its tooltip stay).
+    /// the last one drawn there and says something new; if so, it takes the room. Labels that
+    /// would overlap, and a label repeating one drawn on the same side of the same line less
+    /// than REPEAT_GAP pixels before (Berkeley's "Master" every round), are left out: the mark
+    /// and its tooltip stay.
     fn label_room(&mut self, node: NodeId, above: bool, x: f64, text: &str) -> bool {
+        const REPEAT_GAP: f64 = 600.0;
         let lane = self.lanes.get(&node).copied().unwrap_or(0);
         let ends = if above {
             &mut self.label_end_above
@@ -207,7 +218,16 @@ impl<'a> Diagram<'a> {
         if x < ends[lane] + 4.0 {
             return false;
         }
+        let key = (lane, above, text.to_string());
+        if self
+            .last_label
+            .get(&key)
+            .is_some_and(|&last| x - last < REPEAT_GAP)
+        {
+            return false;
+        }
         ends[lane] = x + text.chars().count() as f64 * 6.2;
+        self.last_label.insert(key, x);
         true
     }
 
@@ -730,8 +750,12 @@ impl<'a> Diagram<'a> {
     fn events(&mut self, b: &mut String) {
         let trace = self.trace;
         let (mut scratch, mut title) = (String::new(), String::new());
-        for e in &trace.events[self.lo..self.hi] {
+        for (i, e) in trace.events[self.lo..self.hi].iter().enumerate() {
             let x = self.x(e.time_ns);
+            if let EventKind::Violation { property, detail } = &e.kind {
+                self.violation_mark(b, self.lo + i, e, x, property, detail);
+                continue;
+            }
             let Some(node) = e.node else {
                 self.global_mark(b, e, x);
                 continue;
@@ -771,12 +795,15 @@ impl<'a> Diagram<'a> {
                         x, y - 6.0, x + 6.0, y, x, y + 6.0, x - 6.0, y
                     );
                     let label = format!("leader {leader}");
-                    if self.label_room(node, true, x + 6.0, &label) {
+                    // Above the line, unless the arrows leaving or reaching this process just
+                    // after it go up through that place (a new coordinator telling everyone).
+                    let above = !self.arrows_go_up(self.lo + i, node, x + 6.0 + 6.2 * 9.0);
+                    if self.label_room(node, above, x + 6.0, &label) {
                         let _ = write!(
                             b,
                             "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
                             x + 6.0,
-                            y - 9.0
+                            if above { y - 9.0 } else { y + 18.0 }
                         );
                     }
                     b.push_str("</g>\n");
@@ -802,6 +829,7 @@ impl<'a> Diagram<'a> {
                     b.push_str("</g>\n");
                 }
                 EventKind::Output(v) => {
+                    self.used.output = true;
                     let variant = variant_name(v).unwrap_or("output");
                     let cs_mark = matches!(variant, "Enter" | "Exit");
                     let _ = write!(
@@ -821,6 +849,7 @@ impl<'a> Diagram<'a> {
                     b.push('\n');
                 }
                 EventKind::Input(_) => {
+                    self.used.input = true;
                     let _ = writeln!(
                         b,
                         "<rect class=\"ev ev-input\" x=\"{:.1}\" y=\"{:.1}\" width=\"6\" height=\"6\" fill=\"#555\"><title>{title}</title></rect>",
@@ -829,12 +858,14 @@ impl<'a> Diagram<'a> {
                     );
                 }
                 EventKind::Timer(_) => {
+                    self.used.timer = true;
                     let _ = writeln!(
                         b,
                         "<circle class=\"ev ev-timer\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"white\" stroke=\"#333\" stroke-width=\"1.5\"><title>{title}</title></circle>"
                     );
                 }
                 EventKind::Send { .. } | EventKind::Deliver { .. } => {
+                    self.used.dot = true;
                     let _ = writeln!(
                         b,
                         "<circle class=\"ev ev-{cls}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.6\" fill=\"#222\"><title>{title}</title></circle>"
@@ -849,6 +880,86 @@ impl<'a> Diagram<'a> {
                 }
             }
         }
+    }
+
+    /// Whether more of the arrows at `node` between event `index` and the pixel `until` leave
+    /// or arrive upwards (to or from a lane above) than downwards.
+    fn arrows_go_up(&self, index: usize, node: NodeId, until: f64) -> bool {
+        let lane = |n: NodeId| self.lanes.get(&n).copied().unwrap_or(0);
+        let mine = lane(node);
+        let (mut up, mut down) = (0, 0);
+        // From the first event drawn at the same place (a coordinator may send before it
+        // announces itself) to `until`.
+        let here = self.x(self.trace.events[index].time_ns);
+        let mut first = index;
+        while first > self.lo && self.x(self.trace.events[first - 1].time_ns) >= here - 1.0 {
+            first -= 1;
+        }
+        for e in &self.trace.events[first..self.hi] {
+            if self.x(e.time_ns) > until {
+                break;
+            }
+            let other = match (&e.kind, e.node) {
+                (EventKind::Send { to, .. }, Some(n)) if n == node => *to,
+                (EventKind::Deliver { from, .. }, Some(n)) if n == node => *from,
+                _ => continue,
+            };
+            match lane(other).cmp(&mine) {
+                std::cmp::Ordering::Less => up += 1,
+                std::cmp::Ordering::Greater => down += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        up > down
+    }
+
+    /// A violation: a red band across the processes it concerns, labelled with the property
+    /// in words and the detail (the whole detail in the tooltip).
+    fn violation_mark(
+        &mut self,
+        b: &mut String,
+        index: usize,
+        e: &Event,
+        x: f64,
+        property: &str,
+        detail: &str,
+    ) {
+        self.used.violation = true;
+        let nodes = self.trace.violation_nodes(index);
+        let ys: Vec<f64> = nodes.iter().map(|&n| self.y(n)).collect();
+        let top = ys.iter().copied().fold(f64::INFINITY, f64::min) - 16.0;
+        let bottom = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 16.0;
+        let words = property_in_words(property);
+        let list = nodes
+            .iter()
+            .map(|n| format!("P{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let label = format!("{words}: {}", truncate(detail, 90));
+        // Right of the band, or left of it when the label would run off the drawing.
+        let (anchor, label_x) = if x + 10.0 + label.chars().count() as f64 * 7.0 > self.width() {
+            ("end", x - 10.0)
+        } else {
+            ("start", x + 10.0)
+        };
+        let _ = write!(
+            b,
+            "<g class=\"violation\" data-property=\"{}\"><title>VIOLATION at {} (seq {}): {}: {} ({})</title>\
+             <rect x=\"{:.1}\" y=\"{top:.1}\" width=\"14\" height=\"{:.1}\" fill=\"#d62728\" fill-opacity=\"0.28\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\
+             <text class=\"violation-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\" fill=\"#b0191e\" font-weight=\"bold\" paint-order=\"stroke\" stroke=\"white\" stroke-width=\"3\">",
+            escape(property),
+            format_ns(e.time_ns),
+            e.seq,
+            escape(words),
+            escape(detail),
+            list,
+            x - 7.0,
+            bottom - top,
+            label_x,
+            top - 4.0
+        );
+        push_escaped(b, &label);
+        b.push_str("</text></g>\n");
     }
 
     fn global_mark(&mut self, b: &mut String, e: &Event, x: f64) {
@@ -898,7 +1009,12 @@ impl<'a> Diagram<'a> {
             ));
         }
         let u = &self.used;
-        let fixed: [(bool, &str, &str); 10] = [
+        let fixed: [(bool, &str, &str); 15] = [
+            (u.dot, "<circle cx=\"13\" cy=\"0\" r=\"2.6\" fill=\"#222\"/>", "send / delivery"),
+            (u.input, "<rect x=\"10\" y=\"-3\" width=\"6\" height=\"6\" fill=\"#555\"/>", "input (e.g. Request)"),
+            (u.output, "<circle cx=\"13\" cy=\"0\" r=\"3\" fill=\"#6a3d9a\"/>", "output"),
+            (u.timer, "<circle cx=\"13\" cy=\"0\" r=\"4\" fill=\"white\" stroke=\"#333\" stroke-width=\"1.5\"/>", "timer expired"),
+            (u.violation, "<rect x=\"6\" y=\"-8\" width=\"14\" height=\"16\" fill=\"#d62728\" fill-opacity=\"0.28\" stroke=\"#d62728\" stroke-width=\"1.5\"/>", "violation (property broken)"),
             (u.duplicate, "<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#555\" stroke-width=\"1.5\" stroke-dasharray=\"7 4\"/>", "duplicate copy"),
             (u.drop, "<line x1=\"0\" y1=\"0\" x2=\"22\" y2=\"0\" stroke=\"#555\" stroke-dasharray=\"2 3\"/><path d=\"M17,-5 L27,5 M17,5 L27,-5\" stroke=\"#d62728\" stroke-width=\"2.5\"/>", "dropped"),
             (u.inflight, "<line x1=\"0\" y1=\"0\" x2=\"26\" y2=\"0\" stroke=\"#555\" stroke-dasharray=\"1 3\"/>", "in flight at the end"),
@@ -934,6 +1050,22 @@ impl<'a> Diagram<'a> {
         }
         s.push_str("</g>\n");
         (s, y)
+    }
+}
+
+/// A monitor's property name as a phrase for the picture.
+fn property_in_words(property: &str) -> &str {
+    match property {
+        "mutual-exclusion" => "mutual exclusion broken",
+        "deadlock" => "deadlock",
+        "starvation" => "starvation",
+        "contract" => "contract broken",
+        "agreement" => "leaders disagree",
+        "causal-order" => "causal order broken",
+        "fifo-order" => "FIFO order broken",
+        "total-order" => "total order broken",
+        "snapshot-total" => "snapshot total wrong",
+        other => other,
     }
 }
 

@@ -95,6 +95,14 @@ pub enum EventKind {
         /// The correction, in nanoseconds (negative: set back).
         delta_ns: i64,
     },
+    /// A monitor found a property broken (`violation` lines, written by the simulator at the
+    /// time it found it). Not a process event: it has no node and no timestamps.
+    Violation {
+        /// The property, like `"mutual-exclusion"`.
+        property: String,
+        /// What happened, in words.
+        detail: String,
+    },
     /// An event kind this build does not know (a later trace version's addition); kept and drawn
     /// as a plain mark rather than refused.
     Other {
@@ -119,6 +127,7 @@ impl EventKind {
             EventKind::Partition { .. } => "partition",
             EventKind::Heal => "heal",
             EventKind::Adjust { .. } => "adjust",
+            EventKind::Violation { .. } => "violation",
             EventKind::Other { name } => name,
         }
     }
@@ -215,6 +224,31 @@ pub struct MessageFate {
     pub drops: Vec<usize>,
 }
 
+/// The member ids a text names after the words "node", "nodes", "process" or "processes":
+/// the numbers that follow such a word, up to the next word that is not "and".
+fn named_nodes(text: &str, ids: &[NodeId]) -> Vec<NodeId> {
+    let mut out = Vec::new();
+    let mut naming = false;
+    for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']') {
+        if word.is_empty() {
+            continue;
+        }
+        let bare = word
+            .trim_end_matches("'s")
+            .trim_end_matches(['.', ':', ';', ')']);
+        if matches!(bare, "node" | "nodes" | "process" | "processes" | "P") {
+            naming = true;
+        } else if let Ok(n) = bare.trim_start_matches('P').parse::<u32>() {
+            if naming && ids.contains(&n) {
+                out.push(n);
+            }
+        } else if bare != "and" {
+            naming = false;
+        }
+    }
+    out
+}
+
 impl Trace {
     /// Reads a trace from its text. `origin` names it in errors (usually the file name).
     pub fn parse(text: &str, origin: &str) -> Result<Trace, TraceError> {
@@ -243,6 +277,50 @@ impl Trace {
     /// The position of `node` in the header's `ids` (its lane, and its vector index).
     pub fn position(&self, node: NodeId) -> Option<usize> {
         self.header.ids.iter().position(|&id| id == node)
+    }
+
+    /// Every `violation` event, in order: its index in `events`, time, property and detail.
+    pub fn violations(&self) -> Vec<(usize, u64, &str, &str)> {
+        self.events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.kind {
+                EventKind::Violation { property, detail } => {
+                    Some((i, e.time_ns, property.as_str(), detail.as_str()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The processes a violation concerns: for `mutual-exclusion`, those inside the critical
+    /// section at its time; otherwise the member ids its detail names after "node", "nodes" or
+    /// "process" (like "node 3", "nodes [0, 1]", "nodes 0 and 1"); every process when it names
+    /// none.
+    pub fn violation_nodes(&self, index: usize) -> Vec<NodeId> {
+        let Some(EventKind::Violation { property, detail }) =
+            self.events.get(index).map(|e| &e.kind)
+        else {
+            return Vec::new();
+        };
+        let time = self.events[index].time_ns;
+        let mut nodes: Vec<NodeId> = Vec::new();
+        if property == "mutual-exclusion" {
+            for cs in self.critical_sections() {
+                if cs.start_ns <= time && cs.end_ns.is_none_or(|end| end >= time) {
+                    nodes.push(cs.node);
+                }
+            }
+        }
+        if nodes.len() < 2 {
+            nodes.extend(named_nodes(detail, &self.header.ids));
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        if nodes.is_empty() {
+            nodes = self.header.ids.clone();
+        }
+        nodes
     }
 
     /// The time of the last event (0 for an empty trace).
@@ -565,12 +643,16 @@ impl Fields<'_> {
             "adjust" => EventKind::Adjust {
                 delta_ns: self.int("delta_ns")?,
             },
+            "violation" => EventKind::Violation {
+                property: self.string("property")?.to_string(),
+                detail: self.string("detail")?.to_string(),
+            },
             other => EventKind::Other {
                 name: other.to_string(),
             },
         };
         let node = match kind {
-            EventKind::Partition { .. } | EventKind::Heal => None,
+            EventKind::Partition { .. } | EventKind::Heal | EventKind::Violation { .. } => None,
             EventKind::Other { .. } if !self.obj.contains_key("node") => None,
             _ => Some(self.member("node")?),
         };

@@ -1,0 +1,199 @@
+//! The command line's conveniences: completions, man pages, the compare summary, aligned lists,
+//! clear refusals of negative numbers and contradictory flags, plural and article forms.
+
+use std::process::{Command, Output};
+
+fn distsync(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The verbs `distsync --help` lists.
+fn verbs() -> Vec<String> {
+    let help = out(&distsync(&["--help"]));
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|v| v != "help")
+        .collect()
+}
+
+#[test]
+fn completions_cover_every_verb_in_every_shell() {
+    let verbs = verbs();
+    assert!(verbs.len() >= 15, "{verbs:?}");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = distsync(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", err(&o));
+        let script = out(&o);
+        for verb in &verbs {
+            assert!(script.contains(verb.as_str()), "{shell} lacks {verb}");
+        }
+    }
+    let o = distsync(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("tcsh"), "{}", err(&o));
+}
+
+#[test]
+fn man_pages_for_the_tool_and_every_verb() {
+    let o = distsync(&["man"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(out(&o).contains(".TH distsync 1"), "{}", out(&o));
+    let dir = std::env::temp_dir().join(format!("distsync-man-{}", std::process::id()));
+    let o = distsync(&["man", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    for verb in verbs() {
+        let page = std::fs::read_to_string(dir.join(format!("distsync-{verb}.1")))
+            .unwrap_or_else(|e| panic!("distsync-{verb}.1: {e}"));
+        assert!(page.contains(&format!(".TH distsync-{verb} 1")), "{verb}");
+        assert!(
+            page.contains("distsync ") && page.contains(".SH OPTIONS"),
+            "{verb}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_summary_is_the_pivot_and_heavy_rows_carry_no_light_formulas() {
+    let o = distsync(&["compare", "--nodes", "5", "--summary"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} line: {text}"))
+            .to_string()
+    };
+    let ra = line("ricart-agrawala");
+    assert!(
+        ra.contains("8 = 2(N-1) ✓") && ra.contains("1 = T ✓") && ra.contains("12 = 2T+E ✓"),
+        "{ra}"
+    );
+    assert!(line("singhal").contains("7.60 ≈ 3(N-1)/2 on average ✗"));
+    assert!(line("central").contains("3.98 = 4 ✓"));
+    // One line per algorithm (and N), not one per figure.
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("raymond ")).count(),
+        1
+    );
+    // Piped, the default is the full table, one figure per row.
+    let o = distsync(&["compare", "--nodes", "5", "--algo", "raymond"]);
+    assert!(out(&o).contains("agrees"), "{}", out(&o));
+    assert_eq!(
+        out(&o)
+            .lines()
+            .filter(|l| l.starts_with("raymond "))
+            .count(),
+        4
+    );
+    let o = distsync(&["compare", "--summary", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    // No heavy row shows a light-load formula.
+    let o = distsync(&["compare", "--nodes", "3,5", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    for r in rows.iter().filter(|r| r["load"] == "heavy") {
+        let formula = r["formula"].as_str().unwrap();
+        assert!(!formula.contains("light"), "{r}");
+    }
+}
+
+#[test]
+fn list_aligns_every_column_for_every_family() {
+    let text = out(&distsync(&["list"]));
+    let column = |l: &str, word: &str| l.find(word).unwrap();
+    let header = text.lines().next().unwrap();
+    let (fifo, description) = (column(header, "fifo"), column(header, "description"));
+    for l in text.lines().skip(1) {
+        let cells: Vec<&str> = l.split_whitespace().collect();
+        let at = |i: usize| {
+            let mut from = 0;
+            for c in &cells[..i] {
+                from = l[from..].find(c).unwrap() + from + c.len();
+            }
+            l[from..].find(cells[i]).unwrap() + from
+        };
+        assert_eq!(at(2), fifo, "{l}");
+        assert_eq!(at(3), description, "{l}");
+    }
+}
+
+#[test]
+fn bad_numbers_and_contradictions_are_refused_clearly() {
+    for (args, says) in [
+        (
+            vec!["simulate", "--algo", "central", "--nodes", "-3"],
+            "got the negative number -3",
+        ),
+        (
+            vec!["compare", "--nodes", "3,-5"],
+            "got the negative number -5",
+        ),
+        (
+            vec![
+                "sweep",
+                "--algo",
+                "central",
+                "--param",
+                "nodes=2..3",
+                "--seeds",
+                "-1",
+            ],
+            "negative number -1",
+        ),
+        (
+            vec!["run", "scenarios/lamport-light.toml", "--seed", "-2"],
+            "negative number -2",
+        ),
+        (
+            vec!["simulate", "--algo", "central", "--nodes", "many"],
+            "got `many`",
+        ),
+        (
+            vec!["simulate", "--algo", "central", "--fifo", "--no-fifo"],
+            "cannot be used with",
+        ),
+    ] {
+        let o = distsync(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(says), "{args:?}: {}", err(&o));
+        assert!(!err(&o).contains("panicked"));
+    }
+    let o = distsync(&["check", "--help"]);
+    assert!(out(&o).contains("ids 0..N-1"), "{}", out(&o));
+}
+
+#[test]
+fn one_is_singular_and_election_takes_an() {
+    let o = distsync(&["compare", "--algo", "bully"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("is an election algorithm"), "{}", err(&o));
+    let o = distsync(&["simulate", "--algo", "cristian"]);
+    assert!(err(&o).contains("is a clock-sync algorithm"), "{}", err(&o));
+    let dir = std::env::temp_dir().join(format!("distsync-one-{}.toml", std::process::id()));
+    std::fs::write(
+        &dir,
+        "algorithm = \"bully\"\nnodes = 1\n[[event]]\nat = \"1ms\"\nelect = 0\n",
+    )
+    .unwrap();
+    let o = distsync(&["run", dir.to_str().unwrap()]);
+    let text = out(&o);
+    assert!(text.contains(": 1 node, seed"), "{text}");
+    assert!(
+        !text.contains("1 nodes") && !text.contains(" 1 elections"),
+        "{text}"
+    );
+}
