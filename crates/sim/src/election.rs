@@ -173,6 +173,26 @@ impl ElectionHarness {
 }
 
 impl<P: Election> Harness<P> for ElectionHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
+        let Action::Elect(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to leader election (start an election)"
+            ));
+        };
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down or not a member"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, _node: NodeId, process: Option<&P>) -> Option<String> {
+        let process = process?;
+        if process.electing() {
+            return Some("electing".into());
+        }
+        process.leader().map(|l| format!("leader {l}"))
+    }
+
     fn start(&mut self, _ctl: &mut Control<'_, P>) {}
 
     fn on_output(&mut self, node: NodeId, output: &Output, ctl: &mut Control<'_, P>) {

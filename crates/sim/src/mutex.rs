@@ -273,6 +273,36 @@ impl MutexHarness {
 }
 
 impl<A: MutualExclusion> Harness<A> for MutexHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
+        let Action::Request(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to mutual exclusion (request the critical section)"
+            ));
+        };
+        let pos = ctl.peers().position(node).ok_or(format!("node {node} is not a member"))?;
+        if !self.load[pos].competes {
+            return Err(format!("node {node} does not compete for the critical section"));
+        }
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, node: NodeId, process: Option<&A>) -> Option<String> {
+        let process = process?;
+        if process.in_critical_section() {
+            return Some("in CS".into());
+        }
+        let waiting = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.node == node)
+            .is_some_and(|r| r.entered.is_none() && !r.abandoned);
+        waiting.then(|| "requesting".into())
+    }
+
     fn start(&mut self, ctl: &mut Control<'_, A>) {
         for pos in 0..self.load.len() {
             if !self.load[pos].competes {

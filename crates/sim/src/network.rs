@@ -118,6 +118,11 @@ impl Network {
         }
     }
 
+    /// Whether links deliver in the order messages were sent.
+    pub(crate) fn fifo(&self) -> bool {
+        self.fifo
+    }
+
     /// Whether the link between two positions delivers now.
     pub(crate) fn connected(&self, a: usize, b: usize) -> bool {
         match &self.group {

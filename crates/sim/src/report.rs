@@ -112,6 +112,13 @@ pub struct Violation {
     pub time_ns: u64,
     /// What was seen.
     pub detail: String,
+    /// The nodes involved (e.g. the two in the critical section), when the monitor knows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<u32>,
+    /// The trace events involved, by their `seq`, when a trace is kept (e.g. the two `Enter`
+    /// outputs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<u64>,
 }
 
 /// Figures for mutual exclusion (ORACLES.md's conventions).

@@ -2,13 +2,14 @@
 //! money to others. Its invariant is that the money in the system (the balances plus the
 //! transfers in transit) never changes.
 
+use serde::Serialize;
 use distsync_core::{NodeId, ParamError, Params, Peers};
 
 /// The opening balance when neither `balance` nor `balances` is given.
 pub const DEFAULT_BALANCE: u64 = 1000;
 
 /// One account.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Bank {
     /// The balance now.
     pub balance: u64,
