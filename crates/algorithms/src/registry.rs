@@ -58,7 +58,10 @@ pub trait MutexVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: MutualExclusion + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: MutualExclusion + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! mutex_algorithms {
@@ -112,7 +115,8 @@ pub trait ElectionVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Election + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: Election + Serialize + Send + 'static>(self, entry: &'static Entry)
+        -> Self::Output;
 }
 
 macro_rules! election_algorithms {
@@ -155,7 +159,10 @@ pub trait ClockSyncVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: ClockSync + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: ClockSync + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! clock_sync_algorithms {
@@ -217,7 +224,10 @@ struct BerkeleyWith<V> {
 
 impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
     type Output = V::Output;
-    fn visit<E: Election + Serialize + Send + 'static>(self, _election: &'static Entry) -> V::Output {
+    fn visit<E: Election + Serialize + Send + 'static>(
+        self,
+        _election: &'static Entry,
+    ) -> V::Output {
         self.visitor.visit::<crate::clocks::Berkeley<E>>(self.entry)
     }
 }
@@ -227,7 +237,10 @@ pub trait MulticastVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Multicast + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: Multicast + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! multicast_algorithms {
@@ -265,7 +278,10 @@ pub trait SnapshotVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: GlobalSnapshot + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: GlobalSnapshot + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! snapshot_algorithms {

@@ -241,7 +241,9 @@ impl ClockHarness {
 impl<A: ClockSync> Harness<A> for ClockHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
         let Action::Sync(node) = *action else {
-            return Err(format!("{action:?} does not apply to clock synchronization (synchronize a node)"));
+            return Err(format!(
+                "{action:?} does not apply to clock synchronization (synchronize a node)"
+            ));
         };
         if !ctl.alive(node) {
             return Err(format!("node {node} is down or not a member"));

@@ -64,7 +64,9 @@ pub trait Harness<P: Process> {
     /// `elect`, `sync`...) applies to this family; `Err` says why not.
     fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
         let _ = ctl;
-        Err(format!("{action:?} does not apply to this algorithm's family"))
+        Err(format!(
+            "{action:?} does not apply to this algorithm's family"
+        ))
     }
     /// A few words on what `node`, whose process is `process` (`None` while crashed), is doing,
     /// for people watching the run ("in CS", "leader 6").
@@ -492,8 +494,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         let scenario = &checked.scenario;
         let peers = checked.peers.clone();
         let n = peers.len();
-        let tracer =
-            trace.then(|| Tracer::new(&scenario.algorithm, family, peers.ids(), seed));
+        let tracer = trace.then(|| Tracer::new(&scenario.algorithm, family, peers.ids(), seed));
         let actions: Vec<Action> = checked.actions.iter().map(|(_, _, a)| a.clone()).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         // Clocks are drawn first, so that adding a clock section never shifts other draws' order

@@ -30,6 +30,7 @@ mod clock_sync;
 pub mod clocks;
 pub mod compare;
 pub mod compare_election;
+mod defaults;
 mod election;
 mod engine;
 mod multicast;
@@ -43,6 +44,7 @@ pub mod sweep;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
+pub use defaults::default_scenario;
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
@@ -300,7 +302,10 @@ impl FamilyRun<'_> {
 
 impl MutexVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: MutualExclusion + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output {
+    fn visit<A: MutualExclusion + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
         let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -308,7 +313,10 @@ impl MutexVisitor for FamilyRun<'_> {
 
 impl ElectionVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: Election + Serialize + Send + 'static>(self, entry: &'static Entry) -> Self::Output {
+    fn visit<A: Election + Serialize + Send + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
         match self.checked.scenario.detect {
             Some(Detect::Timeout) => self.election::<Detector<A>>(entry),
             Some(Detect::None) | None => self.election::<A>(entry),

@@ -411,7 +411,9 @@ impl MulticastHarness {
 impl<A: Multicast> Harness<A> for MulticastHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
         let Action::Multicast(node) = *action else {
-            return Err(format!("{action:?} does not apply to multicast (multicast from a node)"));
+            return Err(format!(
+                "{action:?} does not apply to multicast (multicast from a node)"
+            ));
         };
         if !ctl.alive(node) {
             return Err(format!("node {node} is down or not a member"));

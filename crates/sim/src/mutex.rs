@@ -63,6 +63,8 @@ pub struct MutexHarness {
     load: Vec<NodeLoad>,
     records: Vec<Record>,
     in_cs: Vec<NodeId>,
+    /// The trace `seq` of each node's latest Enter output, when a trace is kept.
+    enter_lines: Vec<Option<u64>>,
     pending_exit: Option<Time>,
     sync_delays: Vec<u64>,
     responses: Vec<u64>,
@@ -138,6 +140,7 @@ impl MutexHarness {
             load,
             records: Vec::new(),
             in_cs: Vec::new(),
+            enter_lines: vec![None; peers.len()],
             pending_exit: None,
             sync_delays: Vec::new(),
             responses: Vec::new(),
@@ -279,9 +282,14 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
                 "{action:?} does not apply to mutual exclusion (request the critical section)"
             ));
         };
-        let pos = ctl.peers().position(node).ok_or(format!("node {node} is not a member"))?;
+        let pos = ctl
+            .peers()
+            .position(node)
+            .ok_or(format!("node {node} is not a member"))?;
         if !self.load[pos].competes {
-            return Err(format!("node {node} does not compete for the critical section"));
+            return Err(format!(
+                "node {node} does not compete for the critical section"
+            ));
         }
         if !ctl.alive(node) {
             return Err(format!("node {node} is down"));
@@ -327,12 +335,20 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
         let now = ctl.now();
         match (output, self.load[pos].state) {
             (Output::Enter, State::Waiting(rec)) => {
+                self.enter_lines[pos] = ctl.last_trace_seq();
                 if let Some(&other) = self.in_cs.first() {
-                    ctl.violation(
+                    let other_pos = ctl.peers().index_of(other);
+                    let events = [self.enter_lines[other_pos], self.enter_lines[pos]]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    ctl.violation_of(
                         "mutual-exclusion",
                         format!(
                             "node {node} entered the critical section while node {other} was in it"
                         ),
+                        vec![other, node],
+                        events,
                     );
                 }
                 if ctl.process(node).is_some_and(|p| !p.in_critical_section()) {

@@ -494,12 +494,10 @@ impl Session {
         let checked = scenario.check(origin)?;
         let ids: Vec<u32> = checked.peers.ids().iter().map(|n| n.0).collect();
         let (layout, edges) = if entry.name == "raymond" {
-            let edges = distsync_algorithms::mutex::raymond::tree_edges(
-                &checked.peers,
-                &scenario.params(),
-            )
-            .map(|edges| edges.iter().map(|[a, b]| [a.0, b.0]).collect())
-            .unwrap_or_default();
+            let edges =
+                distsync_algorithms::mutex::raymond::tree_edges(&checked.peers, &scenario.params())
+                    .map(|edges| edges.iter().map(|[a, b]| [a.0, b.0]).collect())
+                    .unwrap_or_default();
             ("tree", edges)
         } else if RINGS.contains(&entry.name) {
             let n = ids.len();
@@ -771,7 +769,9 @@ fn label(line: &Value) -> String {
         ),
         "drop" => format!(
             "{} from {} to {node} lost ({})",
-            line.get("kind").and_then(Value::as_str).unwrap_or("message"),
+            line.get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("message"),
             get("from"),
             line.get("reason").and_then(Value::as_str).unwrap_or("")
         ),

@@ -302,7 +302,9 @@ fn recorded_total(taking: &Taking) -> u64 {
 impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
         let Action::Snapshot(node) = *action else {
-            return Err(format!("{action:?} does not apply to snapshots (start a snapshot at a node)"));
+            return Err(format!(
+                "{action:?} does not apply to snapshots (start a snapshot at a node)"
+            ));
         };
         if !ctl.alive(node) {
             return Err(format!("node {node} is down or not a member"));

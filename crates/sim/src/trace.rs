@@ -69,12 +69,7 @@ pub(crate) struct Tracer {
 }
 
 impl Tracer {
-    pub(crate) fn new(
-        algorithm: &str,
-        family: &str,
-        ids: &[NodeId],
-        seed: u64,
-    ) -> Tracer {
+    pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer {
         let mut t = Tracer {
             buf: Vec::new(),
             seq: 0,

@@ -2,8 +2,8 @@
 //! money to others. Its invariant is that the money in the system (the balances plus the
 //! transfers in transit) never changes.
 
-use serde::Serialize;
 use distsync_core::{NodeId, ParamError, Params, Peers};
+use serde::Serialize;
 
 /// The opening balance when neither `balance` nor `balances` is given.
 pub const DEFAULT_BALANCE: u64 = 1000;

@@ -325,13 +325,19 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         match &action {
             Action::Crash(n) => {
                 member(&self.core.peers, *n)?;
-                if !self.core.slots[self.core.peers.index_of(*n)].process.is_some() {
+                if !self.core.slots[self.core.peers.index_of(*n)]
+                    .process
+                    .is_some()
+                {
                     return Err(format!("node {n} is already down"));
                 }
             }
             Action::Recover(n) => {
                 member(&self.core.peers, *n)?;
-                if self.core.slots[self.core.peers.index_of(*n)].process.is_some() {
+                if self.core.slots[self.core.peers.index_of(*n)]
+                    .process
+                    .is_some()
+                {
                     return Err(format!("node {n} is up"));
                 }
             }
@@ -372,7 +378,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     /// The earliest pending delivery from `from` to `to` of the message `msg` (as the trace
     /// writes messages).
     pub(crate) fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64> {
-        let (from, to) = (self.core.peers.position(from)?, self.core.peers.position(to)?);
+        let (from, to) = (
+            self.core.peers.position(from)?,
+            self.core.peers.position(to)?,
+        );
         self.core
             .queue
             .iter()
@@ -382,11 +391,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     to: t,
                     msg: m,
                     ..
-                } => {
-                    *f == from
-                        && *t == to
-                        && serde_json::to_value(m).is_ok_and(|v| v == *msg)
-                }
+                } => *f == from && *t == to && serde_json::to_value(m).is_ok_and(|v| v == *msg),
                 _ => false,
             })
             .min_by_key(|e| (e.time, e.seq))
@@ -401,9 +406,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             .iter()
             .filter(|e| self.live(e))
             .filter(|e| match &e.kind {
-                Kind::Timer { pos: p, timer: t, .. } => {
-                    *p == pos && serde_json::to_value(t).is_ok_and(|v| v == *timer)
-                }
+                Kind::Timer {
+                    pos: p, timer: t, ..
+                } => *p == pos && serde_json::to_value(t).is_ok_and(|v| v == *timer),
                 _ => false,
             })
             .min_by_key(|e| (e.time, e.seq))
