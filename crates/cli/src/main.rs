@@ -17,6 +17,7 @@ mod progress;
 mod run;
 mod sweep_cmd;
 mod trace_cmd;
+mod web_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -58,6 +59,9 @@ enum Command {
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
     Cluster(cluster_cmd::ClusterArgs),
+    /// Serve the interactive page: step through a run, choose what happens next, inject faults,
+    /// step back. Prints its URL.
+    Web(web_cmd::WebArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Lock(args) => lock_cmd::lock(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
+        Command::Web(args) => web_cmd::web(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -1,0 +1,424 @@
+//! End-to-end tests of the page in a real browser: Debian's headless Chromium, driven over the
+//! Chrome DevTools Protocol (headless_chrome), against the server started in this process.
+//!
+//! Without /usr/bin/chromium these tests print why they are skipped and pass, unless the
+//! environment variable CI is set: then they fail (CI installs chromium).
+//!
+//! They also write screenshots of the page to target/web-*.png, and to docs/web-*.png when
+//! DISTSYNC_UPDATE_SCREENSHOTS=1.
+
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The browser, or None (with the reason printed) when chromium is missing and CI is not set.
+fn browser() -> Option<Browser> {
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} is missing and CI is set: install it with apt-get install chromium");
+        }
+        println!("skipped: {CHROMIUM} is missing (install with apt-get install chromium)");
+        return None;
+    }
+    let options = LaunchOptions::default_builder()
+        .path(Some(PathBuf::from(CHROMIUM)))
+        .headless(true)
+        // Containers and CI run as root, where Chromium's sandbox cannot start.
+        .sandbox(false)
+        .window_size(Some((1500, 1150)))
+        .idle_browser_timeout(Duration::from_secs(120))
+        .build()
+        .expect("launch options");
+    Some(Browser::new(options).expect("chromium starts"))
+}
+
+fn server() -> distsync_web::Server {
+    distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).expect("the server starts")
+}
+
+/// A tab showing the page, with helpers to act on it as a learner does.
+struct Page {
+    tab: Arc<Tab>,
+}
+
+impl Page {
+    fn open(browser: &Browser, url: &str) -> Page {
+        let tab = browser.new_tab().expect("a tab");
+        tab.set_default_timeout(Duration::from_secs(60));
+        tab.navigate_to(url).expect("navigate");
+        tab.wait_until_navigated().expect("navigated");
+        let page = Page { tab };
+        page.wait(
+            "window.distsyncApp && window.distsyncApp.ready",
+            "the page to load",
+        );
+        page
+    }
+
+    /// Evaluates a JavaScript expression (awaited if it is a promise), as JSON.
+    fn js(&self, expr: &str) -> Value {
+        let wrapped = format!("(async () => JSON.stringify(await ({expr})))()");
+        let r = self.tab.evaluate(&wrapped, true).expect("evaluate");
+        match r.value {
+            Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Waits until `cond` (JavaScript) is true; fails naming `what` after a minute.
+    fn wait(&self, cond: &str, what: &str) {
+        let start = Instant::now();
+        loop {
+            if self.js(&format!("!!({cond})")) == Value::Bool(true) {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                panic!(
+                    "gave up waiting for {what}; the page says: {}",
+                    self.js("document.querySelector('#status').textContent + ' | ' + document.querySelector('#setup-error').textContent")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// Clicks the element (a real mouse click at its middle).
+    fn click(&self, selector: &str) {
+        self.tab
+            .find_element(selector)
+            .unwrap_or_else(|e| panic!("no element {selector}: {e}"))
+            .click()
+            .unwrap_or_else(|e| panic!("cannot click {selector}: {e}"));
+    }
+
+    /// The step the page shows, after the view it is drawing has settled.
+    fn step(&self) -> u64 {
+        self.js("window.distsyncApp.view ? window.distsyncApp.view.step : -1")
+            .as_u64()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Clicks `selector`, which applies one choice, and waits for the new view.
+    fn click_and_wait(&self, selector: &str) {
+        let views = self.js("window.distsyncApp.views || 0");
+        self.click(selector);
+        self.wait(
+            &format!("(window.distsyncApp.views || 0) > {views}"),
+            &format!("the view after clicking {selector}"),
+        );
+    }
+
+    /// Sets a form field as typing or picking would, and fires its change event.
+    fn set(&self, selector: &str, value: &str) {
+        let v = serde_json::to_string(value).unwrap();
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(() => {{ const e = document.querySelector({s}); e.focus(); \
+             if (e.type === 'checkbox') e.checked = {v} === 'true'; else e.value = {v}; \
+             e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+             e.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()"
+        ));
+    }
+
+    fn text(&self, selector: &str) -> String {
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(document.querySelector({s}) || {{innerText: ''}}).innerText"
+        ))
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+    }
+
+    /// Waits for the TOML the form writes to settle (the server writes it back).
+    fn toml_settles(&self, contains: &str) {
+        let c = serde_json::to_string(contains).unwrap();
+        self.wait(
+            &format!("document.querySelector('#toml').value.includes({c})"),
+            &format!("the scenario TOML to contain {contains}"),
+        );
+    }
+
+    fn screenshot(&self, name: &str) {
+        // Let the diagram's request land before the picture.
+        self.wait("!window.distsyncApp.svgTimer", "the diagram");
+        std::thread::sleep(Duration::from_millis(300));
+        let png = self
+            .tab
+            .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+            .expect("screenshot");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join(format!("web-{name}.png")), &png).unwrap();
+        if std::env::var("DISTSYNC_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+            std::fs::write(root.join(format!("docs/web-{name}.png")), &png).unwrap();
+        }
+    }
+
+    fn run_to_end(&self) {
+        self.set("#speed", "5");
+        self.click("#run");
+        self.wait(
+            "window.distsyncApp.view && window.distsyncApp.view.quiet && !window.distsyncApp.running",
+            "the run to end",
+        );
+    }
+}
+
+/// Seed 002's eight-process bully election, set up by clicking: run to the end, read leader 6
+/// and then 7 from the page; step back three events and see the state panel as it was.
+#[test]
+fn bully_eight_processes_set_up_by_clicking() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "bully");
+    page.toml_settles("algorithm = \"bully\"");
+    // Clear the scripted events of the starting scenario, then build seed 002's by hand.
+    while page
+        .js("document.querySelectorAll('#events tbody button').length")
+        .as_u64()
+        > Some(0)
+    {
+        let n = page.js("document.querySelectorAll('#events tbody tr').length");
+        page.click("#events tbody button");
+        page.wait(
+            &format!("document.querySelectorAll('#events tbody tr').length < {n}"),
+            "the event to go",
+        );
+    }
+    page.set("#nodes", "8");
+    page.set("#ids", "");
+    page.set("#delay-kind", "const");
+    page.set("#delay-a", "1ms");
+    page.set("#until", "10s");
+    page.set("#p-answer_timeout", "10ms");
+    page.set("#p-coordinator_timeout", "30ms");
+    for (at, action, node) in [
+        ("0ms", "crash", "7"),
+        ("1ms", "elect", "4"),
+        ("100ms", "recover", "7"),
+    ] {
+        page.set("#ev-at", at);
+        page.set("#ev-action", action);
+        page.set("#ev-node", node);
+        let n = page
+            .js("document.querySelectorAll('#events tbody tr').length")
+            .as_u64()
+            .unwrap();
+        page.click("#ev-add");
+        page.wait(
+            &format!("document.querySelectorAll('#events tbody tr').length > {n}"),
+            "the event to be added",
+        );
+    }
+    page.toml_settles("recover = 7");
+    let toml = page.js("document.querySelector('#toml').value");
+    let toml = toml.as_str().unwrap();
+    for line in [
+        "algorithm = \"bully\"",
+        "nodes = 8",
+        "answer_timeout = \"10ms\"",
+        "coordinator_timeout = \"30ms\"",
+        "crash = 7",
+        "elect = 4",
+    ] {
+        assert!(toml.contains(line), "the TOML lacks `{line}`:\n{toml}");
+    }
+    page.click("#start");
+    page.wait("window.distsyncApp.view && window.distsyncApp.view.step === 0 && window.distsyncApp.view.processes.length === 8", "the new run");
+
+    // Step a few events, remember the state panel, step three more, go back three.
+    for _ in 0..12 {
+        page.click_and_wait("#step");
+    }
+    let before = page.text("#states");
+    let step_before = page.step();
+    for _ in 0..3 {
+        page.click_and_wait("#step");
+    }
+    assert_ne!(page.text("#states"), before, "three events changed nothing");
+    for _ in 0..3 {
+        page.click_and_wait("#back");
+    }
+    assert_eq!(page.step(), step_before);
+    assert_eq!(
+        page.text("#states"),
+        before,
+        "stepping back three events did not restore the state panel"
+    );
+
+    // Run to the end: the log announces 6, then 7 (who recovered and bullied everyone).
+    page.run_to_end();
+    let leaders = page.js(
+        "[...document.querySelectorAll('#log tr.ev-output')].map(r => r.innerText).filter(t => /Leader/.test(t)).map(t => Number(/Leader[^0-9]*([0-9]+)/.exec(t)[1]))",
+    );
+    let leaders: Vec<u64> = leaders
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let first_seven = leaders
+        .iter()
+        .position(|&l| l == 7)
+        .expect("7 is announced");
+    assert!(
+        leaders[..first_seven].contains(&6),
+        "6 before 7: {leaders:?}"
+    );
+    assert!(
+        leaders[first_seven..].iter().all(|&l| l == 7),
+        "only 7 after: {leaders:?}"
+    );
+    let badges = page
+        .js("[...document.querySelectorAll('#states .proc-card .badge')].map(b => b.innerText)");
+    assert_eq!(badges.as_array().unwrap().len(), 8);
+    assert!(
+        badges.as_array().unwrap().iter().all(|b| b == "leader 7"),
+        "{badges}"
+    );
+
+    // Go to 25ms (back by replay, then forward until the next event is due later): everyone
+    // alive follows 6 there; 7 recovers only at 100ms.
+    let end = page.step();
+    page.set("#goto-step", "");
+    page.set("#goto-time", "25ms");
+    page.click("#goto");
+    page.wait(&format!("window.distsyncApp.view.step > 0 && window.distsyncApp.view.step < {end} && window.distsyncApp.view.time_ns <= 25000000 && !window.distsyncApp.busy"), "the run at 25ms");
+    assert!(
+        page.text("#status").contains("step"),
+        "{}",
+        page.text("#status")
+    );
+    page.wait("document.querySelector('#states .proc-card[data-node=\"6\"] .badge') && document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText === 'leader 6'", "6 leading at 25ms");
+    page.screenshot("bully");
+}
+
+/// Manual mode on lamport-mutex over a non-FIFO network: deliver P0's REPLY to P1 ahead of P0's
+/// REQUEST, and the page announces the mutual-exclusion violation. Then the share link replays
+/// the same run, choices included, in a new tab.
+#[test]
+fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_it() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "lamport-mutex");
+    page.toml_settles("algorithm = \"lamport-mutex\"");
+    page.set("#nodes", "2");
+    page.set("#fifo", "false");
+    page.set("#wl-kind", "none");
+    page.toml_settles("kind = \"none\"");
+    page.toml_settles("fifo = false");
+    page.click("#start");
+    page.wait("window.distsyncApp.view && window.distsyncApp.view.processes.length === 2 && !window.distsyncApp.view.fifo", "the run");
+    page.click("#manual");
+    page.wait("document.querySelector('#manual').checked", "manual mode");
+
+    // P0 then P1 ask for the critical section (the node's menu), and both requests are taken.
+    for node in [0, 1] {
+        page.click(&format!("#topo .node[data-node=\"{node}\"] circle"));
+        page.click_and_wait("#node-menu button[data-do=\"request\"]");
+        page.click_and_wait(&format!(
+            "#pending tr[data-kind=\"input\"][data-node=\"{node}\"] button.go"
+        ));
+    }
+    let deliver = |kind: &str, from: u32, to: u32| {
+        page.click_and_wait(&format!(
+            "#pending tr[data-msg-kind=\"{kind}\"][data-from=\"{from}\"][data-to=\"{to}\"] button.go"
+        ));
+    };
+    deliver("Request", 1, 0); // P0 answers P1's request with a REPLY
+    assert_eq!(page.text("#announce"), "");
+    deliver("Reply", 0, 1); // ... which overtakes P0's REQUEST: P1 enters
+    deliver("Request", 0, 1); // P1 replies to P0
+    deliver("Reply", 1, 0); // P0 enters too
+    page.wait(
+        "document.querySelector('#announce').innerText.length > 0",
+        "the announcement",
+    );
+    let words = page.text("#announce");
+    assert!(words.contains("mutual-exclusion"), "{words}");
+    assert!(words.contains("critical section"), "{words}");
+    let red = page.js("document.querySelectorAll('#states .proc-card.bad').length");
+    assert_eq!(red, Value::from(2), "both processes are highlighted");
+
+    // Share: the link carries scenario, seed and these choices; a new tab replays them.
+    let step = page.step();
+    let states = page.text("#states");
+    page.click("#share");
+    page.wait("location.hash.includes('choices=')", "the share link");
+    let url = page.js("location.href");
+    let shared = Page::open(&browser, url.as_str().unwrap());
+    shared.wait("window.distsyncApp.view", "the shared run");
+    assert_eq!(shared.step(), step);
+    assert_eq!(shared.text("#states"), states);
+    assert_eq!(shared.text("#announce"), words);
+    assert_eq!(
+        shared.js("window.distsyncApp.view.log_total"),
+        page.js("window.distsyncApp.view.log_total")
+    );
+}
+
+/// Suzuki-Kasami with the token and its queue in the state panel; a causal broadcast with a
+/// message held back in a buffer: screenshots for the docs.
+#[test]
+fn suzuki_kasami_token_and_causal_buffer_screenshots() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "suzuki-kasami");
+    page.toml_settles("algorithm = \"suzuki-kasami\"");
+    page.set("#nodes", "5");
+    page.set("#wl-kind", "saturated");
+    page.toml_settles("kind = \"saturated\"");
+    page.click("#start");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.processes.length === 5",
+        "the run",
+    );
+    let queued = "window.distsyncApp.view.processes.some(p => p.state && p.state.token && p.state.token.q.length >= 2)";
+    for _ in 0..400 {
+        if page.js(queued) == Value::Bool(true) {
+            break;
+        }
+        page.click_and_wait("#step");
+    }
+    assert_eq!(
+        page.js(queued),
+        Value::Bool(true),
+        "the token never carried a queue of two"
+    );
+    assert!(
+        page.text("#states").contains("q"),
+        "the state panel shows the queue"
+    );
+    page.screenshot("suzuki-kasami");
+
+    page.set("#algorithm", "causal-broadcast");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'causal-broadcast'",
+        "the causal run",
+    );
+    let buffered = "window.distsyncApp.view.processes.some(p => p.state && p.state.buffer && p.state.buffer.length > 0)";
+    for _ in 0..2000 {
+        if page.js(buffered) == Value::Bool(true) {
+            break;
+        }
+        page.click_and_wait("#step");
+    }
+    assert_eq!(
+        page.js(buffered),
+        Value::Bool(true),
+        "no message was ever held back"
+    );
+    page.screenshot("causal-broadcast");
+}
