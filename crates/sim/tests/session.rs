@@ -506,3 +506,47 @@ fn the_view_lays_out_rings_trees_and_circles_and_shows_state() {
     assert!(v.quiet);
     assert!(session.apply(Choice::Next).is_err());
 }
+
+#[test]
+fn a_split_election_names_the_two_announcers_and_their_outputs() {
+    // A partition during a bully election: each side elects its own highest process.
+    let s = scenario(
+        "algorithm = \"bully\"\nnodes = 6\n\
+         [[event]]\nat = \"0ms\"\ncrash = 5\n\
+         [[event]]\nat = \"0ms\"\npartition = [[0, 1, 2], [3, 4]]\n\
+         [[event]]\nat = \"1ms\"\nelect = 0\n[[event]]\nat = \"1ms\"\nelect = 3\n",
+    );
+    let mut session = Session::new(&s, "test.toml").unwrap();
+    assert_eq!(session.run(u64::MAX, None).unwrap(), RunStop::Violation);
+    let v = session.view();
+    let violation = &v.violations[0];
+    assert_eq!(violation.property, "one-leader");
+    assert_eq!(violation.nodes.len(), 2);
+    assert_eq!(violation.events.len(), 2);
+    let trace = lines(&session);
+    for (node, seq) in violation.nodes.iter().zip(&violation.events) {
+        let line = &trace[*seq as usize];
+        assert_eq!(line["seq"], json!(seq));
+        assert_eq!(
+            (&line["event"], &line["node"]),
+            (&json!("output"), &json!(node))
+        );
+        assert!(line["output"]["Leader"].is_number(), "{line}");
+    }
+    let leaders: Vec<&Value> = violation
+        .events
+        .iter()
+        .map(|s| &trace[*s as usize]["output"]["Leader"])
+        .collect();
+    assert_ne!(leaders[0], leaders[1]);
+}
+
+#[test]
+fn sessions_can_move_between_threads() {
+    fn send<T: Send>(_: &T) {}
+    let s = scenario(&default_scenario("bully").unwrap());
+    let session = Session::new(&s, "test.toml").unwrap();
+    send(&session);
+    let view = std::thread::spawn(move || session.view()).join().unwrap();
+    assert_eq!(view.algorithm, "bully");
+}
