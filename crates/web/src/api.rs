@@ -89,7 +89,7 @@ pub fn parse_body<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." || path.is_empty() {
+        let field = if path == "." || path == "?" || path.is_empty() {
             "body".to_string()
         } else {
             format!("body.{path}")

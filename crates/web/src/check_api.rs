@@ -250,8 +250,26 @@ pub async fn check(
         let mut choices = Vec::new();
         for step in &steps {
             if let Some(choice) = choice_for(step, &session)? {
+                let request = match choice {
+                    Choice::Request { node } => Some(node),
+                    _ => None,
+                };
                 session.apply(choice.clone()).map_err(|e| e.to_string())?;
                 choices.push(choice);
+                // A request reaches the process as an input event: take it now, as the checker's
+                // step does.
+                if let Some(node) = request {
+                    let input = session
+                        .view()
+                        .pending
+                        .iter()
+                        .find(|p| p.kind == "input" && p.node == Some(node.0))
+                        .map(|p| p.id)
+                        .ok_or_else(|| format!("the request at {} is not pending", node.0))?;
+                    let take = Choice::Event { id: input };
+                    session.apply(take.clone()).map_err(|e| e.to_string())?;
+                    choices.push(take);
+                }
             }
         }
         Ok((session, choices))

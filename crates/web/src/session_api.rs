@@ -9,8 +9,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use distsync_sim::session::{Choice, Session};
-use distsync_sim::Scenario;
+use distsync_sim::session::{Choice, Session, SessionError};
+use distsync_sim::{Scenario, SimError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -102,12 +102,13 @@ struct CreateBody {
 /// `distsync run` checks it.
 pub fn make_session(toml: &str, origin: &str, choices: &[Choice]) -> Result<Session, ApiError> {
     let scenario = Scenario::from_toml(toml, origin).map_err(|e| scenario_error(&e))?;
-    if choices.is_empty() {
-        Session::new(&scenario, origin).map_err(|e| ApiError::bad("toml", e.to_string()))
-    } else {
-        Session::replay(&scenario, origin, choices)
-            .map_err(|e| ApiError::bad("choices", e.to_string()))
-    }
+    Session::replay(&scenario, origin, choices).map_err(|e| match e {
+        SessionError::Scenario(SimError::Scenario(e)) => scenario_error(&e),
+        SessionError::Scenario(e) => ApiError::bad("toml", e.to_string()),
+        SessionError::Choice { step, message } => {
+            ApiError::bad(format!("choices[{step}]"), message)
+        }
+    })
 }
 
 /// Opens `session` in the store; its id.

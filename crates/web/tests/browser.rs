@@ -336,11 +336,11 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
             "#pending tr[data-msg-kind=\"{kind}\"][data-from=\"{from}\"][data-to=\"{to}\"] button.go"
         ));
     };
-    deliver("Request", 1, 0); // P0 answers P1's request with a REPLY
+    // P0 takes P1's request: its own (ts 1, id 0) goes first and P1's message is later, so P0
+    // enters; its REPLY to P1 overtakes its REQUEST, and P1 enters too.
+    deliver("Request", 1, 0);
     assert_eq!(page.text("#announce"), "");
-    deliver("Reply", 0, 1); // ... which overtakes P0's REQUEST: P1 enters
-    deliver("Request", 0, 1); // P1 replies to P0
-    deliver("Reply", 1, 0); // P0 enters too
+    deliver("Reply", 0, 1);
     page.wait(
         "document.querySelector('#announce').innerText.length > 0",
         "the announcement",
