@@ -123,7 +123,7 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         progress: options.progress,
     };
     match build(scenario, &origin, seed, mode)? {
-        Built::Report(report) => Ok(report),
+        Built::Report(report) => Ok(*report),
         Built::Stepper(_) => unreachable!("a batch run gives a report"),
     }
 }
@@ -139,7 +139,7 @@ enum Mode {
 
 /// What [`build`] made.
 enum Built {
-    Report(Report),
+    Report(Box<Report>),
     Stepper(Box<dyn session::Stepper>),
 }
 
@@ -288,7 +288,7 @@ impl FamilyRun<'_> {
         match self.mode {
             Mode::Batch { trace, progress } => engine
                 .run(trace, progress)
-                .map(Built::Report)
+                .map(|r| Built::Report(Box::new(r)))
                 .map_err(SimError::Trace),
             Mode::Step => Ok(Built::Stepper(session::stepper(engine))),
         }

@@ -167,6 +167,9 @@ fn pending_id(view: &View, kind: &str, from: u32, to: u32, msg_kind: &str) -> u6
         .id
 }
 
+/// A choice made from what the page shows.
+type MakeChoice = dyn Fn(&View) -> Choice;
+
 const MANUAL_RA: &str = r#"
     algorithm = "ricart-agrawala"
     nodes = 3
@@ -182,7 +185,7 @@ fn back_restores_exactly_the_previous_view_after_every_kind_of_choice() {
     let s = scenario(MANUAL_RA);
     let mut session = Session::new(&s, "test.toml").unwrap();
     let mut kinds = Vec::new();
-    let steps: Vec<Box<dyn Fn(&View) -> Choice>> = vec![
+    let steps: Vec<Box<MakeChoice>> = vec![
         Box::new(|_| Choice::Request { node: NodeId(0) }),
         Box::new(|_| Choice::Next),
         Box::new(|_| Choice::Request { node: NodeId(2) }),

@@ -325,9 +325,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         match &action {
             Action::Crash(n) => {
                 member(&self.core.peers, *n)?;
-                if !self.core.slots[self.core.peers.index_of(*n)]
+                if self.core.slots[self.core.peers.index_of(*n)]
                     .process
-                    .is_some()
+                    .is_none()
                 {
                     return Err(format!("node {n} is already down"));
                 }
