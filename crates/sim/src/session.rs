@@ -308,6 +308,7 @@ pub(crate) trait Stepper: Send {
     fn finish(&mut self, ended_by: &str) -> Report;
     fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64>;
     fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64>;
+    fn find_checker_step(&self, text: &str) -> Option<u64>;
 }
 
 /// A live engine.
@@ -432,6 +433,10 @@ where
 
     fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
         self.engine.find_timer(node, timer)
+    }
+
+    fn find_checker_step(&self, text: &str) -> Option<u64> {
+        self.engine.find_checker_step(text)
     }
 }
 
@@ -690,6 +695,35 @@ impl Session {
     /// The id of `node`'s pending timer `timer` (as the trace writes timers).
     pub fn find_pending_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
         self.live.find_timer(node, timer)
+    }
+
+    /// Follows one step of a checker counterexample, as `distsync check` writes it
+    /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`): applies
+    /// the pending event it names, after a [`Choice::Request`] when it is a request no workload
+    /// made. Returns the choices applied (recorded like any others).
+    pub fn follow_checker_step(&mut self, text: &str) -> Result<Vec<Choice>, SessionError> {
+        let text = text.trim();
+        let mut applied = Vec::new();
+        if self.live.find_checker_step(text).is_none() {
+            let request = text
+                .strip_prefix("input Request at ")
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(node) = request {
+                let choice = Choice::Request { node: NodeId(node) };
+                self.apply(choice.clone())?;
+                applied.push(choice);
+            }
+        }
+        let Some(id) = self.live.find_checker_step(text) else {
+            return Err(SessionError::Choice {
+                step: self.step,
+                message: format!("nothing pending matches the checker's step `{text}`"),
+            });
+        };
+        let choice = Choice::Event { id };
+        self.apply(choice.clone())?;
+        applied.push(choice);
+        Ok(applied)
     }
 
     /// Everything the page draws, with the latest [`VIEW_LOG_LINES`] trace lines.

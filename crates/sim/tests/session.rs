@@ -553,3 +553,35 @@ fn sessions_can_move_between_threads() {
     let view = std::thread::spawn(move || session.view()).join().unwrap();
     assert_eq!(view.algorithm, "bully");
 }
+
+#[test]
+fn a_checker_counterexample_replays_step_by_step_in_a_session() {
+    use distsync_check::{check_named, Config};
+    let config = Config {
+        nodes: 2,
+        fifo: false,
+        ..Config::default()
+    };
+    let outcome = check_named("lamport-mutex", &config, &mut |_| {}).unwrap();
+    let (property, _, steps, _) = outcome.violation.expect("non-FIFO Lamport breaks");
+    assert_eq!(property.name(), "mutual-exclusion");
+    let s = scenario(
+        r#"
+        algorithm = "lamport-mutex"
+        nodes = 2
+        [network]
+        delay = "1ms"
+        fifo = false
+        "#,
+    );
+    let mut session = Session::new(&s, "test.toml").unwrap();
+    for step in steps.iter().filter(|s| s.number > 0) {
+        session
+            .follow_checker_step(&step.transition)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{:#?}", step.transition, session.view().pending));
+    }
+    let v = session.view();
+    assert_eq!(v.violations.len(), 1, "{:?}", v.violations);
+    assert_eq!(v.violations[0].property, "mutual-exclusion");
+    assert!(session.follow_checker_step("deliver Nothing 0->1").is_err());
+}

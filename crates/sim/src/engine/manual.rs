@@ -398,6 +398,32 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             .map(|e| e.seq)
     }
 
+    /// The pending event that the checker's step `text` names ("deliver Reply { ts: 3 } 1->0",
+    /// "input Release at 2", "timer T fires at 1": the checker writes messages, inputs and
+    /// timers with `Debug`), earliest first.
+    pub(crate) fn find_checker_step(&self, text: &str) -> Option<u64> {
+        let ids = self.core.peers.ids();
+        self.core
+            .queue
+            .iter()
+            .filter(|e| self.live(e))
+            .filter(|e| {
+                let said = match &e.kind {
+                    Kind::Deliver { from, to, msg, .. } => {
+                        format!("deliver {msg:?} {}->{}", ids[*from].0, ids[*to].0)
+                    }
+                    Kind::Input { pos, input } => format!("input {input:?} at {}", ids[*pos].0),
+                    Kind::Timer { pos, timer, .. } => {
+                        format!("timer {timer:?} fires at {}", ids[*pos].0)
+                    }
+                    _ => return false,
+                };
+                said == text
+            })
+            .min_by_key(|e| (e.time, e.seq))
+            .map(|e| e.seq)
+    }
+
     /// The pending timer `timer` (as the trace writes timers) of `node`.
     pub(crate) fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
         let pos = self.core.peers.position(node)?;
