@@ -56,8 +56,22 @@ fn stepping_is_the_batch_run(name: &str, scenario: &Scenario) {
     while session.view().ended_by.is_none() {
         session.run(u64::MAX, None).unwrap();
     }
-    let why = session.view().ended_by.unwrap();
-    assert_eq!(why, report.ended_by, "{name} (seed {})", scenario.seed);
+    let view = session.view();
+    assert_eq!(
+        view.ended_by.unwrap(),
+        report.ended_by,
+        "{name} (seed {})",
+        scenario.seed
+    );
+    // Every live process's state serializes (a failure would show as null).
+    for p in view.processes.iter().filter(|p| p.alive) {
+        assert!(
+            p.state.is_object(),
+            "{name}: node {} state {}",
+            p.id,
+            p.state
+        );
+    }
     check(name, &session, &report, &trace);
 }
 
