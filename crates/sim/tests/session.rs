@@ -599,3 +599,50 @@ fn a_checker_counterexample_replays_step_by_step_in_a_session() {
     assert_eq!(v.violations[0].property, "mutual-exclusion");
     assert!(session.follow_checker_step("deliver Nothing 0->1").is_err());
 }
+
+#[test]
+fn each_family_takes_its_own_request_and_refuses_the_others() {
+    let cases = [
+        (
+            "ricart-agrawala",
+            Choice::Request { node: NodeId(1) },
+            "Request",
+        ),
+        ("bully", Choice::Elect { node: NodeId(1) }, "Start"),
+        ("cristian", Choice::Sync { node: NodeId(1) }, "Sync"),
+        (
+            "causal-broadcast",
+            Choice::Multicast { node: NodeId(1) },
+            "Multicast",
+        ),
+        (
+            "chandy-lamport",
+            Choice::Snapshot { node: NodeId(1) },
+            "Snapshot",
+        ),
+    ];
+    for (name, choice, input) in &cases {
+        let s = scenario(&default_scenario(name).unwrap());
+        let mut session = Session::new(&s, "test.toml").unwrap();
+        for (other, wrong, _) in &cases {
+            if other != name {
+                let err = session.apply(wrong.clone()).unwrap_err();
+                assert!(err.to_string().contains("does not apply"), "{name}: {err}");
+            }
+        }
+        session.apply(choice.clone()).unwrap();
+        let v = session.view();
+        let scheduled = v
+            .pending
+            .iter()
+            .find(|p| p.kind == "input" && p.node == Some(1) && p.time_ns == 0)
+            .unwrap_or_else(|| panic!("{name}: {:#?}", v.pending));
+        assert!(
+            scheduled.label.starts_with(input),
+            "{name}: {}",
+            scheduled.label
+        );
+        // A report before the end says so.
+        assert_eq!(session.report().ended_by, "paused");
+    }
+}
