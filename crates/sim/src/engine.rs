@@ -5,7 +5,7 @@
 //! scenario and a seed determine the run. The engine owns the network, timers, crashes and the
 //! trace; the family harness (`Harness`) owns workloads, monitors and the family's report.
 //!
-//! The engine advances one event at a time ([`Engine::turn`]); the batch run is "always apply the
+//! The engine advances one event at a time (`Engine::turn`); the batch run is "always apply the
 //! earliest pending event" until the run ends. A stepped session (crate::session) uses the same
 //! turns and can also apply a chosen pending event, drop or duplicate a message in flight, or
 //! inject faults and requests at the current time (engine/manual.rs).
