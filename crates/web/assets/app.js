@@ -292,7 +292,6 @@ function show(v) {
   drawPending(v);
   drawStates(v, prev);
   drawLog(v);
-  drawLeaders(v);
   announce(v);
   scheduleSvg();
   $("#back").disabled = v.step === 0;
@@ -368,7 +367,7 @@ function drawTopology(v) {
   else if (v.layout === "ring") ids.forEach((id, k) => links.push([id, ids[(k + 1) % ids.length]]));
   for (const [a, b] of links) {
     if (!pos[a] || !pos[b]) continue;
-    svg.append(svgEl("line", { class: "link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+    svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
   }
   // Messages in flight on their links, stacked when several share one.
   const perLink = {};
@@ -381,8 +380,8 @@ function drawTopology(v) {
     const nx = -dy / len, ny = dx / len; // offset to the right of the direction of travel
     const off = 9 + 16 * k;
     const t = 0.55;
-    const g = svgEl("g", { class: "msg", "data-id": p.id });
-    g.append(svgEl("line", { class: "msg-line", x1: a.x + nx * 6, y1: a.y + ny * 6, x2: a.x + dx * 0.8 + nx * 6, y2: a.y + dy * 0.8 + ny * 6 }));
+    const g = svgEl("g", { class: "t-msg", "data-id": p.id });
+    g.append(svgEl("line", { class: "t-msg-line", x1: a.x + nx * 6, y1: a.y + ny * 6, x2: a.x + dx * 0.8 + nx * 6, y2: a.y + dy * 0.8 + ny * 6 }));
     const x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
     const label = `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
     const text = svgEl("text", { x, y });
@@ -399,19 +398,19 @@ function drawTopology(v) {
   const bad = violationNodes(v);
   for (const p of v.processes || []) {
     const q = pos[p.id];
-    const cls = ["node"];
-    if (!p.alive) cls.push("down");
+    const cls = ["t-node"];
+    if (!p.alive) cls.push("t-down");
     const bc = badgeClass(p.badge);
-    if (bc === "in-cs" || bc === "holds-token") cls.push("cs");
-    if (bc === "leader") cls.push("leader");
-    if (bad.has(p.id)) cls.push("bad");
+    if (bc === "in-cs" || bc === "holds-token") cls.push("t-cs");
+    if (bc === "leader") cls.push("t-leader");
+    if (bad.has(p.id)) cls.push("t-bad");
     const g = svgEl("g", { class: cls.join(" "), "data-node": p.id });
     g.append(svgEl("circle", { cx: q.x, cy: q.y, r: 22 }));
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
     g.append(t);
     if (p.badge || !p.alive) {
-      const b = svgEl("text", { class: "badge", x: q.x, y: q.y + 32 });
+      const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + 32 });
       b.textContent = p.alive ? p.badge : "crashed";
       g.append(b);
     }
@@ -521,7 +520,7 @@ function drawStates(v, prev) {
     const json = JSON.stringify(p.state);
     const changed = app.prevStates[p.id] !== undefined && app.prevStates[p.id] !== json;
     const cls = ["proc-card"];
-    if (!p.alive) cls.push("down");
+    if (!p.alive) cls.push("p-down");
     if (bad.has(p.id)) cls.push("bad");
     if (changed) cls.push("changed");
     const badge = p.alive ? p.badge : "crashed";
@@ -550,13 +549,6 @@ function drawLog(v) {
   $("#log-earlier").disabled = !(v.log_from > 0);
 }
 
-// The leaders announced in the log so far (elections), in order.
-function drawLeaders(v) {
-  const ls = (v.processes || []).filter((p) => p.alive && /leader/i.test(p.badge || "")).map((p) => p.badge);
-  const lead = v.leader !== undefined && v.leader !== null ? `leader ${typeof v.leader === "object" ? JSON.stringify(v.leader) : v.leader}` : "";
-  $("#leaders").textContent = lead || [...new Set(ls)].join(", ");
-}
-
 function describe(x) {
   return `${x.property}: ${x.detail}`;
 }
@@ -578,11 +570,15 @@ function scheduleSvg() {
 }
 async function loadSvg() {
   app.svgTimer = null;
+  app.svgLoading = true;
+  try { await loadSvgNow(); } finally { app.svgLoading = false; }
+}
+async function loadSvgNow() {
   if (app.session === null || !app.view) return;
   const v = app.view;
   const first = (v.log || [])[0];
   let q = "";
-  if (first && v.log_from > 0) q = `?from_ns=${first.time_ns}`;
+  if (first && v.log_from > 0) q = `?from_seq=${v.log_from}`;
   $("#svg-window").textContent = q ? `(from ${fmtNs(first.time_ns)}, the window of the log)` : "";
   try {
     const text = await api("GET", `/api/session/${app.session}/svg${q}`);

@@ -40,13 +40,24 @@ pub fn routes() -> Router<Arc<AppState>> {
 pub struct Window {
     log_from: Option<usize>,
     log_to: Option<usize>,
+    log_tail: Option<usize>,
 }
 
+/// How many of the latest log lines a view carries when the page names no window: enough to
+/// read what just happened, few enough that a step of a 10,000-event run stays quick.
+pub const DEFAULT_LOG_TAIL: usize = 150;
+
 /// The session's view as JSON: the log lines `log_from..log_to` when the page names a window,
-/// the latest ones otherwise (the View carries `log_from` and `log_total`).
+/// else the latest `log_tail` (default [`DEFAULT_LOG_TAIL`]); the View says which (`log_from`,
+/// `log_total`).
 pub fn view_json(session: &Session, window: Window) -> Value {
     let view = match (window.log_from, window.log_to) {
-        (None, None) => session.view(),
+        (None, None) => {
+            // The number of lines first (an empty window is cheap), then the tail.
+            let total = session.view_window(usize::MAX, usize::MAX).log_total;
+            let tail = window.log_tail.unwrap_or(DEFAULT_LOG_TAIL);
+            session.view_window(total.saturating_sub(tail), total)
+        }
         (from, to) => {
             let from = from.unwrap_or(0);
             let to = to.unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES));
@@ -248,7 +259,7 @@ async fn run(
     .await
 }
 
-fn text(content_type: &'static str, body: String) -> Response {
+fn text_response(content_type: &'static str, body: String) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
@@ -257,7 +268,7 @@ async fn trace(
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
     with_session(&state, id, |o| {
-        Ok(text(
+        Ok(text_response(
             "application/x-ndjson; charset=utf-8",
             o.session.trace_jsonl(),
         ))
@@ -268,8 +279,24 @@ async fn trace(
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct SvgQuery {
+    /// Draw from this trace line on (the page passes the first line of its log window), so a
+    /// long run draws only its window.
+    from_seq: Option<usize>,
     from_ns: Option<u64>,
     to_ns: Option<u64>,
+}
+
+/// The trace's header and its event lines from `from_seq` on.
+fn trace_from(jsonl: &str, from_seq: usize) -> String {
+    let mut lines = jsonl.split_inclusive('\n');
+    let mut out = String::new();
+    if let Some(header) = lines.next() {
+        out.push_str(header);
+    }
+    for line in lines.skip(from_seq) {
+        out.push_str(line);
+    }
+    out
 }
 
 async fn svg(
@@ -277,9 +304,14 @@ async fn svg(
     Path(id): Path<u64>,
     Query(q): Query<SvgQuery>,
 ) -> Result<Response, ApiError> {
-    with_session(&state, id, move |o| {
-        let jsonl = o.session.trace_jsonl();
-        let trace = distsync_viz::trace::Trace::parse(&jsonl, "session")
+    // Copy the trace under the session's lock, draw without it: stepping goes on meanwhile.
+    let jsonl = with_session(&state, id, |o| Ok(o.session.trace_jsonl())).await?;
+    tokio::task::spawn_blocking(move || {
+        let text = match q.from_seq {
+            Some(n) if n > 0 => trace_from(&jsonl, n),
+            _ => jsonl,
+        };
+        let trace = distsync_viz::trace::Trace::parse(&text, "session")
             .map_err(|e| ApiError::bad("trace", e.to_string()))?;
         let opts = distsync_viz::svg::SvgOptions {
             from_ns: q.from_ns,
@@ -287,9 +319,14 @@ async fn svg(
         };
         let svg = distsync_viz::svg::render(&trace, &opts)
             .map_err(|e| ApiError::bad("from_ns", e.to_string()))?;
-        Ok(text("image/svg+xml; charset=utf-8", svg))
+        Ok(text_response("image/svg+xml; charset=utf-8", svg))
     })
     .await
+    .map_err(|e| ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        field: String::new(),
+        message: format!("drawing failed: {e}"),
+    })?
 }
 
 async fn scenario(
@@ -297,7 +334,10 @@ async fn scenario(
     Path(id): Path<u64>,
 ) -> Result<Response, ApiError> {
     with_session(&state, id, |o| {
-        Ok(text("application/toml; charset=utf-8", o.toml.clone()))
+        Ok(text_response(
+            "application/toml; charset=utf-8",
+            o.toml.clone(),
+        ))
     })
     .await
 }

@@ -116,7 +116,10 @@ fn the_page_and_its_assets_are_served_from_the_binary() {
     assert!(ct.starts_with("text/javascript"), "{ct}");
     // The one URL in the script is the SVG namespace, which is a name, not a place to fetch.
     let js = js.replace("\"http://www.w3.org/2000/svg\"", "");
-    assert!(!js.contains("http://") && !js.contains("https://"), "app.js fetches nothing outside");
+    assert!(
+        !js.contains("http://") && !js.contains("https://"),
+        "app.js fetches nothing outside"
+    );
     assert_eq!(c.get("/assets/style.css").0, 200);
     let (status, _, body) = c.get("/assets/nope.js");
     assert_eq!(status, 404);
@@ -157,16 +160,25 @@ fn errors_are_json_naming_the_field() {
     assert_eq!(v["field"], "network.loss", "{v}");
     assert!(v["error"].as_str().unwrap().contains("network.loss"), "{v}");
     // An unknown algorithm.
-    let (status, v) = c.post("/api/session", json!({ "toml": "algorithm = \"bulyl\"\nnodes = 3\n" }));
+    let (status, v) = c.post(
+        "/api/session",
+        json!({ "toml": "algorithm = \"bulyl\"\nnodes = 3\n" }),
+    );
     assert_eq!(status, 400);
-    assert!(v["error"].as_str().unwrap().contains("bully"), "suggests bully: {v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("bully"),
+        "suggests bully: {v}"
+    );
     // A body that is not what the route takes names the JSON path.
     let (status, v) = c.post(
         "/api/session",
         json!({ "toml": LAMPORT_NON_FIFO, "choices": [{ "do": "crash", "node": "zero" }] }),
     );
     assert_eq!(status, 400);
-    assert!(v["field"].as_str().unwrap().starts_with("body.choices[0]"), "{v}");
+    assert!(
+        v["field"].as_str().unwrap().starts_with("body.choices[0]"),
+        "{v}"
+    );
     let (status, v) = c.post("/api/session", json!({ "tomll": "" }));
     assert_eq!(status, 400);
     assert!(v["error"].as_str().unwrap().contains("tomll"), "{v}");
@@ -175,14 +187,23 @@ fn errors_are_json_naming_the_field() {
     assert_eq!(v["field"], "body", "{v}");
     // A choice the session refuses, and a session that does not exist.
     let (id, _) = c.session(LAMPORT_NON_FIFO);
-    let (status, v) = c.post(&format!("/api/session/{id}/apply"), json!({ "do": "event", "id": 999 }));
+    let (status, v) = c.post(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "event", "id": 999 }),
+    );
     assert_eq!(status, 422, "{v}");
     assert_eq!(v["field"], "choice");
     let (status, v) = c.post("/api/session/777/back", json!({}));
     assert_eq!(status, 404);
-    assert!(v["error"].as_str().unwrap().contains("no session 777"), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("no session 777"),
+        "{v}"
+    );
     // Bodies are bounded.
-    let big = format!("{{\"toml\": \"{}\"}}", "#".repeat(distsync_web::MAX_BODY_BYTES + 10));
+    let big = format!(
+        "{{\"toml\": \"{}\"}}",
+        "#".repeat(distsync_web::MAX_BODY_BYTES + 10)
+    );
     let (status, _) = c.post_raw("/api/session", &big);
     assert_eq!(status, 413);
 }
@@ -214,12 +235,19 @@ fn step_back_goto_and_run_over_http() {
     let two = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 2 }));
     same(two, views[2].clone());
     let forward = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 6 }));
-    assert_eq!(forward, views[6], "goto goes forward along the recorded choices");
+    assert_eq!(
+        forward, views[6],
+        "goto goes forward along the recorded choices"
+    );
     c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 5 }));
 
     // Run to the end: the same events as the batch run of the same file.
     let end = c.ok(&format!("/api/session/{id}/run"), json!({}));
-    assert!(end["stop"]["ended"].is_string(), "the run ended: {}", end["stop"]);
+    assert!(
+        end["stop"]["ended"].is_string(),
+        "the run ended: {}",
+        end["stop"]
+    );
     assert!(end["quiet"].as_bool().unwrap());
     let scenario = Scenario::from_toml(&toml, "bully").unwrap();
     let mut batch = Session::new(&scenario, "bully").unwrap();
@@ -245,7 +273,11 @@ fn step_back_goto_and_run_over_http() {
     let (status, _, trace) = c.get(&format!("/api/session/{id}/trace"));
     assert_eq!(status, 200);
     let parsed = distsync_viz::trace::Trace::parse(&trace, "session").expect("a valid trace");
-    assert_eq!(trace, batch.trace_jsonl(), "the trace is the batch run's, byte for byte");
+    assert_eq!(
+        trace,
+        batch.trace_jsonl(),
+        "the trace is the batch run's, byte for byte"
+    );
     let (status, ct, svg) = c.get(&format!("/api/session/{id}/svg"));
     assert_eq!(status, 200);
     assert!(ct.starts_with("image/svg+xml"));
@@ -277,7 +309,12 @@ fn a_manual_reply_ahead_of_its_request_is_announced_and_the_share_link_replays_i
     let violations = v["violations"].as_array().unwrap();
     assert_eq!(violations.len(), 1, "{v}");
     assert_eq!(violations[0]["property"], "mutual-exclusion");
-    let mut nodes: Vec<u64> = violations[0]["nodes"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect();
+    let mut nodes: Vec<u64> = violations[0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
     nodes.sort();
     assert_eq!(nodes, vec![0, 1]);
 
@@ -304,7 +341,10 @@ fn a_manual_reply_ahead_of_its_request_is_announced_and_the_share_link_replays_i
             None => choices.push(c),
         }
     }
-    let replayed = c.ok("/api/session", json!({ "toml": pairs[0].1, "choices": choices }));
+    let replayed = c.ok(
+        "/api/session",
+        json!({ "toml": pairs[0].1, "choices": choices }),
+    );
     assert_eq!(replayed["view"], v, "the link replays the exact run");
 }
 
@@ -315,7 +355,9 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
     assert_eq!(v["proved"], false);
     assert_eq!(v["violation"]["property"], "mutual-exclusion", "{v}");
     assert!(v.get("load_error").is_none(), "{v}");
-    let id = v["session"].as_u64().expect("a session with the counterexample");
+    let id = v["session"]
+        .as_u64()
+        .expect("a session with the counterexample");
     let choices = v["choices"].as_array().unwrap();
     assert!(!choices.is_empty());
     // The loaded session ends in the violation the checker found, and steps back through it.
@@ -323,7 +365,10 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
     assert_eq!(v["view"]["step"], choices.len());
     let start = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 0 }));
     assert!(start["violations"].as_array().unwrap().is_empty());
-    let end = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": choices.len() }));
+    let end = c.ok(
+        &format!("/api/session/{id}/goto"),
+        json!({ "step": choices.len() }),
+    );
     assert_eq!(end["violations"], v["view"]["violations"]);
 
     // With FIFO links Lamport's algorithm is proved for two processes.
@@ -331,11 +376,17 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
     let v = c.ok("/api/check", json!({ "toml": fifo }));
     assert_eq!(v["proved"], true, "{v}");
     // Too many processes for an exhaustive check is an error naming `nodes`.
-    let (status, v) = c.post("/api/check", json!({ "toml": LAMPORT_NON_FIFO.replace("nodes = 2", "nodes = 9") }));
+    let (status, v) = c.post(
+        "/api/check",
+        json!({ "toml": LAMPORT_NON_FIFO.replace("nodes = 2", "nodes = 9") }),
+    );
     assert_eq!(status, 400);
     assert_eq!(v["field"], "nodes", "{v}");
     // Another family: the checker explores mutual exclusion only.
-    let (status, v) = c.post("/api/check", json!({ "toml": "algorithm = \"bully\"\nnodes = 3\n" }));
+    let (status, v) = c.post(
+        "/api/check",
+        json!({ "toml": "algorithm = \"bully\"\nnodes = 3\n" }),
+    );
     assert_eq!(status, 400, "{v}");
 }
 

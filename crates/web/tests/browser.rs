@@ -70,20 +70,21 @@ impl Page {
         }
     }
 
-    /// Waits until `cond` (JavaScript) is true; fails naming `what` after a minute.
+    /// Waits until `cond` (JavaScript) is true, polling in the page; fails naming `what` after a
+    /// minute.
     fn wait(&self, cond: &str, what: &str) {
-        let start = Instant::now();
-        loop {
-            if self.js(&format!("!!({cond})")) == Value::Bool(true) {
-                return;
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                panic!(
-                    "gave up waiting for {what}; the page says: {}",
-                    self.js("document.querySelector('#status').textContent + ' | ' + document.querySelector('#setup-error').textContent")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(30));
+        let ok = self.js(&format!(
+            "(async () => {{ const t0 = Date.now(); \
+               while (Date.now() - t0 < 60000) {{ \
+                 try {{ if ({cond}) return true; }} catch (_) {{}} \
+                 await new Promise(r => setTimeout(r, 10)); }} \
+               return false; }})()"
+        ));
+        if ok != Value::Bool(true) {
+            panic!(
+                "gave up waiting for {what}; the page says: {}",
+                self.js("document.querySelector('#status').textContent + ' | ' + document.querySelector('#setup-error').textContent")
+            );
         }
     }
 
@@ -103,7 +104,8 @@ impl Page {
             .unwrap_or(u64::MAX)
     }
 
-    /// Clicks `selector`, which applies one choice, and waits for the new view.
+    /// Clicks `selector` (a real mouse click), which applies one choice, and waits for the new
+    /// view.
     fn click_and_wait(&self, selector: &str) {
         let views = self.js("window.distsyncApp.views || 0");
         self.click(selector);
@@ -111,6 +113,24 @@ impl Page {
             &format!("(window.distsyncApp.views || 0) > {views}"),
             &format!("the view after clicking {selector}"),
         );
+    }
+
+    /// Clicks `selector` in the page (a DOM click, as fast as the page answers) until `cond`
+    /// holds, at most `max` times; whether it came to hold. Each click waits for its view.
+    fn click_until(&self, selector: &str, cond: &str, max: usize) -> bool {
+        let sel = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(async () => {{ const app = window.distsyncApp; \
+               for (let i = 0; i <= {max}; i++) {{ \
+                 if ({cond}) return true; \
+                 if (i === {max}) break; \
+                 const n = app.views || 0; document.querySelector({sel}).click(); \
+                 const t0 = Date.now(); \
+                 while ((app.views || 0) <= n) {{ \
+                   if (Date.now() - t0 > 30000) return false; \
+                   await new Promise(r => setTimeout(r, 2)); }} }} \
+               return false; }})()"
+        )) == Value::Bool(true)
     }
 
     /// Sets a form field as typing or picking would, and fires its change event.
@@ -145,9 +165,12 @@ impl Page {
     }
 
     fn screenshot(&self, name: &str) {
-        // Let the diagram's request land before the picture.
-        self.wait("!window.distsyncApp.svgTimer", "the diagram");
-        std::thread::sleep(Duration::from_millis(300));
+        // Let the diagram's request land before the picture, taken from the top of the page.
+        self.js("window.scrollTo(0, 0)");
+        self.wait(
+            "!window.distsyncApp.svgTimer && !window.distsyncApp.svgLoading",
+            "the diagram",
+        );
         let png = self
             .tab
             .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
@@ -237,18 +260,16 @@ fn bully_eight_processes_set_up_by_clicking() {
     page.wait("window.distsyncApp.view && window.distsyncApp.view.step === 0 && window.distsyncApp.view.processes.length === 8", "the new run");
 
     // Step a few events, remember the state panel, step three more, go back three.
-    for _ in 0..12 {
-        page.click_and_wait("#step");
-    }
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 12", 12));
+    page.screenshot("bully");
     let before = page.text("#states");
     let step_before = page.step();
-    for _ in 0..3 {
-        page.click_and_wait("#step");
-    }
+    assert_eq!(step_before, 12);
+    page.click_and_wait("#step");
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 15", 2));
     assert_ne!(page.text("#states"), before, "three events changed nothing");
-    for _ in 0..3 {
-        page.click_and_wait("#back");
-    }
+    page.click_and_wait("#back");
+    assert!(page.click_until("#back", "window.distsyncApp.view.step <= 12", 2));
     assert_eq!(page.step(), step_before);
     assert_eq!(
         page.text("#states"),
@@ -300,7 +321,6 @@ fn bully_eight_processes_set_up_by_clicking() {
         page.text("#status")
     );
     page.wait("document.querySelector('#states .proc-card[data-node=\"6\"] .badge') && document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText === 'leader 6'", "6 leading at 25ms");
-    page.screenshot("bully");
 }
 
 /// Manual mode on lamport-mutex over a non-FIFO network: deliver P0's REPLY to P1 ahead of P0's
@@ -325,7 +345,7 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
 
     // P0 then P1 ask for the critical section (the node's menu), and both requests are taken.
     for node in [0, 1] {
-        page.click(&format!("#topo .node[data-node=\"{node}\"] circle"));
+        page.click(&format!("#topo .t-node[data-node=\"{node}\"] circle"));
         page.click_and_wait("#node-menu button[data-do=\"request\"]");
         page.click_and_wait(&format!(
             "#pending tr[data-kind=\"input\"][data-node=\"{node}\"] button.go"
@@ -386,15 +406,8 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
         "the run",
     );
     let queued = "window.distsyncApp.view.processes.some(p => p.state && p.state.token && p.state.token.q.length >= 2)";
-    for _ in 0..400 {
-        if page.js(queued) == Value::Bool(true) {
-            break;
-        }
-        page.click_and_wait("#step");
-    }
-    assert_eq!(
-        page.js(queued),
-        Value::Bool(true),
+    assert!(
+        page.click_until("#step", queued, 400),
         "the token never carried a queue of two"
     );
     assert!(
@@ -409,15 +422,8 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
         "the causal run",
     );
     let buffered = "window.distsyncApp.view.processes.some(p => p.state && p.state.buffer && p.state.buffer.length > 0)";
-    for _ in 0..2000 {
-        if page.js(buffered) == Value::Bool(true) {
-            break;
-        }
-        page.click_and_wait("#step");
-    }
-    assert_eq!(
-        page.js(buffered),
-        Value::Bool(true),
+    assert!(
+        page.click_until("#step", buffered, 2000),
         "no message was ever held back"
     );
     page.screenshot("causal-broadcast");
