@@ -222,6 +222,7 @@ fn bully_eight_processes_set_up_by_clicking() {
     page.set("#ids", "");
     page.set("#delay-kind", "const");
     page.set("#delay-a", "1ms");
+    page.set("#fifo", "true");
     page.set("#until", "10s");
     page.set("#p-answer_timeout", "10ms");
     page.set("#p-coordinator_timeout", "30ms");
@@ -299,6 +300,19 @@ fn bully_eight_processes_set_up_by_clicking() {
     assert!(
         leaders[first_seven..].iter().all(|&l| l == 7),
         "only 7 after: {leaders:?}"
+    );
+    // What was clicked is seed 002's scenario file: the same run, event for event.
+    let file = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/bully-eight-processes.toml"
+    ))
+    .unwrap();
+    let scenario = distsync_sim::Scenario::from_toml(&file, "bully-eight-processes.toml").unwrap();
+    let mut batch = distsync_sim::session::Session::new(&scenario, "file").unwrap();
+    batch.run(u64::MAX, None).unwrap();
+    assert_eq!(
+        page.js("window.distsyncApp.view.log_total"),
+        Value::from(batch.view().log_total)
     );
     let badges = page
         .js("[...document.querySelectorAll('#states .proc-card .badge')].map(b => b.innerText)");
