@@ -298,9 +298,9 @@ fn a_manual_reply_ahead_of_its_request_is_announced_and_the_share_link_replays_i
     let (id, _) = c.session(LAMPORT_NON_FIFO);
     let apply = |choice: Value| c.ok(&format!("/api/session/{id}/apply"), choice);
     apply(json!({ "do": "request", "node": 0 }));
-    let mut v = apply(json!({ "do": "next" }));
+    apply(json!({ "do": "next" }));
     apply(json!({ "do": "request", "node": 1 }));
-    v = apply(json!({ "do": "next" }));
+    let mut v = apply(json!({ "do": "next" }));
     // P0 takes P1's request: P0's own (ts 1, id 0) goes first, and P1's message is later than
     // it, so P0 enters; its REPLY to P1 overtakes its REQUEST, and P1 enters too.
     v = apply(json!({ "do": "event", "id": pending_id(&v, "Request", 1, 0) }));

@@ -12,7 +12,7 @@ use headless_chrome::{Browser, LaunchOptions, Tab};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
