@@ -116,7 +116,8 @@ impl Page {
     }
 
     /// Clicks `selector` in the page (a DOM click, as fast as the page answers) until `cond`
-    /// holds, at most `max` times; whether it came to hold. Each click waits for its view.
+    /// holds, at most `max` times; whether it came to hold. Each click waits for its view (or
+    /// for `cond`).
     fn click_until(&self, selector: &str, cond: &str, max: usize) -> bool {
         let sel = serde_json::to_string(selector).unwrap();
         self.js(&format!(
@@ -126,7 +127,7 @@ impl Page {
                  if (i === {max}) break; \
                  const n = app.views || 0; document.querySelector({sel}).click(); \
                  const t0 = Date.now(); \
-                 while ((app.views || 0) <= n) {{ \
+                 while ((app.views || 0) <= n && !({cond})) {{ \
                    if (Date.now() - t0 > 30000) return false; \
                    await new Promise(r => setTimeout(r, 2)); }} }} \
                return false; }})()"
@@ -441,4 +442,83 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
         "no message was ever held back"
     );
     page.screenshot("causal-broadcast");
+}
+
+/// Prove or refute: the checker's shortest counterexample for Lamport without FIFO is loaded at
+/// step 0 and Redo walks it to the violation. Quiz: before a process enters, the page asks who.
+#[test]
+fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enters() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "lamport-mutex");
+    page.toml_settles("algorithm = \"lamport-mutex\"");
+    page.set("#nodes", "2");
+    page.set("#fifo", "false");
+    page.set("#wl-kind", "none");
+    page.toml_settles("fifo = false");
+    page.toml_settles("kind = \"none\"");
+    page.click("#check");
+    page.wait(
+        "/refuted/.test(document.querySelector('#check-result').innerText) && window.distsyncApp.view.step === 0 && window.distsyncApp.view.steps_recorded > 0",
+        "the counterexample",
+    );
+    let result = page.text("#check-result");
+    assert!(result.contains("mutual-exclusion"), "{result}");
+    assert!(
+        page.click_until(
+            "#forward",
+            "document.querySelector('#announce').innerText.length > 0",
+            20
+        ),
+        "Redo never reached the violation"
+    );
+    assert!(page.text("#announce").contains("critical section"));
+    assert_eq!(
+        page.js("window.distsyncApp.view.step === window.distsyncApp.view.steps_recorded"),
+        Value::Bool(true),
+        "the violation is at the end of the counterexample"
+    );
+
+    // Quiz on Ricart-Agrawala's starting run.
+    page.set("#algorithm", "ricart-agrawala");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
+        "the ricart-agrawala run",
+    );
+    page.click("#quiz");
+    let asked = "!document.querySelector('#quiz-box').hidden && document.querySelectorAll('#quiz-box button[data-answer]').length > 0";
+    assert!(
+        page.click_until("#step", asked, 300),
+        "the quiz never asked"
+    );
+    let question = page.text("#quiz-box");
+    assert!(
+        question.contains("Which process enters the critical section next?"),
+        "{question}"
+    );
+    page.click("#quiz-box button[data-answer=\"0\"]");
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the answer",
+    );
+    let answer = page.text("#quiz-box");
+    let who: u32 = answer
+        .split("it is P")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no answer in {answer}"));
+    let expected = if who == 0 { "Right" } else { "Not quite" };
+    assert!(answer.starts_with(expected), "{answer}");
+    assert!(
+        answer.contains(&format!("Score {}/1", u32::from(who == 0))),
+        "{answer}"
+    );
+    // The next step is the one asked about: P<who> enters.
+    page.click_and_wait("#step");
+    let badge = page.js(&format!(
+        "document.querySelector('#states .proc-card[data-node=\"{who}\"] .badge').innerText"
+    ));
+    assert_eq!(badge, Value::from("in CS"), "{answer}");
 }
