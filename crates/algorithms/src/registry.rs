@@ -58,7 +58,7 @@ pub trait MutexVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: MutualExclusion + Serialize + Send + 'static>(
+    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;
@@ -115,8 +115,10 @@ pub trait ElectionVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Election + Serialize + Send + 'static>(self, entry: &'static Entry)
-        -> Self::Output;
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! election_algorithms {
@@ -159,7 +161,7 @@ pub trait ClockSyncVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: ClockSync + Serialize + Send + 'static>(
+    fn visit<A: ClockSync + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;
@@ -224,7 +226,7 @@ struct BerkeleyWith<V> {
 
 impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
     type Output = V::Output;
-    fn visit<E: Election + Serialize + Send + 'static>(
+    fn visit<E: Election + Serialize + Send + Clone + 'static>(
         self,
         _election: &'static Entry,
     ) -> V::Output {
@@ -237,7 +239,7 @@ pub trait MulticastVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Multicast + Serialize + Send + 'static>(
+    fn visit<A: Multicast + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;
@@ -278,7 +280,7 @@ pub trait SnapshotVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: GlobalSnapshot + Serialize + Send + 'static>(
+    fn visit<A: GlobalSnapshot + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;

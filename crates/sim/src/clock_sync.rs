@@ -75,6 +75,7 @@ pub struct ClockReport {
 }
 
 /// The harness of clock-synchronization runs.
+#[derive(Clone)]
 pub struct ClockHarness {
     interval: Duration,
     /// `client[pos]`: the process at membership position `pos` is adjusted by the algorithm.

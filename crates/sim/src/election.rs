@@ -59,6 +59,7 @@ struct Episode {
 }
 
 /// The harness of election runs.
+#[derive(Clone)]
 pub struct ElectionHarness {
     elects_highest: bool,
     /// The duration of the first election that announced a leader.

@@ -76,6 +76,7 @@ pub trait Harness<P: Process> {
     }
 }
 
+#[derive(Clone)]
 enum Kind<P: Process> {
     Deliver {
         from: usize,
@@ -110,6 +111,7 @@ enum Kind<P: Process> {
     Action(usize),
 }
 
+#[derive(Clone)]
 struct Event<P: Process> {
     time: Time,
     seq: u64,
@@ -134,6 +136,7 @@ impl<P: Process> Ord for Event<P> {
     }
 }
 
+#[derive(Clone)]
 struct Slot<P: Process> {
     process: Option<P>,
     timers: HashMap<P::Timer, u64>,
@@ -142,6 +145,7 @@ struct Slot<P: Process> {
 }
 
 /// The engine's state, which harnesses reach through [`Control`].
+#[derive(Clone)]
 pub struct Core<P: Process> {
     peers: Peers,
     params: Params,
@@ -469,6 +473,7 @@ impl<P: Process> Core<P> {
 }
 
 /// One run: the engine, the algorithm `A` and the family harness `H`.
+#[derive(Clone)]
 pub struct Engine<A: Algorithm, H: Harness<A>> {
     core: Core<A>,
     harness: H,

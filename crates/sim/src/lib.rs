@@ -254,11 +254,11 @@ struct FamilyRun<'a> {
 }
 
 /// What a session needs of an algorithm: its state can be shown and it can move between threads.
-trait Steppable: distsync_core::Algorithm + Serialize + Send + 'static {}
-impl<A: distsync_core::Algorithm + Serialize + Send + 'static> Steppable for A {}
+trait Steppable: distsync_core::Algorithm + Serialize + Send + Clone + 'static {}
+impl<A: distsync_core::Algorithm + Serialize + Send + Clone + 'static> Steppable for A {}
 
 impl FamilyRun<'_> {
-    fn run<A: Steppable, H: Harness<A> + Send + 'static>(
+    fn run<A: Steppable, H: Harness<A> + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
         harness: H,
@@ -267,7 +267,7 @@ impl FamilyRun<'_> {
     }
 
     /// The run, with messages of `excluded` kinds left out of causal chains.
-    fn run_excluding<A: Steppable, H: Harness<A> + Send + 'static>(
+    fn run_excluding<A: Steppable, H: Harness<A> + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
         harness: H,
@@ -302,7 +302,7 @@ impl FamilyRun<'_> {
 
 impl MutexVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: MutualExclusion + Serialize + Send + 'static>(
+    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -313,7 +313,7 @@ impl MutexVisitor for FamilyRun<'_> {
 
 impl ElectionVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: Election + Serialize + Send + 'static>(
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -326,7 +326,7 @@ impl ElectionVisitor for FamilyRun<'_> {
 
 impl registry::ClockSyncVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::clock_sync::ClockSync + Serialize + Send + 'static>(
+    fn visit<A: distsync_core::clock_sync::ClockSync + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -337,7 +337,7 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
 
 impl registry::SnapshotVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::snapshot::GlobalSnapshot + Serialize + Send + 'static>(
+    fn visit<A: distsync_core::snapshot::GlobalSnapshot + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -348,7 +348,7 @@ impl registry::SnapshotVisitor for FamilyRun<'_> {
 
 impl registry::MulticastVisitor for FamilyRun<'_> {
     type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::multicast::Multicast + Serialize + Send + 'static>(
+    fn visit<A: distsync_core::multicast::Multicast + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {

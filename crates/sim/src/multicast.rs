@@ -111,6 +111,7 @@ struct NodeState {
 }
 
 /// The harness of multicast runs.
+#[derive(Clone)]
 pub struct MulticastHarness {
     exp: Option<Exp<f64>>,
     count: u64,

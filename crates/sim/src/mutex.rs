@@ -53,6 +53,7 @@ struct Record {
 }
 
 /// The harness of mutual-exclusion runs.
+#[derive(Clone)]
 pub struct MutexHarness {
     kind: WorkloadKind,
     exp: Option<Exp<f64>>,

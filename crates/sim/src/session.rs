@@ -294,6 +294,7 @@ impl From<SimError> for SessionError {
 
 /// The engine of one algorithm and harness, behind a type-erased interface.
 pub(crate) trait Stepper: Send {
+    fn fork(&self) -> Box<dyn Stepper>;
     fn apply(&mut self, choice: &Choice) -> Result<(), String>;
     fn ended(&self) -> Option<&'static str>;
     fn now(&self) -> Time;
@@ -312,6 +313,7 @@ pub(crate) trait Stepper: Send {
 }
 
 /// A live engine.
+#[derive(Clone)]
 struct Live<A: Algorithm, H: Harness<A>> {
     engine: Engine<A, H>,
     ended: Option<&'static str>,
@@ -320,8 +322,8 @@ struct Live<A: Algorithm, H: Harness<A>> {
 /// Starts `engine` and wraps it for a session.
 pub(crate) fn stepper<A, H>(mut engine: Engine<A, H>) -> Box<dyn Stepper>
 where
-    A: Algorithm + Serialize + Send + 'static,
-    H: Harness<A> + Send + 'static,
+    A: Algorithm + Serialize + Send + Clone + 'static,
+    H: Harness<A> + Send + Clone + 'static,
 {
     engine.start();
     Box::new(Live {
@@ -332,9 +334,13 @@ where
 
 impl<A, H> Stepper for Live<A, H>
 where
-    A: Algorithm + Serialize + Send + 'static,
-    H: Harness<A> + Send + 'static,
+    A: Algorithm + Serialize + Send + Clone + 'static,
+    H: Harness<A> + Send + Clone + 'static,
 {
+    fn fork(&self) -> Box<dyn Stepper> {
+        Box::new(self.clone())
+    }
+
     fn apply(&mut self, choice: &Choice) -> Result<(), String> {
         let e = &mut self.engine;
         match choice {
@@ -447,6 +453,18 @@ pub const PAUSED: &str = "paused";
 /// [`Session::view_window`] for others.
 pub const VIEW_LOG_LINES: usize = 500;
 
+/// Every this many choices a session keeps a copy of its engine, so that going back replays
+/// at most this many choices.
+const CHECKPOINT_EVERY: usize = 256;
+
+/// A copy of a session's engine after `step` choices, with what the session knew of its trace.
+struct Checkpoint {
+    step: usize,
+    live: Box<dyn Stepper>,
+    lines: usize,
+    scanned: usize,
+}
+
 /// A run that is advanced one choice at a time, and can go back.
 pub struct Session {
     scenario: Scenario,
@@ -465,6 +483,8 @@ pub struct Session {
     scanned: usize,
     /// For each applied choice, the number of trace lines before it.
     first_line: Vec<usize>,
+    /// Copies of the engine every [`CHECKPOINT_EVERY`] choices, earliest first.
+    checkpoints: Vec<Checkpoint>,
 }
 
 impl fmt::Debug for Session {
@@ -524,6 +544,7 @@ impl Session {
             lines: Vec::new(),
             scanned: 0,
             first_line: Vec::new(),
+            checkpoints: Vec::new(),
         };
         session.scan();
         Ok(session)
@@ -575,6 +596,15 @@ impl Session {
         self.first_line.push(before);
         self.step += 1;
         self.scan();
+        let kept = self.checkpoints.last().map_or(0, |c| c.step);
+        if self.step.is_multiple_of(CHECKPOINT_EVERY) && kept < self.step {
+            self.checkpoints.push(Checkpoint {
+                step: self.step,
+                live: self.live.fork(),
+                lines: self.lines.len(),
+                scanned: self.scanned,
+            });
+        }
         Ok(())
     }
 
@@ -583,6 +613,9 @@ impl Session {
     pub fn apply(&mut self, choice: Choice) -> Result<Applied, SessionError> {
         let lines = self.lines.len();
         let violations = self.live.violations().len();
+        // Checkpoints past this point belong to the choices this one replaces.
+        let step = self.step;
+        self.checkpoints.retain(|c| c.step <= step);
         self.apply_recorded(&choice)?;
         self.choices.truncate(self.step - 1);
         self.choices.push(choice);
@@ -615,12 +648,23 @@ impl Session {
             });
         }
         if step < self.step {
-            self.live = Self::fresh(&self.scenario, &self.origin)?;
-            self.step = 0;
-            self.lines.clear();
-            self.scanned = 0;
-            self.first_line.clear();
-            self.scan();
+            match self.checkpoints.iter().rev().find(|c| c.step <= step) {
+                Some(c) => {
+                    self.live = c.live.fork();
+                    self.step = c.step;
+                    self.lines.truncate(c.lines);
+                    self.scanned = c.scanned;
+                    self.first_line.truncate(c.step);
+                }
+                None => {
+                    self.live = Self::fresh(&self.scenario, &self.origin)?;
+                    self.step = 0;
+                    self.lines.clear();
+                    self.scanned = 0;
+                    self.first_line.clear();
+                    self.scan();
+                }
+            }
         }
         let recorded = std::mem::take(&mut self.choices);
         let result = recorded[self.step..step]
@@ -675,15 +719,11 @@ impl Session {
         String::from_utf8_lossy(self.live.trace()).into_owned()
     }
 
-    /// The report `distsync run --json` gives for the run so far: a fresh replay of the
-    /// choices, finished with the family's final checks. `ended_by` is "paused" while `Next`
-    /// has not found the run over.
+    /// The report `distsync run --json` gives for the run so far: a copy of the run, finished
+    /// with the family's final checks. `ended_by` is "paused" while `Next` has not found the
+    /// run over.
     pub fn report(&self) -> Report {
-        let mut live = Self::fresh(&self.scenario, &self.origin).expect("it was made before");
-        for choice in self.choices() {
-            live.apply(choice).expect("it was applied before");
-        }
-        live.finish(self.live.ended().unwrap_or(PAUSED))
+        self.live.fork().finish(self.live.ended().unwrap_or(PAUSED))
     }
 
     /// The id of the earliest pending delivery from `from` to `to` of `msg` (as the trace

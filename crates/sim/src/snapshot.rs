@@ -80,6 +80,7 @@ pub struct SnapshotReport {
 
 const TRANSFER: u64 = 1;
 
+#[derive(Clone)]
 struct Taking {
     started: Time,
     completed: Option<Time>,
@@ -87,6 +88,7 @@ struct Taking {
 }
 
 /// The harness of snapshot runs.
+#[derive(Clone)]
 pub struct SnapshotHarness {
     exp: Option<Exp<f64>>,
     limit: Option<u64>,

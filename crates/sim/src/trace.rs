@@ -68,6 +68,19 @@ pub(crate) struct Tracer {
     error: Option<io::Error>,
 }
 
+impl Clone for Tracer {
+    /// A copy of the trace so far and of the clocks (a write error is not copied).
+    fn clone(&self) -> Tracer {
+        Tracer {
+            buf: self.buf.clone(),
+            seq: self.seq,
+            lamport: self.lamport.clone(),
+            vector: self.vector.clone(),
+            error: None,
+        }
+    }
+}
+
 impl Tracer {
     pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer {
         let mut t = Tracer {

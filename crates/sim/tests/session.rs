@@ -646,3 +646,44 @@ fn each_family_takes_its_own_request_and_refuses_the_others() {
         assert_eq!(session.report().ended_by, "paused");
     }
 }
+
+#[test]
+fn going_back_from_a_checkpoint_is_a_replay_from_the_start() {
+    // Long enough for several checkpoints (one every 256 choices).
+    let s = scenario(
+        r#"
+        algorithm = "ricart-agrawala"
+        nodes = 5
+        seed = 11
+        until = "1h"
+        [network]
+        delay = { uniform = ["1ms", "3ms"] }
+        fifo = false
+        [workload]
+        kind = "saturated"
+        cs = "1ms"
+        requests = 60
+        "#,
+    );
+    let mut session = Session::new(&s, "test.toml").unwrap();
+    assert_eq!(session.run(900, None).unwrap(), RunStop::Limit);
+    session.apply(Choice::Request { node: NodeId(3) }).unwrap();
+    assert_eq!(session.run(99, None).unwrap(), RunStop::Limit);
+    let all = session.choices().to_vec();
+    assert_eq!(all.len(), 1000);
+    for target in [1000, 999, 700, 512, 511, 256, 255, 3, 0, 600] {
+        session.goto(target).unwrap();
+        let fresh = Session::replay(&s, "test.toml", &all[..target]).unwrap();
+        assert_eq!(shown(&session), shown(&fresh), "goto {target}");
+        assert_eq!(session.trace_jsonl(), fresh.trace_jsonl(), "goto {target}");
+        assert_eq!(session.report(), fresh.report(), "goto {target}");
+    }
+    // A new choice after going back forgets the checkpoints ahead of it.
+    session.apply(Choice::Request { node: NodeId(0) }).unwrap();
+    assert_eq!(session.run(400, None).unwrap(), RunStop::Limit);
+    let mine = session.choices().to_vec();
+    session.goto(601).unwrap();
+    let fresh = Session::replay(&s, "test.toml", &mine[..601]).unwrap();
+    assert_eq!(shown(&session), shown(&fresh));
+    assert_eq!(session.trace_jsonl(), fresh.trace_jsonl());
+}
