@@ -457,9 +457,9 @@ function messageMenu(p, ev) {
   closeMenus();
   const m = el("div", { id: "msg-menu" },
     el("strong", {}, p.label || `${p.msg_kind} ${p.from}→${p.to}`), el("br"),
-    el("button", { onclick: () => { closeMenus(); choose({ do: "event", id: p.id }); } }, "Deliver now"), " ",
-    el("button", { onclick: () => { closeMenus(); choose({ do: "drop", id: p.id }); } }, "Drop"), " ",
-    el("button", { onclick: () => { closeMenus(); choose({ do: "duplicate", id: p.id }); } }, "Duplicate"));
+    el("button", { "data-do": "event", onclick: () => { closeMenus(); choose({ do: "event", id: p.id }); } }, "Deliver now"), " ",
+    el("button", { "data-do": "drop", onclick: () => { closeMenus(); choose({ do: "drop", id: p.id }); } }, "Drop"), " ",
+    el("button", { "data-do": "duplicate", onclick: () => { closeMenus(); choose({ do: "duplicate", id: p.id }); } }, "Duplicate"));
   m.addEventListener("click", (e) => e.stopPropagation());
   $("#topo-panel").append(m);
   menuAt(m, ev);

@@ -522,3 +522,70 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
     ));
     assert_eq!(badge, Value::from("in CS"), "{answer}");
 }
+
+/// Break: crash a process from its menu, drop a message from the drawing, partition and heal,
+/// all at the current point of a Ricart-Agrawala run; then step back over the crash.
+#[test]
+fn crash_drop_partition_and_heal_from_the_page() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
+        "the starting run",
+    );
+    let in_flight = "document.querySelectorAll('#topo .t-msg').length > 0";
+    assert!(
+        page.click_until("#step", in_flight, 50),
+        "no message in flight"
+    );
+    page.click("#manual");
+
+    // Drop the first message drawn on a link.
+    let id = page.js("Number(document.querySelector('#topo .t-msg').dataset.id)");
+    page.click("#topo .t-msg rect");
+    page.click_and_wait("#msg-menu button[data-do=\"drop\"]");
+    assert_eq!(
+        page.js(&format!(
+            "window.distsyncApp.view.pending.some(p => p.id === {id} && p.kind === 'deliver')"
+        )),
+        Value::Bool(false),
+        "the dropped message is no longer in flight"
+    );
+    assert!(page.text("#log").contains("lost"), "the log shows the loss");
+
+    // Crash P3 from its menu.
+    page.click("#topo .t-node[data-node=\"3\"] circle");
+    page.click_and_wait("#node-menu button[data-do=\"crash\"]");
+    assert_eq!(
+        page.js("document.querySelector('#states .proc-card[data-node=\"3\"] .badge').innerText"),
+        Value::from("crashed")
+    );
+    assert_eq!(
+        page.js("document.querySelectorAll('#topo .t-node.t-down').length"),
+        Value::from(1)
+    );
+    let crashed_at = page.step();
+
+    // Partition and heal.
+    page.set("#groups", "0 1 | 2 3");
+    page.click_and_wait("#partition");
+    assert!(
+        page.text("#log").contains("partition"),
+        "{}",
+        page.text("#log")
+    );
+    page.click_and_wait("#heal");
+    assert!(page.text("#log").contains("heals"));
+
+    // Back over the heal, the partition and the crash: P3 is up again.
+    assert!(page.click_until(
+        "#back",
+        &format!("window.distsyncApp.view.step < {crashed_at}"),
+        3
+    ));
+    assert_eq!(
+        page.js("window.distsyncApp.view.processes.find(p => p.id === 3).alive"),
+        Value::Bool(true)
+    );
+}
