@@ -4,8 +4,8 @@
 //! pending event, exactly as the batch run does (a session driven by `Next` alone gives the
 //! batch run's report and trace, byte for byte), and the other choices apply a chosen pending
 //! event, lose or duplicate a message in flight, or inject a fault or a request at the current
-//! time. Going back replays the recorded choices from the start: the run is seeded, so the replay
-//! gives the same state.
+//! time. Going back replays the recorded choices, from the start or from a copy of the engine
+//! kept every 256 choices: the run is seeded, so the replay gives the same state.
 //!
 //! ```
 //! use distsync_sim::session::{Choice, Session};
@@ -627,7 +627,7 @@ impl Session {
         })
     }
 
-    /// Undoes the last choice (deterministic replay of all but the last one).
+    /// Undoes the last choice (a deterministic replay, from the nearest earlier checkpoint).
     pub fn back(&mut self) -> Result<(), SessionError> {
         if self.step == 0 {
             return Err(SessionError::Choice {
@@ -638,7 +638,8 @@ impl Session {
         self.goto(self.step - 1)
     }
 
-    /// Goes to exactly `step` choices applied: back by replay from the start, or forward along
+    /// Goes to exactly `step` choices applied: back by replay from the nearest checkpoint (or the
+    /// start), or forward along
     /// the recorded choices.
     pub fn goto(&mut self, step: usize) -> Result<(), SessionError> {
         if step > self.choices.len() {
