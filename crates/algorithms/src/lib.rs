@@ -15,3 +15,4 @@ pub mod multicast;
 pub mod mutex;
 pub mod registry;
 pub mod snapshot;
+pub mod state;

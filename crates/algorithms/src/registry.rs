@@ -58,7 +58,10 @@ pub trait MutexVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! mutex_algorithms {
@@ -112,7 +115,10 @@ pub trait ElectionVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! election_algorithms {
@@ -155,7 +161,10 @@ pub trait ClockSyncVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: ClockSync + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: ClockSync + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! clock_sync_algorithms {
@@ -217,7 +226,10 @@ struct BerkeleyWith<V> {
 
 impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
     type Output = V::Output;
-    fn visit<E: Election + 'static>(self, _election: &'static Entry) -> V::Output {
+    fn visit<E: Election + Serialize + Send + Clone + 'static>(
+        self,
+        _election: &'static Entry,
+    ) -> V::Output {
         self.visitor.visit::<crate::clocks::Berkeley<E>>(self.entry)
     }
 }
@@ -227,7 +239,10 @@ pub trait MulticastVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Multicast + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: Multicast + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! multicast_algorithms {
@@ -265,7 +280,10 @@ pub trait SnapshotVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: GlobalSnapshot + 'static>(self, entry: &'static Entry) -> Self::Output;
+    fn visit<A: GlobalSnapshot + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output;
 }
 
 macro_rules! snapshot_algorithms {

@@ -21,6 +21,7 @@ mod shell_cmd;
 mod sweep_cmd;
 mod time_cmd;
 mod trace_cmd;
+mod web_cmd;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -79,6 +80,9 @@ enum Command {
     Cluster(cluster_cmd::ClusterArgs),
     /// NTP for real: serve time over UDP, query NTP servers, see a cluster's clocks.
     Time(time_cmd::TimeArgs),
+    /// Serve the interactive page: step through a run, choose what happens next, inject faults,
+    /// step back. Prints its URL.
+    Web(web_cmd::WebArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
         Command::Time(args) => time_cmd::time(args),
+        Command::Web(args) => web_cmd::web(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

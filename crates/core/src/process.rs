@@ -9,8 +9,9 @@ use std::hash::Hash;
 use std::time::Duration;
 
 /// A protocol message. `kind()` names the variant as the notes do ("Request", "Reply"...) and is
-/// what metrics count by.
-pub trait Message: Clone + Debug + Eq + Hash + Serialize + DeserializeOwned {
+/// what metrics count by. Messages are `Send`, so that a run can move between threads (the web
+/// page's sessions live in a server).
+pub trait Message: Clone + Debug + Eq + Hash + Serialize + DeserializeOwned + Send {
     /// The variant's name, for `messages.by_kind` in reports.
     fn kind(&self) -> &'static str;
 }
@@ -25,11 +26,11 @@ pub trait Process {
     /// What processes send each other.
     type Msg: Message;
     /// What the application asks of the process (e.g. request the critical section).
-    type Input: Clone + Debug + Serialize;
+    type Input: Clone + Debug + Serialize + DeserializeOwned + Send;
     /// What the process reports to the application (e.g. it entered the critical section).
-    type Output: Clone + Debug + Serialize;
+    type Output: Clone + Debug + Serialize + Send;
     /// Named timeouts. Setting a timer that is already set moves its deadline.
-    type Timer: Clone + Debug + Eq + Hash + Serialize;
+    type Timer: Clone + Debug + Eq + Hash + Serialize + Send;
 
     /// Called once when the process starts, and again after a recovery (`ctx.recovered()`).
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>);

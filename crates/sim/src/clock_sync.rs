@@ -75,6 +75,7 @@ pub struct ClockReport {
 }
 
 /// The harness of clock-synchronization runs.
+#[derive(Clone)]
 pub struct ClockHarness {
     interval: Duration,
     /// `client[pos]`: the process at membership position `pos` is adjusted by the algorithm.
@@ -239,6 +240,18 @@ impl ClockHarness {
 }
 
 impl<A: ClockSync> Harness<A> for ClockHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
+        let Action::Sync(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to clock synchronization (synchronize a node)"
+            ));
+        };
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down or not a member"));
+        }
+        Ok(())
+    }
+
     fn start(&mut self, ctl: &mut Control<'_, A>) {
         let first = ctl.peers().ids()[0];
         ctl.wake(Time::ZERO, first, TICK);

@@ -50,6 +50,8 @@ struct Episode {
     disturbed: bool,
     /// The leader the first `Leader` output of this election named.
     announced: Option<NodeId>,
+    /// Who output it, and the trace `seq` of that output (when a trace is kept).
+    announced_by: Option<(NodeId, Option<u64>)>,
     /// A one-leader violation was recorded for this election.
     reported: bool,
     /// The last `Leader` output of this election.
@@ -57,6 +59,7 @@ struct Episode {
 }
 
 /// The harness of election runs.
+#[derive(Clone)]
 pub struct ElectionHarness {
     elects_highest: bool,
     /// The duration of the first election that announced a leader.
@@ -156,6 +159,7 @@ impl ElectionHarness {
             start: now,
             disturbed: false,
             announced: None,
+            announced_by: None,
             reported: false,
             last_output: None,
         });
@@ -173,6 +177,26 @@ impl ElectionHarness {
 }
 
 impl<P: Election> Harness<P> for ElectionHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
+        let Action::Elect(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to leader election (start an election)"
+            ));
+        };
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down or not a member"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, _node: NodeId, process: Option<&P>) -> Option<String> {
+        let process = process?;
+        if process.electing() {
+            return Some("electing".into());
+        }
+        process.leader().map(|l| format!("leader {l}"))
+    }
+
     fn start(&mut self, _ctl: &mut Control<'_, P>) {}
 
     fn on_output(&mut self, node: NodeId, output: &Output, ctl: &mut Control<'_, P>) {
@@ -190,16 +214,23 @@ impl<P: Election> Harness<P> for ElectionHarness {
         let Some(e) = &mut self.current else { return };
         e.last_output = Some(ctl.now());
         match e.announced {
-            None => e.announced = Some(leader),
+            None => {
+                e.announced = Some(leader);
+                e.announced_by = Some((node, ctl.last_trace_seq()));
+            }
             Some(first) if first != leader && !e.disturbed && !e.reported => {
                 e.reported = true;
                 let start = format_duration(Duration::from_nanos(e.start.as_nanos()));
-                ctl.violation(
+                let (by, line) = e.announced_by.unwrap_or((node, None));
+                let events = [line, ctl.last_trace_seq()].into_iter().flatten().collect();
+                ctl.violation_of(
                     "one-leader",
                     format!(
                         "the election that began at {start} announced {first}, then node {node} \
                          announced {leader}"
                     ),
+                    vec![by, node],
+                    events,
                 );
             }
             Some(_) => {}

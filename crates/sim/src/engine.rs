@@ -4,6 +4,14 @@
 //! choice (delays, loss, duplication, workload arrivals, the algorithms' own randomness), so a
 //! scenario and a seed determine the run. The engine owns the network, timers, crashes and the
 //! trace; the family harness (`Harness`) owns workloads, monitors and the family's report.
+//!
+//! The engine advances one event at a time (`Engine::turn`); the batch run is "always apply the
+//! earliest pending event" until the run ends. A stepped session (crate::session) uses the same
+//! turns and can also apply a chosen pending event, drop or duplicate a message in flight, or
+//! inject faults and requests at the current time (engine/manual.rs).
+
+mod manual;
+pub(crate) use manual::short;
 
 use crate::clocks::Clocks;
 use crate::network::{Fate, Network};
@@ -52,8 +60,23 @@ pub trait Harness<P: Process> {
     }
     /// At the end: add final checks and the family's section to the report.
     fn finish(&mut self, ctl: &mut Control<'_, P>, report: &mut Report);
+    /// Whether a scripted or manual action that the engine does not handle itself (`request`,
+    /// `elect`, `sync`...) applies to this family; `Err` says why not.
+    fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
+        let _ = ctl;
+        Err(format!(
+            "{action:?} does not apply to this algorithm's family"
+        ))
+    }
+    /// A few words on what `node`, whose process is `process` (`None` while crashed), is doing,
+    /// for people watching the run ("in CS", "leader 6").
+    fn describe(&self, node: NodeId, process: Option<&P>) -> Option<String> {
+        let _ = (node, process);
+        None
+    }
 }
 
+#[derive(Clone)]
 enum Kind<P: Process> {
     Deliver {
         from: usize,
@@ -88,6 +111,7 @@ enum Kind<P: Process> {
     Action(usize),
 }
 
+#[derive(Clone)]
 struct Event<P: Process> {
     time: Time,
     seq: u64,
@@ -112,6 +136,7 @@ impl<P: Process> Ord for Event<P> {
     }
 }
 
+#[derive(Clone)]
 struct Slot<P: Process> {
     process: Option<P>,
     timers: HashMap<P::Timer, u64>,
@@ -120,6 +145,7 @@ struct Slot<P: Process> {
 }
 
 /// The engine's state, which harnesses reach through [`Control`].
+#[derive(Clone)]
 pub struct Core<P: Process> {
     peers: Peers,
     params: Params,
@@ -268,8 +294,34 @@ impl<'c, P: Process> Control<'c, P> {
 
     /// Records that `property` failed now.
     pub fn violation(&mut self, property: &str, detail: String) {
+        self.violation_of(property, detail, Vec::new(), Vec::new());
+    }
+
+    /// Records that `property` failed now, naming the nodes and the trace events (`seq` of
+    /// their lines, see [`Control::last_trace_seq`]) involved.
+    pub fn violation_of(
+        &mut self,
+        property: &str,
+        detail: String,
+        nodes: Vec<NodeId>,
+        events: Vec<u64>,
+    ) {
         let now = self.core.now;
+        let listed = self.core.violations.len();
         self.core.violation(now, property, detail);
+        if let Some(v) = self.core.violations.get_mut(listed) {
+            v.nodes = nodes.iter().map(|n| n.0).collect();
+            v.events = events;
+        }
+    }
+
+    /// The `seq` of the last trace line written, if a trace is kept and has a line (during
+    /// `on_output` this is the output's own line).
+    pub fn last_trace_seq(&self) -> Option<u64> {
+        self.core
+            .tracer
+            .as_ref()
+            .and_then(|t| t.lines().checked_sub(1))
     }
 }
 
@@ -298,6 +350,8 @@ impl<P: Process> Core<P> {
                 property: property.to_string(),
                 time_ns: time.as_nanos(),
                 detail,
+                nodes: Vec::new(),
+                events: Vec::new(),
             });
         } else {
             self.suppressed_violations += 1;
@@ -428,27 +482,33 @@ impl<P: Process> Core<P> {
 }
 
 /// One run: the engine, the algorithm `A` and the family harness `H`.
+#[derive(Clone)]
 pub struct Engine<A: Algorithm, H: Harness<A>> {
     core: Core<A>,
     harness: H,
     until: Time,
-    progress: Option<Box<dyn FnMut(u64, u64)>>,
+    /// Events applied so far (`events_processed`).
+    events: u64,
+}
+
+/// What one turn of the engine did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// It applied the earliest pending event.
+    Applied,
+    /// Nothing was pending; the harness, told so, scheduled more.
+    Idle,
+    /// The run is over: "done", "idle" or "horizon" (the report's `ended_by`).
+    End(&'static str),
 }
 
 impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
-    /// Prepares a run of a checked scenario with `seed`, writing the trace to `trace` if given.
-    pub fn new(
-        checked: &Checked,
-        family: &str,
-        seed: u64,
-        harness: H,
-        trace: Option<Box<dyn Write>>,
-    ) -> Self {
+    /// Prepares a run of a checked scenario with `seed`, keeping a trace if `trace`.
+    pub fn new(checked: &Checked, family: &str, seed: u64, harness: H, trace: bool) -> Self {
         let scenario = &checked.scenario;
         let peers = checked.peers.clone();
         let n = peers.len();
-        let tracer =
-            trace.map(|out| Tracer::new(out, &scenario.algorithm, family, peers.ids(), seed));
+        let tracer = trace.then(|| Tracer::new(&scenario.algorithm, family, peers.ids(), seed));
         let actions: Vec<Action> = checked.actions.iter().map(|(_, _, a)| a.clone()).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         // Clocks are drawn first, so that adding a clock section never shifts other draws' order
@@ -502,7 +562,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
-            progress: None,
+            events: 0,
         }
     }
 
@@ -513,14 +573,46 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         self
     }
 
-    /// Calls `progress(now_ns, until_ns)` every 65,536 events.
-    pub fn with_progress(mut self, progress: Option<Box<dyn FnMut(u64, u64)>>) -> Self {
-        self.progress = progress;
-        self
+    /// Runs to the end and returns the report. The trace, if kept, goes to `trace`; `progress`
+    /// is called with the simulated time and the horizon (in ns) every 65,536 events.
+    pub fn run(
+        mut self,
+        mut trace: Option<Box<dyn Write>>,
+        mut progress: Option<Box<dyn FnMut(u64, u64)>>,
+    ) -> std::io::Result<Report> {
+        self.start();
+        let mut failed = None;
+        let ended_by = loop {
+            match self.turn() {
+                Turn::Applied => {}
+                Turn::Idle => continue,
+                Turn::End(why) => break why,
+            }
+            if self.events & 0xFFFF == 0 {
+                if let Some(progress) = progress.as_mut() {
+                    progress(self.core.now.as_nanos(), self.until.as_nanos());
+                }
+            }
+            if let Some(out) = trace.as_mut() {
+                if let Some(t) = self.core.tracer.as_mut() {
+                    if t.buffered().len() >= 1 << 16 && failed.is_none() {
+                        failed = t.drain_into(out.as_mut()).err();
+                    }
+                }
+            }
+        };
+        let report = self.finish(ended_by);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if let (Some(t), Some(out)) = (self.core.tracer.take(), trace.as_mut()) {
+            t.finish(out.as_mut())?;
+        }
+        Ok(report)
     }
 
-    /// Runs to the end and returns the report; the trace, if any, is flushed.
-    pub fn run(mut self) -> std::io::Result<Report> {
+    /// Builds every process and calls its `on_start`, then the harness's `start`.
+    pub(crate) fn start(&mut self) {
         let n = self.core.peers.len();
         for pos in 0..n {
             let id = self.core.peers.ids()[pos];
@@ -533,37 +625,40 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         self.harness.start(&mut Control {
             core: &mut self.core,
         });
-        let mut ended_by = "idle";
-        let mut events: u64 = 0;
-        loop {
-            if self.harness.done() && self.core.pending_actions == 0 {
-                ended_by = "done";
-                break;
-            }
-            let Some(event) = self.core.queue.pop() else {
-                self.harness.on_idle(&mut Control {
-                    core: &mut self.core,
-                });
-                if self.core.queue.is_empty() {
-                    break;
-                }
-                continue;
-            };
-            if event.time > self.until {
-                self.core.now = self.until;
-                ended_by = "horizon";
-                break;
-            }
-            self.core.now = event.time;
-            events += 1;
-            if events & 0xFFFF == 0 {
-                if let Some(progress) = self.progress.as_mut() {
-                    progress(self.core.now.as_nanos(), self.until.as_nanos());
-                }
-            }
-            self.dispatch(event.kind);
+    }
+
+    /// One turn: applies the earliest pending event, unless the run is over. An event past the
+    /// horizon stays pending (a stepped session may still go on by hand).
+    #[inline]
+    pub(crate) fn turn(&mut self) -> Turn {
+        if self.harness.done() && self.core.pending_actions == 0 {
+            return Turn::End("done");
         }
-        self.core.report.events_processed = events;
+        let Some(event) = self.core.queue.pop() else {
+            self.harness.on_idle(&mut Control {
+                core: &mut self.core,
+            });
+            if self.core.queue.is_empty() {
+                return Turn::End("idle");
+            }
+            return Turn::Idle;
+        };
+        if event.time > self.until {
+            self.core.now = self.until;
+            self.core.queue.push(event);
+            return Turn::End("horizon");
+        }
+        // Time never goes back, even after a later event was chosen by hand.
+        self.core.now = self.core.now.max(event.time);
+        self.events += 1;
+        self.dispatch(event.kind);
+        Turn::Applied
+    }
+
+    /// The report of the run so far, ended by `ended_by`, with the harness's final checks
+    /// (which may change its state: call once, at the end).
+    pub(crate) fn finish(&mut self, ended_by: &str) -> Report {
+        self.core.report.events_processed = self.events;
         self.core.report.end_time_ns = self.core.now.as_nanos();
         self.core.report.ended_by = ended_by.to_string();
         let mut report = std::mem::take(&mut self.core.report);
@@ -592,12 +687,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     "{} further violations were not listed",
                     core.suppressed_violations
                 ),
+                nodes: Vec::new(),
+                events: Vec::new(),
             });
         }
-        if let Some(t) = core.tracer.take() {
-            t.finish()?;
-        }
-        Ok(report)
+        report
     }
 
     fn dispatch(&mut self, kind: Kind<A>) {

@@ -30,6 +30,7 @@ mod clock_sync;
 pub mod clocks;
 pub mod compare;
 pub mod compare_election;
+mod defaults;
 mod election;
 mod engine;
 mod multicast;
@@ -37,12 +38,14 @@ mod mutex;
 mod network;
 mod report;
 pub mod scenario;
+pub mod session;
 mod snapshot;
 pub mod sweep;
 pub mod template;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
+pub use defaults::default_scenario;
 pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
@@ -54,12 +57,14 @@ pub use scenario::{
     Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
     WorkloadSpec,
 };
+pub use session::{Choice, Session, SessionError, View};
 pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::election::Detector;
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
 use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
+use serde::Serialize;
 use std::fmt;
 use std::io::Write;
 
@@ -113,6 +118,40 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
     } else {
         options.origin.clone()
     };
+    let seed = options.seed.unwrap_or(scenario.seed);
+    let mode = Mode::Batch {
+        trace: options.trace,
+        progress: options.progress,
+    };
+    match build(scenario, &origin, seed, mode)? {
+        Built::Report(report) => Ok(*report),
+        Built::Stepper(_) => unreachable!("a batch run gives a report"),
+    }
+}
+
+/// What to make of a checked scenario: a batch run, or an engine to step by hand.
+enum Mode {
+    Batch {
+        trace: Option<Box<dyn Write>>,
+        progress: Option<Box<dyn FnMut(u64, u64)>>,
+    },
+    Step,
+}
+
+/// What [`build`] made.
+enum Built {
+    Report(Box<Report>),
+    Stepper(Box<dyn session::Stepper>),
+}
+
+/// Checks a scenario against the registry and its algorithm's family, and makes of it what
+/// `mode` asks.
+fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Built, SimError> {
+    let origin = origin.to_string();
+    let traced = match &mode {
+        Mode::Batch { trace, .. } => trace.is_some(),
+        Mode::Step => true,
+    };
     let checked = scenario.check(&origin)?;
     let Some(entry) = registry::lookup(&scenario.algorithm) else {
         let hint = match registry::suggest(&scenario.algorithm) {
@@ -128,7 +167,7 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             ),
         }));
     };
-    if options.trace.is_some() && checked.peers.len() > MAX_TRACED_NODES {
+    if traced && checked.peers.len() > MAX_TRACED_NODES {
         return Err(SimError::Scenario(ScenarioError {
             origin,
             field: "nodes".into(),
@@ -138,7 +177,6 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
             ),
         }));
     }
-    let seed = options.seed.unwrap_or(scenario.seed);
     if entry.family != Family::Election {
         let misplaced = |field: String, what: &str| {
             Err(SimError::Scenario(ScenarioError {
@@ -182,8 +220,7 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         checked: &checked,
         origin: &origin,
         seed,
-        trace: options.trace,
-        progress: options.progress,
+        mode,
     };
     match entry.family {
         Family::Mutex => {
@@ -219,56 +256,73 @@ struct FamilyRun<'a> {
     checked: &'a Checked,
     origin: &'a str,
     seed: u64,
-    trace: Option<Box<dyn Write>>,
-    progress: Option<Box<dyn FnMut(u64, u64)>>,
+    mode: Mode,
 }
 
+/// What a session needs of an algorithm: its state can be shown and it can move between threads.
+trait Steppable: distsync_core::Algorithm + Serialize + Send + Clone + 'static {}
+impl<A: distsync_core::Algorithm + Serialize + Send + Clone + 'static> Steppable for A {}
+
 impl FamilyRun<'_> {
-    fn run<A: distsync_core::Algorithm, H: Harness<A>>(
+    fn run<A: Steppable, H: Harness<A> + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
         harness: H,
-    ) -> Result<Report, SimError> {
+    ) -> Result<Built, SimError> {
         self.run_excluding::<A, H>(entry, harness, &[])
     }
 
     /// The run, with messages of `excluded` kinds left out of causal chains.
-    fn run_excluding<A: distsync_core::Algorithm, H: Harness<A>>(
+    fn run_excluding<A: Steppable, H: Harness<A> + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
         harness: H,
         excluded: &[&'static str],
-    ) -> Result<Report, SimError> {
-        Engine::<A, _>::new(
+    ) -> Result<Built, SimError> {
+        let traced = match &self.mode {
+            Mode::Batch { trace, .. } => trace.is_some(),
+            Mode::Step => true,
+        };
+        let engine = Engine::<A, _>::new(
             self.checked,
             entry.family.name(),
             self.seed,
             harness,
-            self.trace,
+            traced,
         )
-        .with_chain_excluding(excluded)
-        .with_progress(self.progress)
-        .run()
-        .map_err(SimError::Trace)
+        .with_chain_excluding(excluded);
+        match self.mode {
+            Mode::Batch { trace, progress } => engine
+                .run(trace, progress)
+                .map(|r| Built::Report(Box::new(r)))
+                .map_err(SimError::Trace),
+            Mode::Step => Ok(Built::Stepper(session::stepper(engine))),
+        }
     }
 
-    fn election<P: Election>(self, entry: &'static Entry) -> Result<Report, SimError> {
+    fn election<P: Election + Steppable>(self, entry: &'static Entry) -> Result<Built, SimError> {
         let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
         self.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
     }
 }
 
 impl MutexVisitor for FamilyRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output {
+    type Output = Result<Built, SimError>;
+    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
         let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
 }
 
 impl ElectionVisitor for FamilyRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> Self::Output {
+    type Output = Result<Built, SimError>;
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
         match self.checked.scenario.detect {
             Some(Detect::Timeout) => self.election::<Detector<A>>(entry),
             Some(Detect::None) | None => self.election::<A>(entry),
@@ -277,8 +331,8 @@ impl ElectionVisitor for FamilyRun<'_> {
 }
 
 impl registry::ClockSyncVisitor for FamilyRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: distsync_core::clock_sync::ClockSync + 'static>(
+    type Output = Result<Built, SimError>;
+    fn visit<A: distsync_core::clock_sync::ClockSync + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -288,8 +342,8 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
 }
 
 impl registry::SnapshotVisitor for FamilyRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: distsync_core::snapshot::GlobalSnapshot + 'static>(
+    type Output = Result<Built, SimError>;
+    fn visit<A: distsync_core::snapshot::GlobalSnapshot + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {
@@ -299,8 +353,8 @@ impl registry::SnapshotVisitor for FamilyRun<'_> {
 }
 
 impl registry::MulticastVisitor for FamilyRun<'_> {
-    type Output = Result<Report, SimError>;
-    fn visit<A: distsync_core::multicast::Multicast + 'static>(
+    type Output = Result<Built, SimError>;
+    fn visit<A: distsync_core::multicast::Multicast + Serialize + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
     ) -> Self::Output {

@@ -111,6 +111,7 @@ struct NodeState {
 }
 
 /// The harness of multicast runs.
+#[derive(Clone)]
 pub struct MulticastHarness {
     exp: Option<Exp<f64>>,
     count: u64,
@@ -409,6 +410,18 @@ impl MulticastHarness {
 }
 
 impl<A: Multicast> Harness<A> for MulticastHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
+        let Action::Multicast(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to multicast (multicast from a node)"
+            ));
+        };
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down or not a member"));
+        }
+        Ok(())
+    }
+
     fn start(&mut self, ctl: &mut Control<'_, A>) {
         for pos in 0..self.nodes.len() {
             self.schedule(pos, ctl);

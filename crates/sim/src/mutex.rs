@@ -53,6 +53,7 @@ struct Record {
 }
 
 /// The harness of mutual-exclusion runs.
+#[derive(Clone)]
 pub struct MutexHarness {
     kind: WorkloadKind,
     exp: Option<Exp<f64>>,
@@ -63,6 +64,8 @@ pub struct MutexHarness {
     load: Vec<NodeLoad>,
     records: Vec<Record>,
     in_cs: Vec<NodeId>,
+    /// The trace `seq` of each node's latest Enter output, when a trace is kept.
+    enter_lines: Vec<Option<u64>>,
     pending_exit: Option<Time>,
     sync_delays: Vec<u64>,
     responses: Vec<u64>,
@@ -138,6 +141,7 @@ impl MutexHarness {
             load,
             records: Vec::new(),
             in_cs: Vec::new(),
+            enter_lines: vec![None; peers.len()],
             pending_exit: None,
             sync_delays: Vec::new(),
             responses: Vec::new(),
@@ -273,6 +277,41 @@ impl MutexHarness {
 }
 
 impl<A: MutualExclusion> Harness<A> for MutexHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
+        let Action::Request(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to mutual exclusion (request the critical section)"
+            ));
+        };
+        let pos = ctl
+            .peers()
+            .position(node)
+            .ok_or(format!("node {node} is not a member"))?;
+        if !self.load[pos].competes {
+            return Err(format!(
+                "node {node} does not compete for the critical section"
+            ));
+        }
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self, node: NodeId, process: Option<&A>) -> Option<String> {
+        let process = process?;
+        if process.in_critical_section() {
+            return Some("in CS".into());
+        }
+        let waiting = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.node == node)
+            .is_some_and(|r| r.entered.is_none() && !r.abandoned);
+        waiting.then(|| "requesting".into())
+    }
+
     fn start(&mut self, ctl: &mut Control<'_, A>) {
         for pos in 0..self.load.len() {
             if !self.load[pos].competes {
@@ -297,12 +336,20 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
         let now = ctl.now();
         match (output, self.load[pos].state) {
             (Output::Enter, State::Waiting(rec)) => {
+                self.enter_lines[pos] = ctl.last_trace_seq();
                 if let Some(&other) = self.in_cs.first() {
-                    ctl.violation(
+                    let other_pos = ctl.peers().index_of(other);
+                    let events = [self.enter_lines[other_pos], self.enter_lines[pos]]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    ctl.violation_of(
                         "mutual-exclusion",
                         format!(
                             "node {node} entered the critical section while node {other} was in it"
                         ),
+                        vec![other, node],
+                        events,
                     );
                 }
                 if ctl.process(node).is_some_and(|p| !p.in_critical_section()) {

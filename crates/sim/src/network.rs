@@ -7,6 +7,7 @@ use rand_distr::{Distribution, Exp};
 use std::collections::HashMap;
 
 /// Where the fate of one message is decided.
+#[derive(Clone)]
 pub(crate) struct Network {
     delay: DelaySpec,
     exp: Option<Exp<f64>>,
@@ -20,6 +21,7 @@ pub(crate) struct Network {
     group: Option<Vec<u32>>,
 }
 
+#[derive(Clone)]
 enum LinkTimes {
     Dense(Vec<u64>),
     Sparse(HashMap<(u32, u32), u64>),
@@ -116,6 +118,11 @@ impl Network {
                 m.insert((from as u32, to as u32), at);
             }
         }
+    }
+
+    /// Whether links deliver in the order messages were sent.
+    pub(crate) fn fifo(&self) -> bool {
+        self.fifo
     }
 
     /// Whether the link between two positions delivers now.

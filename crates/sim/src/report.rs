@@ -20,7 +20,8 @@ pub struct Report {
     /// Simulated time when the run ended.
     pub end_time_ns: u64,
     /// Why it ended: "done" (the workload was served), "idle" (nothing left to happen) or
-    /// "horizon" (`until` was reached).
+    /// "horizon" (`until` was reached); "paused" in the report of a stepped session that has
+    /// not reached its end (`Session::report`).
     pub ended_by: String,
     /// How many events the simulator processed.
     pub events_processed: u64,
@@ -112,6 +113,13 @@ pub struct Violation {
     pub time_ns: u64,
     /// What was seen.
     pub detail: String,
+    /// The nodes involved (e.g. the two in the critical section), when the monitor knows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<u32>,
+    /// The trace events involved, by their `seq`, when a trace is kept (e.g. the two `Enter`
+    /// outputs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<u64>,
 }
 
 /// Figures for mutual exclusion (ORACLES.md's conventions).

@@ -80,6 +80,7 @@ pub struct SnapshotReport {
 
 const TRANSFER: u64 = 1;
 
+#[derive(Clone)]
 struct Taking {
     started: Time,
     completed: Option<Time>,
@@ -87,6 +88,7 @@ struct Taking {
 }
 
 /// The harness of snapshot runs.
+#[derive(Clone)]
 pub struct SnapshotHarness {
     exp: Option<Exp<f64>>,
     limit: Option<u64>,
@@ -300,6 +302,18 @@ fn recorded_total(taking: &Taking) -> u64 {
 }
 
 impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
+    fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
+        let Action::Snapshot(node) = *action else {
+            return Err(format!(
+                "{action:?} does not apply to snapshots (start a snapshot at a node)"
+            ));
+        };
+        if !ctl.alive(node) {
+            return Err(format!("node {node} is down or not a member"));
+        }
+        Ok(())
+    }
+
     fn start(&mut self, ctl: &mut Control<'_, A>) {
         for pos in 0..self.issued.len() {
             self.schedule(pos, ctl);

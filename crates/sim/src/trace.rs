@@ -4,7 +4,7 @@
 use distsync_core::{NodeId, Time};
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 /// A message's stamp while it travels: the sender's Lamport and vector timestamps at the send.
 pub(crate) type MsgStamp = Box<(u64, Vec<u64>)>;
@@ -63,25 +63,33 @@ pub(crate) struct Line<'a> {
     pub(crate) detail: Option<&'a str>,
 }
 
-/// Writes the trace and keeps the observer's clocks.
+/// Writes the trace lines into a buffer and keeps the observer's clocks. A batch run drains the
+/// buffer into its writer now and then ([`Tracer::drain_into`]); a stepped session keeps it all.
 pub(crate) struct Tracer {
-    out: BufWriter<Box<dyn Write>>,
+    buf: Vec<u8>,
     seq: u64,
     lamport: Vec<u64>,
     vector: Vec<Vec<u64>>,
     error: Option<io::Error>,
 }
 
+impl Clone for Tracer {
+    /// A copy of the trace so far and of the clocks (a write error is not copied).
+    fn clone(&self) -> Tracer {
+        Tracer {
+            buf: self.buf.clone(),
+            seq: self.seq,
+            lamport: self.lamport.clone(),
+            vector: self.vector.clone(),
+            error: None,
+        }
+    }
+}
+
 impl Tracer {
-    pub(crate) fn new(
-        out: Box<dyn Write>,
-        algorithm: &str,
-        family: &str,
-        ids: &[NodeId],
-        seed: u64,
-    ) -> Tracer {
+    pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer {
         let mut t = Tracer {
-            out: BufWriter::new(out),
+            buf: Vec::new(),
             seq: 0,
             lamport: vec![0; ids.len()],
             vector: vec![vec![0; ids.len()]; ids.len()],
@@ -103,12 +111,35 @@ impl Tracer {
         if self.error.is_some() {
             return;
         }
-        let result = serde_json::to_writer(&mut self.out, line)
-            .map_err(io::Error::from)
-            .and_then(|()| self.out.write_all(b"\n"));
-        if let Err(e) = result {
-            self.error = Some(e);
+        match serde_json::to_writer(&mut self.buf, line) {
+            Ok(()) => self.buf.push(b'\n'),
+            Err(e) => self.error = Some(io::Error::from(e)),
         }
+    }
+
+    /// The lines written and not yet drained.
+    pub(crate) fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The observer's Lamport and vector clocks of the node at `pos` now.
+    pub(crate) fn stamps(&self, pos: usize) -> (u64, &[u64]) {
+        (self.lamport[pos], &self.vector[pos])
+    }
+
+    /// How many event lines were written (the next line's `seq`).
+    pub(crate) fn lines(&self) -> u64 {
+        self.seq
+    }
+
+    /// Moves the buffered lines to `out`.
+    pub(crate) fn drain_into(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
     }
 
     /// A process event at position `pos`: ticks its clocks (merging `received` first) and writes
@@ -164,11 +195,9 @@ impl Tracer {
         self.seq += 1;
     }
 
-    /// Flushes, and reports the first write error if any.
-    pub(crate) fn finish(mut self) -> io::Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.flush()
+    /// Drains the rest into `out` and flushes it; reports the first error if any.
+    pub(crate) fn finish(mut self, out: &mut dyn Write) -> io::Result<()> {
+        self.drain_into(out)?;
+        out.flush()
     }
 }

@@ -72,7 +72,7 @@ pub enum Timer<T> {
 }
 
 /// The round a master is running.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 struct Round {
     number: u64,
     /// The master's clock when it polled.
@@ -82,10 +82,11 @@ struct Round {
 }
 
 /// One process of the Berkeley algorithm, with election algorithm `E` choosing the master.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Berkeley<E: Process> {
     id: NodeId,
     election: E,
+    #[serde(skip)]
     scratch: Vec<EffectOf<E>>,
     /// The master's round under way.
     round: Option<Round>,
@@ -93,6 +94,7 @@ pub struct Berkeley<E: Process> {
     /// Sync periods since the last poll from the master (rule 7).
     silent_periods: u32,
     threshold: u64,
+    #[serde(skip)]
     timeout: Duration,
 }
 

@@ -50,7 +50,7 @@ pub enum Timer {
 }
 
 /// One request/reply exchange.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Sample {
     /// Its round trip on the client's clock, in ns.
     pub rtt: u64,
@@ -61,13 +61,15 @@ pub struct Sample {
 }
 
 /// One process: the time server, or a client of it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Cristian {
     id: NodeId,
     server: NodeId,
     samples: u32,
     min_delay: u64,
+    #[serde(skip)]
     rho: f64,
+    #[serde(skip)]
     timeout: Duration,
     seq: u64,
     /// The request in flight: its number and when it left, on the client's clock.

@@ -83,7 +83,7 @@ pub enum Timer {
 }
 
 /// One on-wire sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Sample {
     /// θ, in ns.
     pub offset: i64,
@@ -109,7 +109,7 @@ pub fn on_wire(t1: Time, t2: Time, t3: Time, t4: Time) -> Sample {
 }
 
 /// What this node knows of one of its servers.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Peer {
     /// The server.
     pub id: NodeId,
@@ -222,7 +222,7 @@ pub fn combine(truechimers: &[Candidate]) -> (f64, f64) {
 }
 
 /// One node: a stratum-1 server, a server of a higher stratum, or a client.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Ntp {
     /// The servers this node synchronizes to (empty at stratum 1).
     peers: Vec<Peer>,
@@ -235,7 +235,9 @@ pub struct Ntp {
     last_sync: Option<Time>,
     /// Whether this node answers requests (it is listed in `strata`).
     serves: bool,
+    #[serde(skip)]
     rho: f64,
+    #[serde(skip)]
     timeout: Duration,
     polling: bool,
 }

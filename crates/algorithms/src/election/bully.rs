@@ -62,7 +62,7 @@ pub enum Timer {
 }
 
 /// Where a process stands in an election.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum State {
     /// Not electing; `coordinator` says who leads.
     Normal,
@@ -73,13 +73,15 @@ pub enum State {
 }
 
 /// One process of the bully algorithm.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Bully {
     id: NodeId,
     /// The coordinator this process believes in.
     coordinator: Option<NodeId>,
     state: State,
+    #[serde(skip)]
     t: Duration,
+    #[serde(skip)]
     t_prime: Duration,
 }
 

@@ -62,7 +62,7 @@ pub enum Timer {
 }
 
 /// One process of Chang and Roberts' algorithm.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ChangRoberts {
     uid: NodeId,
     participant: bool,
@@ -70,6 +70,7 @@ pub struct ChangRoberts {
     elected: Option<NodeId>,
     /// The largest UID this process has sent in the current election.
     forwarded: Option<NodeId>,
+    #[serde(skip)]
     t_prime: Duration,
 }
 

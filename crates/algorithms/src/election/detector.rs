@@ -59,16 +59,19 @@ pub enum DetectTimer<T> {
 }
 
 /// Election algorithm `A` with a heartbeat failure detector watching its coordinator.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Detector<A: Process> {
     inner: A,
     id: NodeId,
+    #[serde(skip)]
     heartbeat: Duration,
+    #[serde(skip)]
     timeout: Duration,
     /// The Beat timer is running.
     beating: bool,
     /// The coordinator whose heartbeats the Watch timer waits for.
     watched: Option<NodeId>,
+    #[serde(skip)]
     scratch: Vec<EffectOf<A>>,
 }
 

@@ -64,7 +64,7 @@ pub enum Timer {
 }
 
 /// What a process does in the current epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Role {
     /// Outside any election (before the first, or after the Elected message).
     Idle,
@@ -78,7 +78,7 @@ pub enum Role {
 type Early = (u32, bool, NodeId);
 
 /// One process of Peterson's algorithm.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Peterson {
     id: NodeId,
     role: Role,
@@ -93,6 +93,7 @@ pub struct Peterson {
     completed: u32,
     /// The round in which this process received its own id.
     elected_in: Option<u32>,
+    #[serde(skip)]
     t_prime: Duration,
 }
 

@@ -60,7 +60,7 @@ pub enum Timer {
 }
 
 /// One process of the ring algorithm with id lists.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Ring {
     id: NodeId,
     coordinator: Option<NodeId>,
@@ -70,6 +70,7 @@ pub struct Ring {
     electing: bool,
     /// A digest of the last COORDINATOR passed on, to remove it should it come round again.
     last_passed: Option<u64>,
+    #[serde(skip)]
     t_prime: Duration,
 }
 

@@ -61,7 +61,7 @@ pub enum Timer {
 }
 
 /// One process of the ring algorithm with active lists.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct RingActiveList {
     i: NodeId,
     /// The election this process takes part in, or last took part in.
@@ -71,6 +71,7 @@ pub struct RingActiveList {
     /// The active processes known in the current election, in the order they were learned.
     active_list: Vec<NodeId>,
     coordinator: Option<NodeId>,
+    #[serde(skip)]
     t_prime: Duration,
 }
 

@@ -59,15 +59,18 @@ pub enum LinkTimer<T> {
 }
 
 /// A ring algorithm `A` whose sends skip crashed successors.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct RingLink<A: Process> {
     inner: A,
     id: NodeId,
+    #[serde(skip)]
     t: Duration,
     incarnation: u64,
     next_seq: u64,
     /// Messages sent and not yet acknowledged: to whom, and what.
+    #[serde(serialize_with = "crate::state::sorted")]
     unacked: HashMap<u64, (NodeId, A::Msg)>,
+    #[serde(skip)]
     scratch: Vec<EffectOf<A>>,
 }
 

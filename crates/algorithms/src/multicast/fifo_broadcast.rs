@@ -31,7 +31,7 @@ impl Message for Msg {
 }
 
 /// One process.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct FifoBroadcast {
     id: NodeId,
     /// This process's multicasts so far.
@@ -39,6 +39,7 @@ pub struct FifoBroadcast {
     /// `delivered[k]`: how many messages of the process at position k have been delivered.
     delivered: Vec<u64>,
     /// Messages held back: (sender position, seq) to payload.
+    #[serde(serialize_with = "crate::state::pairs")]
     held: BTreeMap<(usize, u64), u64>,
 }
 

@@ -43,7 +43,7 @@ impl Message for Msg {
 }
 
 /// A queued update, or the acknowledgements of one not received yet.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 struct Queued {
     payload: Option<u64>,
     /// By membership position.
@@ -51,11 +51,12 @@ struct Queued {
 }
 
 /// One process (a replica).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct TotalOrder {
     id: NodeId,
     clock: LamportClock,
     /// The local queue, ordered by (timestamp, sender id).
+    #[serde(serialize_with = "crate::state::pairs")]
     queue: BTreeMap<Stamp, Queued>,
     /// The last update delivered: anything at or below it is a duplicate.
     last_delivered: Option<Stamp>,

@@ -69,7 +69,7 @@ impl Message for Msg {
 }
 
 /// One site: requester with request set R_i, and arbiter for the sites whose sets contain it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Maekawa {
     id: NodeId,
     clock: LamportClock,
@@ -93,6 +93,7 @@ pub struct Maekawa {
     /// Arbiter: an INQUIRE was sent for the current REPLY.
     inquired: bool,
     /// Arbiter: waiting requests by priority, each with whether it was sent FAILED.
+    #[serde(serialize_with = "crate::state::pairs")]
     queue: BTreeMap<Stamp, bool>,
 
     /// Messages from this site to itself, handled before the handler returns.

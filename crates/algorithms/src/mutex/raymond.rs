@@ -57,7 +57,7 @@ pub struct Entry {
 }
 
 /// One node of the tree.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Raymond {
     id: NodeId,
     /// The neighbour toward the token; `id` itself at the root.

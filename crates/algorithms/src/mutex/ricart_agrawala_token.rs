@@ -54,7 +54,7 @@ pub enum State {
 }
 
 /// One process P_i.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct RicartAgrawalaToken {
     /// i: this process's position in the membership order.
     i: usize,

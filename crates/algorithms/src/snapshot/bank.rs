@@ -3,12 +3,13 @@
 //! transfers in transit) never changes.
 
 use distsync_core::{NodeId, ParamError, Params, Peers};
+use serde::Serialize;
 
 /// The opening balance when neither `balance` nor `balances` is given.
 pub const DEFAULT_BALANCE: u64 = 1000;
 
 /// One account.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Bank {
     /// The balance now.
     pub balance: u64,

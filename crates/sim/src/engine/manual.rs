@@ -1,0 +1,505 @@
+//! The engine driven by hand: the pending events as people see them, and choices beyond "the
+//! earliest event next": apply a chosen pending event, lose or duplicate a message in flight,
+//! crash, recover, partition, heal, or give a node a request or an input, all at the current
+//! time. A chosen event that is not the earliest is taken out of the queue by rebuilding it
+//! (O(n), fine at the sizes people step through); the batch path never comes here.
+
+use super::{Control, Engine, Event, Harness, Kind, Turn};
+use crate::report::Violation;
+use crate::scenario::Action;
+use crate::session::PendingEvent;
+use distsync_core::{Algorithm, Message, NodeId, Peers, Time};
+use serde_json::Value;
+use std::collections::BinaryHeap;
+
+impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
+    /// The current (true) time.
+    pub(crate) fn now(&self) -> Time {
+        self.core.now
+    }
+
+    /// The horizon.
+    pub(crate) fn until(&self) -> Time {
+        self.until
+    }
+
+    /// Events applied so far.
+    pub(crate) fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The membership.
+    pub(crate) fn peers(&self) -> &Peers {
+        &self.core.peers
+    }
+
+    /// The process at position `pos`, `None` while it is crashed.
+    pub(crate) fn process(&self, pos: usize) -> Option<&A> {
+        self.core.slots[pos].process.as_ref()
+    }
+
+    /// The harness's words on what `node` is doing.
+    pub(crate) fn describe(&self, pos: usize) -> Option<String> {
+        let id = self.core.peers.ids()[pos];
+        self.harness.describe(id, self.process(pos))
+    }
+
+    /// The violations recorded so far (the harness's final checks come only with the report).
+    pub(crate) fn violations(&self) -> &[Violation] {
+        &self.core.violations
+    }
+
+    /// The trace so far (header and event lines, JSON lines), when the trace is kept.
+    pub(crate) fn trace_bytes(&self) -> &[u8] {
+        self.core.tracer.as_ref().map_or(&[], |t| t.buffered())
+    }
+
+    /// The observer's Lamport and vector clocks of the node at `pos`, when the trace is kept.
+    pub(crate) fn stamps(&self, pos: usize) -> Option<(u64, &[u64])> {
+        self.core.tracer.as_ref().map(|t| t.stamps(pos))
+    }
+
+    /// The time of the earliest pending event.
+    pub(crate) fn next_time(&self) -> Option<Time> {
+        self.core.queue.peek().map(|e| e.time)
+    }
+
+    /// Whether applying `event` would do anything: a timer cancelled, replaced or lost in a
+    /// crash would not.
+    fn live(&self, event: &Event<A>) -> bool {
+        match &event.kind {
+            Kind::Timer {
+                pos,
+                timer,
+                generation,
+            } => {
+                let slot = &self.core.slots[*pos];
+                slot.process.is_some() && slot.timers.get(timer) == Some(generation)
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether something that would do anything is pending.
+    pub(crate) fn quiet(&self) -> bool {
+        !self.core.queue.iter().any(|e| self.live(e))
+    }
+
+    /// Turns of the batch run until one applies an event that does something, or the run ends:
+    /// what the batch run does, in steps people can see.
+    pub(crate) fn step_next(&mut self) -> Turn {
+        loop {
+            let dead = self.core.queue.peek().is_some_and(|e| !self.live(e));
+            match self.turn() {
+                Turn::Applied if dead => continue,
+                Turn::Idle => continue,
+                turn => return turn,
+            }
+        }
+    }
+
+    /// The pending events that would do something, earliest first.
+    pub(crate) fn pending(&self) -> Vec<PendingEvent> {
+        let mut events: Vec<&Event<A>> = self.core.queue.iter().filter(|e| self.live(e)).collect();
+        events.sort_by_key(|e| (e.time, e.seq));
+        let ids = self.core.peers.ids();
+        let fifo = self.core.network.fifo();
+        let mut out: Vec<PendingEvent> = Vec::with_capacity(events.len());
+        for e in events {
+            let mut p = PendingEvent {
+                id: e.seq,
+                time_ns: e.time.as_nanos(),
+                kind: "",
+                from: None,
+                to: None,
+                node: None,
+                msg_id: None,
+                msg_kind: None,
+                msg: None,
+                duplicate: false,
+                timer: None,
+                input: None,
+                waits_for: None,
+                label: String::new(),
+            };
+            match &e.kind {
+                Kind::Deliver {
+                    from,
+                    to,
+                    msg,
+                    msg_id,
+                    duplicate,
+                    ..
+                } => {
+                    let value = serde_json::to_value(msg).unwrap_or_default();
+                    p.kind = "deliver";
+                    p.from = Some(ids[*from].0);
+                    p.to = Some(ids[*to].0);
+                    p.node = p.to;
+                    p.msg_id = Some(*msg_id);
+                    p.msg_kind = Some(msg.kind());
+                    p.label = format!("{} {}->{}", short(&value), ids[*from], ids[*to]);
+                    p.msg = Some(value);
+                    p.duplicate = *duplicate;
+                    if fifo {
+                        // The earliest copy still travelling on the same link goes first.
+                        p.waits_for = out
+                            .iter()
+                            .find(|q| q.kind == "deliver" && q.from == p.from && q.to == p.to)
+                            .map(|q| q.id);
+                    }
+                }
+                Kind::Lost {
+                    from,
+                    to,
+                    msg_id,
+                    kind,
+                    reason,
+                } => {
+                    p.kind = "lost";
+                    p.from = Some(ids[*from].0);
+                    p.to = Some(ids[*to].0);
+                    p.node = p.to;
+                    p.msg_id = Some(*msg_id);
+                    p.msg_kind = Some(kind);
+                    p.label = format!("{kind} {}->{} lost ({reason})", ids[*from], ids[*to]);
+                }
+                Kind::Timer { pos, timer, .. } => {
+                    let value = serde_json::to_value(timer).unwrap_or_default();
+                    p.kind = "timer";
+                    p.node = Some(ids[*pos].0);
+                    p.label = format!("timer {} at {}", short(&value), ids[*pos]);
+                    p.timer = Some(value);
+                }
+                Kind::Input { pos, input } => {
+                    let value = serde_json::to_value(input).unwrap_or_default();
+                    p.kind = "input";
+                    p.node = Some(ids[*pos].0);
+                    p.label = format!("{} at {}", short(&value), ids[*pos]);
+                    p.input = Some(value);
+                }
+                Kind::Wake { pos, .. } => {
+                    p.kind = "wake";
+                    p.node = Some(ids[*pos].0);
+                    p.label = format!("workload at {}", ids[*pos]);
+                }
+                Kind::Action(i) => {
+                    let action = &self.core.actions[*i];
+                    p.kind = "action";
+                    p.node = action_node(action).map(|n| n.0);
+                    p.label = action_label(action);
+                }
+            }
+            out.push(p);
+        }
+        out
+    }
+
+    /// Takes the pending event `id` out of the queue.
+    fn take(&mut self, id: u64) -> Result<Event<A>, String> {
+        let Some(index) = self.core.queue.iter().position(|e| e.seq == id) else {
+            return Err(format!("no pending event has id {id}"));
+        };
+        let mut events = std::mem::take(&mut self.core.queue).into_vec();
+        let event = events.swap_remove(index);
+        self.core.queue = BinaryHeap::from(events);
+        Ok(event)
+    }
+
+    /// The pending event `id`, checked: it would do something, and on a FIFO network a
+    /// delivery is the earliest on its link.
+    fn chosen(&self, id: u64) -> Result<&Event<A>, String> {
+        let Some(event) = self.core.queue.iter().find(|e| e.seq == id) else {
+            return Err(format!("no pending event has id {id}"));
+        };
+        if !self.live(event) {
+            return Err(format!(
+                "event {id} is a timer that was cancelled or lost in a crash"
+            ));
+        }
+        if let Kind::Deliver { from, to, .. } = event.kind {
+            if self.core.network.fifo() {
+                let before = self.core.queue.iter().find(|e| {
+                    matches!(e.kind, Kind::Deliver { from: f, to: t, .. } if f == from && t == to)
+                        && (e.time, e.seq) < (event.time, event.seq)
+                });
+                if let Some(b) = before {
+                    let ids = self.core.peers.ids();
+                    return Err(format!(
+                        "the network is FIFO: event {} on the link {}->{} must be delivered first",
+                        b.seq, ids[from], ids[to]
+                    ));
+                }
+            }
+        }
+        Ok(event)
+    }
+
+    /// Applies the pending event `id` now (time moves to its time if that is later).
+    pub(crate) fn apply_event(&mut self, id: u64) -> Result<(), String> {
+        let event = self.chosen(id)?;
+        if event.time > self.until {
+            return Err(format!(
+                "event {id} is due after the horizon ({} ns > {} ns)",
+                event.time.as_nanos(),
+                self.until.as_nanos()
+            ));
+        }
+        let event = self.take(id)?;
+        self.core.now = self.core.now.max(event.time);
+        self.events += 1;
+        self.dispatch(event.kind);
+        Ok(())
+    }
+
+    /// Loses the message in flight `id` now.
+    pub(crate) fn drop_message(&mut self, id: u64) -> Result<(), String> {
+        let event = self.chosen(id)?;
+        if !matches!(event.kind, Kind::Deliver { .. }) {
+            return Err(format!("event {id} is not a message in flight"));
+        }
+        let event = self.take(id)?;
+        if let Kind::Deliver {
+            from,
+            to,
+            msg,
+            msg_id,
+            chain,
+            ..
+        } = event.kind
+        {
+            let core = &mut self.core;
+            core.in_flight -= 1;
+            if chain == 0 {
+                core.in_flight_excluded -= 1;
+            }
+            core.messages.dropped += 1;
+            core.trace_drop(from, to, msg_id, msg.kind(), "manual");
+        }
+        Ok(())
+    }
+
+    /// Adds a second copy of the message in flight `id`, due at the same time, after it.
+    pub(crate) fn duplicate_message(&mut self, id: u64) -> Result<(), String> {
+        let event = self.chosen(id)?;
+        let Kind::Deliver {
+            from,
+            to,
+            msg,
+            msg_id,
+            chain,
+            stamp,
+            ..
+        } = &event.kind
+        else {
+            return Err(format!("event {id} is not a message in flight"));
+        };
+        let kind = Kind::Deliver {
+            from: *from,
+            to: *to,
+            msg: msg.clone(),
+            msg_id: *msg_id,
+            duplicate: true,
+            chain: *chain,
+            stamp: stamp.clone(),
+        };
+        let (time, chain) = (event.time, *chain);
+        let core = &mut self.core;
+        core.in_flight += 1;
+        if chain == 0 {
+            core.in_flight_excluded += 1;
+        }
+        core.messages.duplicated += 1;
+        core.push(time, kind);
+        Ok(())
+    }
+
+    /// Carries out `action` now: a fault the engine handles, or a request the harness takes.
+    pub(crate) fn inject(&mut self, action: Action) -> Result<(), String> {
+        let member = |peers: &Peers, n: NodeId| {
+            peers
+                .position(n)
+                .map(|_| ())
+                .ok_or(format!("node {n} is not a member"))
+        };
+        match &action {
+            Action::Crash(n) => {
+                member(&self.core.peers, *n)?;
+                if self.core.slots[self.core.peers.index_of(*n)]
+                    .process
+                    .is_none()
+                {
+                    return Err(format!("node {n} is already down"));
+                }
+            }
+            Action::Recover(n) => {
+                member(&self.core.peers, *n)?;
+                if self.core.slots[self.core.peers.index_of(*n)]
+                    .process
+                    .is_some()
+                {
+                    return Err(format!("node {n} is up"));
+                }
+            }
+            Action::Partition(groups) => {
+                for n in groups.iter().flatten() {
+                    member(&self.core.peers, *n)?;
+                }
+            }
+            Action::Heal => {}
+            other => {
+                let ctl = Control {
+                    core: &mut self.core,
+                };
+                self.harness.accepts(other, &ctl)?;
+            }
+        }
+        self.act(&action);
+        Ok(())
+    }
+
+    /// Gives `node` the input `input` (as the trace writes inputs) now.
+    pub(crate) fn give_input(&mut self, node: NodeId, input: &Value) -> Result<(), String> {
+        let pos = self
+            .core
+            .peers
+            .position(node)
+            .ok_or(format!("node {node} is not a member"))?;
+        if self.core.slots[pos].process.is_none() {
+            return Err(format!("node {node} is down"));
+        }
+        let input: A::Input = serde_json::from_value(input.clone())
+            .map_err(|e| format!("{input} is not an input of this algorithm: {e}"))?;
+        self.events += 1;
+        self.dispatch(Kind::Input { pos, input });
+        Ok(())
+    }
+
+    /// The earliest pending delivery from `from` to `to` of the message `msg` (as the trace
+    /// writes messages).
+    pub(crate) fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64> {
+        let (from, to) = (
+            self.core.peers.position(from)?,
+            self.core.peers.position(to)?,
+        );
+        self.core
+            .queue
+            .iter()
+            .filter(|e| match &e.kind {
+                Kind::Deliver {
+                    from: f,
+                    to: t,
+                    msg: m,
+                    ..
+                } => *f == from && *t == to && serde_json::to_value(m).is_ok_and(|v| v == *msg),
+                _ => false,
+            })
+            .min_by_key(|e| (e.time, e.seq))
+            .map(|e| e.seq)
+    }
+
+    /// The pending event that the checker's step `text` names ("deliver Reply { ts: 3 } 1->0",
+    /// "input Release at 2", "timer T fires at 1": the checker writes messages, inputs and
+    /// timers with `Debug`), earliest first.
+    pub(crate) fn find_checker_step(&self, text: &str) -> Option<u64> {
+        let ids = self.core.peers.ids();
+        self.core
+            .queue
+            .iter()
+            .filter(|e| self.live(e))
+            .filter(|e| {
+                let said = match &e.kind {
+                    Kind::Deliver { from, to, msg, .. } => {
+                        format!("deliver {msg:?} {}->{}", ids[*from].0, ids[*to].0)
+                    }
+                    Kind::Input { pos, input } => format!("input {input:?} at {}", ids[*pos].0),
+                    Kind::Timer { pos, timer, .. } => {
+                        format!("timer {timer:?} fires at {}", ids[*pos].0)
+                    }
+                    _ => return false,
+                };
+                said == text
+            })
+            .min_by_key(|e| (e.time, e.seq))
+            .map(|e| e.seq)
+    }
+
+    /// The pending timer `timer` (as the trace writes timers) of `node`.
+    pub(crate) fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
+        let pos = self.core.peers.position(node)?;
+        self.core
+            .queue
+            .iter()
+            .filter(|e| self.live(e))
+            .filter(|e| match &e.kind {
+                Kind::Timer {
+                    pos: p, timer: t, ..
+                } => *p == pos && serde_json::to_value(t).is_ok_and(|v| v == *timer),
+                _ => false,
+            })
+            .min_by_key(|e| (e.time, e.seq))
+            .map(|e| e.seq)
+    }
+}
+
+/// The node a scripted action concerns.
+fn action_node(action: &Action) -> Option<NodeId> {
+    match *action {
+        Action::Request(n)
+        | Action::Crash(n)
+        | Action::Recover(n)
+        | Action::Elect(n)
+        | Action::Sync(n)
+        | Action::Snapshot(n)
+        | Action::Multicast(n) => Some(n),
+        Action::Partition(_) | Action::Heal => None,
+    }
+}
+
+/// A scripted action in a few words.
+pub(crate) fn action_label(action: &Action) -> String {
+    match action {
+        Action::Request(n) => format!("request at {n}"),
+        Action::Crash(n) => format!("crash {n}"),
+        Action::Recover(n) => format!("recover {n}"),
+        Action::Elect(n) => format!("elect at {n}"),
+        Action::Sync(n) => format!("sync at {n}"),
+        Action::Snapshot(n) => format!("snapshot at {n}"),
+        Action::Multicast(n) => format!("multicast at {n}"),
+        Action::Partition(groups) => format!("partition {groups:?}"),
+        Action::Heal => "heal".into(),
+    }
+}
+
+/// A message, timer or input as a short label: `Reply{ts:3}`, `Token`, `Request`.
+pub(crate) fn short(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Object(map) if map.len() == 1 => {
+            let (name, inner) = map.iter().next().expect("one entry");
+            match inner {
+                Value::Null => name.clone(),
+                Value::Object(fields) => {
+                    let fields: Vec<String> = fields
+                        .iter()
+                        .map(|(k, v)| format!("{k}:{}", compact(v)))
+                        .collect();
+                    format!("{name}{{{}}}", fields.join(","))
+                }
+                other => format!("{name}({})", compact(other)),
+            }
+        }
+        other => compact(other),
+    }
+}
+
+/// JSON text of `value`, shortened past 40 characters.
+fn compact(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 40 {
+        let cut: String = text.chars().take(37).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,873 @@
+//! A run advanced one choice at a time, that can go back: what the web page drives.
+//!
+//! A [`Session`] is the simulator's own engine, stepped: [`Choice::Next`] applies the earliest
+//! pending event, exactly as the batch run does (a session driven by `Next` alone gives the
+//! batch run's report and trace, byte for byte), and the other choices apply a chosen pending
+//! event, lose or duplicate a message in flight, or inject a fault or a request at the current
+//! time. Going back replays the recorded choices, from the start or from a copy of the engine
+//! kept every 256 choices: the run is seeded, so the replay gives the same state.
+//!
+//! ```
+//! use distsync_sim::session::{Choice, Session};
+//! use distsync_sim::Scenario;
+//! let scenario = Scenario::from_toml(r#"
+//!     algorithm = "ricart-agrawala"
+//!     nodes = 3
+//!     [network]
+//!     delay = "1ms"
+//! "#, "example.toml").unwrap();
+//! let mut session = Session::new(&scenario, "example.toml").unwrap();
+//! session.apply(Choice::Request { node: distsync_core::NodeId(0) }).unwrap();
+//! session.apply(Choice::Next).unwrap(); // node 0 gets the Request input and asks the others
+//! let view = session.view();
+//! assert_eq!(view.pending.len(), 2); // two Request messages in flight
+//! let first = view.pending[1].id; // deliver the later one first
+//! session.apply(Choice::Event { id: first }).unwrap();
+//! session.back().unwrap();
+//! assert_eq!(session.view().pending.len(), 2);
+//! ```
+
+use crate::engine::{Engine, Harness, Turn};
+use crate::report::{Report, Violation};
+use crate::scenario::{Action, Scenario};
+use crate::{build, Built, Mode, SimError};
+use distsync_algorithms::registry::{self, Family};
+use distsync_core::{Algorithm, NodeId, Time};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// One thing to do next.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Choice {
+    /// The earliest pending event (what the batch run does).
+    Next,
+    /// This pending event (a delivery, a timer, an input, a scripted event) now.
+    Event {
+        /// Its id, as [`View::pending`] lists it.
+        id: u64,
+    },
+    /// Lose this message in flight.
+    Drop {
+        /// The pending delivery's id.
+        id: u64,
+    },
+    /// Deliver this message twice: a second copy, due at the same time.
+    Duplicate {
+        /// The pending delivery's id.
+        id: u64,
+    },
+    /// The node crashes and loses its state.
+    Crash {
+        /// Which node.
+        node: NodeId,
+    },
+    /// The node restarts with fresh state.
+    Recover {
+        /// Which node.
+        node: NodeId,
+    },
+    /// Links between these groups stop delivering; unlisted nodes form one more group.
+    Partition {
+        /// The groups.
+        groups: Vec<Vec<NodeId>>,
+    },
+    /// Every link delivers again.
+    Heal,
+    /// Mutual exclusion: the node asks for the critical section (and leaves it after the
+    /// workload's `cs` time).
+    Request {
+        /// Which node.
+        node: NodeId,
+    },
+    /// Leader election: the node starts an election.
+    Elect {
+        /// Which node.
+        node: NodeId,
+    },
+    /// Clock synchronization: the node synchronizes now.
+    Sync {
+        /// Which node.
+        node: NodeId,
+    },
+    /// Multicast: the node multicasts an update.
+    Multicast {
+        /// Which node.
+        node: NodeId,
+    },
+    /// Snapshots: the node starts a snapshot.
+    Snapshot {
+        /// Which node.
+        node: NodeId,
+    },
+    /// The node's process is given this input now, as the trace writes inputs (e.g.
+    /// `"Request"`). The family's workload does not hear of it: for a mutual-exclusion request
+    /// that the monitors follow, use [`Choice::Request`].
+    Input {
+        /// Which node.
+        node: NodeId,
+        /// The input.
+        input: Value,
+    },
+}
+
+/// A pending event, as the page lists and draws it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PendingEvent {
+    /// What [`Choice::Event`], [`Choice::Drop`] and [`Choice::Duplicate`] name it by.
+    pub id: u64,
+    /// When it is due.
+    pub time_ns: u64,
+    /// "deliver", "lost" (a copy lost on the way, noted when it would have arrived), "timer",
+    /// "input", "wake" (the workload's next arrival) or "action" (a scripted event).
+    pub kind: &'static str,
+    /// The sender, for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// The receiver, for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// The node it happens at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// The message's id (as in the trace), for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg_id: Option<u64>,
+    /// The message's kind ("Request", "Reply"...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg_kind: Option<&'static str>,
+    /// The message, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<Value>,
+    /// A second copy of a duplicated message.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub duplicate: bool,
+    /// The timer, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer: Option<Value>,
+    /// The input, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// On a FIFO network, the pending delivery on the same link that must arrive first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<u64>,
+    /// A short text: `Reply{ts:3} 0->1`, `timer T at 2`.
+    pub label: String,
+}
+
+/// One process, as the page shows it.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ProcessView {
+    /// Its id.
+    pub id: u32,
+    /// Whether it is up.
+    pub alive: bool,
+    /// The process struct itself, serialized (null while crashed).
+    pub state: Value,
+    /// A few words: "in CS", "requesting", "leader 6", "electing".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub badge: Option<String>,
+    /// The observer's Lamport clock of the node (as the trace stamps its events).
+    pub lamport: u64,
+    /// The observer's vector clock of the node.
+    pub vector: Vec<u64>,
+}
+
+/// One trace line, with the step that wrote it and a label.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct LogEntry {
+    /// The choice that wrote it (1 for the first choice; 0 for the start).
+    pub step: usize,
+    /// A short text: "0 sends Request{ts:1} to 1".
+    pub label: String,
+    /// The trace line itself: `seq`, `time_ns`, `event`, `node`, `lamport`, `vector`...
+    #[serde(flatten)]
+    pub line: Value,
+}
+
+/// Everything the page draws, as plain data.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct View {
+    /// The registry name.
+    pub algorithm: String,
+    /// The family ("mutex", "election"...).
+    pub family: &'static str,
+    /// The seed.
+    pub seed: u64,
+    /// Choices applied.
+    pub step: usize,
+    /// Choices recorded (more than `step` after going back: `goto` can go forward again).
+    pub steps_recorded: usize,
+    /// The current (true) time.
+    pub time_ns: u64,
+    /// The horizon.
+    pub until_ns: u64,
+    /// Events applied (the report's `events_processed`).
+    pub events: u64,
+    /// Nothing that would do anything is pending.
+    pub quiet: bool,
+    /// Why `Next` stopped, if it did: "done", "idle" or "horizon".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<&'static str>,
+    /// Whether links are FIFO (a delivery then waits for earlier ones on its link).
+    pub fifo: bool,
+    /// "ring", "tree" or "circle".
+    pub layout: &'static str,
+    /// The ids in membership (ring) order.
+    pub ids: Vec<u32>,
+    /// The edges to draw: the ring's links in ring order, or the tree's edges.
+    pub edges: Vec<[u32; 2]>,
+    /// Every process.
+    pub processes: Vec<ProcessView>,
+    /// The pending events that would do something, earliest first.
+    pub pending: Vec<PendingEvent>,
+    /// The trace lines `log_from..log_from + log.len()` (of `log_total`).
+    pub log: Vec<LogEntry>,
+    /// The index (= `seq`) of the first line in `log`.
+    pub log_from: usize,
+    /// How many trace lines (events) there are.
+    pub log_total: usize,
+    /// The violations the monitors saw so far (final checks such as starvation come with
+    /// [`Session::report`]).
+    pub violations: Vec<Violation>,
+}
+
+/// What one choice did.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Applied {
+    /// The choices applied now.
+    pub step: usize,
+    /// The trace lines it wrote.
+    pub log: Vec<LogEntry>,
+    /// The violations it found.
+    pub violations: Vec<Violation>,
+    /// Set when `Next` found the run over: "done", "idle" or "horizon".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<&'static str>,
+}
+
+/// Why [`Session::run`] stopped.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStop {
+    /// It applied `limit` events.
+    Limit,
+    /// The next event is due after the time asked for.
+    Time,
+    /// The run is over ("done", "idle" or "horizon").
+    Ended(&'static str),
+    /// A monitor found a violation.
+    Violation,
+}
+
+/// A session that cannot be made, or a choice that cannot be applied.
+#[derive(Debug)]
+pub enum SessionError {
+    /// The scenario is not valid.
+    Scenario(SimError),
+    /// Choice number `step` (0-based) cannot be applied.
+    Choice {
+        /// Its index among the choices.
+        step: usize,
+        /// Why.
+        message: String,
+    },
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Scenario(e) => write!(f, "{e}"),
+            SessionError::Choice { step, message } => write!(f, "choice {step}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+impl From<SimError> for SessionError {
+    fn from(e: SimError) -> Self {
+        SessionError::Scenario(e)
+    }
+}
+
+/// The engine of one algorithm and harness, behind a type-erased interface.
+pub(crate) trait Stepper: Send {
+    fn fork(&self) -> Box<dyn Stepper>;
+    fn apply(&mut self, choice: &Choice) -> Result<(), String>;
+    fn ended(&self) -> Option<&'static str>;
+    fn now(&self) -> Time;
+    fn until(&self) -> Time;
+    fn events(&self) -> u64;
+    fn next_time(&self) -> Option<Time>;
+    fn quiet(&self) -> bool;
+    fn processes(&self) -> Vec<ProcessView>;
+    fn pending(&self) -> Vec<PendingEvent>;
+    fn violations(&self) -> &[Violation];
+    fn trace(&self) -> &[u8];
+    fn finish(&mut self, ended_by: &str) -> Report;
+    fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64>;
+    fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64>;
+    fn find_checker_step(&self, text: &str) -> Option<u64>;
+}
+
+/// A live engine.
+#[derive(Clone)]
+struct Live<A: Algorithm, H: Harness<A>> {
+    engine: Engine<A, H>,
+    ended: Option<&'static str>,
+}
+
+/// Starts `engine` and wraps it for a session.
+pub(crate) fn stepper<A, H>(mut engine: Engine<A, H>) -> Box<dyn Stepper>
+where
+    A: Algorithm + Serialize + Send + Clone + 'static,
+    H: Harness<A> + Send + Clone + 'static,
+{
+    engine.start();
+    Box::new(Live {
+        engine,
+        ended: None,
+    })
+}
+
+impl<A, H> Stepper for Live<A, H>
+where
+    A: Algorithm + Serialize + Send + Clone + 'static,
+    H: Harness<A> + Send + Clone + 'static,
+{
+    fn fork(&self) -> Box<dyn Stepper> {
+        Box::new(self.clone())
+    }
+
+    fn apply(&mut self, choice: &Choice) -> Result<(), String> {
+        let e = &mut self.engine;
+        match choice {
+            Choice::Next => {
+                if let Some(why) = self.ended {
+                    return Err(format!(
+                        "the run is over ({why}); inject a fault or a request, or go back"
+                    ));
+                }
+                if let Turn::End(why) = e.step_next() {
+                    self.ended = Some(why);
+                }
+                return Ok(());
+            }
+            Choice::Event { id } => e.apply_event(*id)?,
+            Choice::Drop { id } => e.drop_message(*id)?,
+            Choice::Duplicate { id } => e.duplicate_message(*id)?,
+            Choice::Crash { node } => e.inject(Action::Crash(*node))?,
+            Choice::Recover { node } => e.inject(Action::Recover(*node))?,
+            Choice::Partition { groups } => e.inject(Action::Partition(groups.clone()))?,
+            Choice::Heal => e.inject(Action::Heal)?,
+            Choice::Request { node } => e.inject(Action::Request(*node))?,
+            Choice::Elect { node } => e.inject(Action::Elect(*node))?,
+            Choice::Sync { node } => e.inject(Action::Sync(*node))?,
+            Choice::Multicast { node } => e.inject(Action::Multicast(*node))?,
+            Choice::Snapshot { node } => e.inject(Action::Snapshot(*node))?,
+            Choice::Input { node, input } => e.give_input(*node, input)?,
+        }
+        self.ended = None;
+        Ok(())
+    }
+
+    fn ended(&self) -> Option<&'static str> {
+        self.ended
+    }
+
+    fn now(&self) -> Time {
+        self.engine.now()
+    }
+
+    fn until(&self) -> Time {
+        self.engine.until()
+    }
+
+    fn events(&self) -> u64 {
+        self.engine.events()
+    }
+
+    fn next_time(&self) -> Option<Time> {
+        self.engine.next_time()
+    }
+
+    fn quiet(&self) -> bool {
+        self.engine.quiet()
+    }
+
+    fn processes(&self) -> Vec<ProcessView> {
+        let ids = self.engine.peers().ids();
+        (0..ids.len())
+            .map(|pos| {
+                let process = self.engine.process(pos);
+                let (lamport, vector) = self.engine.stamps(pos).unwrap_or((0, &[]));
+                ProcessView {
+                    id: ids[pos].0,
+                    alive: process.is_some(),
+                    state: process
+                        .map(|p| serde_json::to_value(p).unwrap_or_default())
+                        .unwrap_or_default(),
+                    badge: self.engine.describe(pos),
+                    lamport,
+                    vector: vector.to_vec(),
+                }
+            })
+            .collect()
+    }
+
+    fn pending(&self) -> Vec<PendingEvent> {
+        self.engine.pending()
+    }
+
+    fn violations(&self) -> &[Violation] {
+        self.engine.violations()
+    }
+
+    fn trace(&self) -> &[u8] {
+        self.engine.trace_bytes()
+    }
+
+    fn finish(&mut self, ended_by: &str) -> Report {
+        self.engine.finish(ended_by)
+    }
+
+    fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64> {
+        self.engine.find_delivery(from, to, msg)
+    }
+
+    fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
+        self.engine.find_timer(node, timer)
+    }
+
+    fn find_checker_step(&self, text: &str) -> Option<u64> {
+        self.engine.find_checker_step(text)
+    }
+}
+
+/// The `ended_by` of a report made before the run ended.
+pub const PAUSED: &str = "paused";
+
+/// The most trace lines [`Session::view`] puts in `log` (the latest ones); ask
+/// [`Session::view_window`] for others.
+pub const VIEW_LOG_LINES: usize = 500;
+
+/// Every this many choices a session keeps a copy of its engine, so that going back replays
+/// at most this many choices.
+const CHECKPOINT_EVERY: usize = 256;
+
+/// A copy of a session's engine after `step` choices, with what the session knew of its trace.
+struct Checkpoint {
+    step: usize,
+    live: Box<dyn Stepper>,
+    lines: usize,
+    scanned: usize,
+}
+
+/// A run that is advanced one choice at a time, and can go back.
+pub struct Session {
+    scenario: Scenario,
+    origin: String,
+    family: Family,
+    layout: &'static str,
+    ids: Vec<u32>,
+    edges: Vec<[u32; 2]>,
+    live: Box<dyn Stepper>,
+    /// The choices recorded; the first `step` of them are applied.
+    choices: Vec<Choice>,
+    step: usize,
+    /// Byte offsets of the trace's event lines (the header excluded), and how far the trace
+    /// has been scanned for them.
+    lines: Vec<usize>,
+    scanned: usize,
+    /// For each applied choice, the number of trace lines before it.
+    first_line: Vec<usize>,
+    /// Copies of the engine every [`CHECKPOINT_EVERY`] choices, earliest first.
+    checkpoints: Vec<Checkpoint>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("algorithm", &self.scenario.algorithm)
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+/// Ring algorithms, drawn as a ring.
+const RINGS: [&str; 5] = [
+    "token-ring",
+    "ring",
+    "chang-roberts",
+    "ring-active-list",
+    "peterson",
+];
+
+impl Session {
+    /// From a scenario (the TOML `distsync run` reads); `origin` names it in errors. Same errors
+    /// as [`crate::run`].
+    pub fn new(scenario: &Scenario, origin: &str) -> Result<Session, SimError> {
+        let origin = if origin.is_empty() {
+            "<scenario>"
+        } else {
+            origin
+        };
+        let live = Self::fresh(scenario, origin)?;
+        let entry = registry::lookup(&scenario.algorithm).expect("checked by build");
+        let checked = scenario.check(origin)?;
+        let ids: Vec<u32> = checked.peers.ids().iter().map(|n| n.0).collect();
+        let (layout, edges) = if entry.name == "raymond" {
+            let edges =
+                distsync_algorithms::mutex::raymond::tree_edges(&checked.peers, &scenario.params())
+                    .map(|edges| edges.iter().map(|[a, b]| [a.0, b.0]).collect())
+                    .unwrap_or_default();
+            ("tree", edges)
+        } else if RINGS.contains(&entry.name) {
+            let n = ids.len();
+            let edges = (0..n).map(|i| [ids[i], ids[(i + 1) % n]]).collect();
+            ("ring", edges)
+        } else {
+            ("circle", Vec::new())
+        };
+        let mut session = Session {
+            scenario: scenario.clone(),
+            origin: origin.to_string(),
+            family: entry.family,
+            layout,
+            ids,
+            edges,
+            live,
+            choices: Vec::new(),
+            step: 0,
+            lines: Vec::new(),
+            scanned: 0,
+            first_line: Vec::new(),
+            checkpoints: Vec::new(),
+        };
+        session.scan();
+        Ok(session)
+    }
+
+    fn fresh(scenario: &Scenario, origin: &str) -> Result<Box<dyn Stepper>, SimError> {
+        match build(scenario, origin, scenario.seed, Mode::Step)? {
+            Built::Stepper(s) => Ok(s),
+            Built::Report(_) => unreachable!("a session gives a stepper"),
+        }
+    }
+
+    /// Replays `choices` from the start (a shared link is scenario + seed + choices).
+    pub fn replay(
+        scenario: &Scenario,
+        origin: &str,
+        choices: &[Choice],
+    ) -> Result<Session, SessionError> {
+        let mut session = Session::new(scenario, origin)?;
+        for choice in choices {
+            session.apply(choice.clone())?;
+        }
+        Ok(session)
+    }
+
+    /// Finds the new event lines in the trace.
+    fn scan(&mut self) {
+        let bytes = self.live.trace();
+        let mut at = self.scanned;
+        while let Some(nl) = bytes[at..].iter().position(|&b| b == b'\n') {
+            let end = at + nl + 1;
+            if at > 0 {
+                self.lines.push(at);
+            }
+            at = end;
+        }
+        self.scanned = at;
+    }
+
+    fn apply_recorded(&mut self, choice: &Choice) -> Result<(), SessionError> {
+        let before = self.lines.len();
+        self.live
+            .apply(choice)
+            .map_err(|message| SessionError::Choice {
+                step: self.step,
+                message,
+            })?;
+        self.first_line.truncate(self.step);
+        self.first_line.push(before);
+        self.step += 1;
+        self.scan();
+        let kept = self.checkpoints.last().map_or(0, |c| c.step);
+        if self.step.is_multiple_of(CHECKPOINT_EVERY) && kept < self.step {
+            self.checkpoints.push(Checkpoint {
+                step: self.step,
+                live: self.live.fork(),
+                lines: self.lines.len(),
+                scanned: self.scanned,
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies one choice; returns what happened. A choice that cannot be applied changes
+    /// nothing. Applying after going back forgets the choices that were ahead.
+    pub fn apply(&mut self, choice: Choice) -> Result<Applied, SessionError> {
+        let lines = self.lines.len();
+        let violations = self.live.violations().len();
+        // Checkpoints past this point belong to the choices this one replaces.
+        let step = self.step;
+        self.checkpoints.retain(|c| c.step <= step);
+        self.apply_recorded(&choice)?;
+        self.choices.truncate(self.step - 1);
+        self.choices.push(choice);
+        Ok(Applied {
+            step: self.step,
+            log: self.entries(lines, self.lines.len()),
+            violations: self.live.violations()[violations..].to_vec(),
+            ended_by: self.live.ended(),
+        })
+    }
+
+    /// Undoes the last choice (a deterministic replay, from the nearest earlier checkpoint).
+    pub fn back(&mut self) -> Result<(), SessionError> {
+        if self.step == 0 {
+            return Err(SessionError::Choice {
+                step: 0,
+                message: "already at the start".into(),
+            });
+        }
+        self.goto(self.step - 1)
+    }
+
+    /// Goes to exactly `step` choices applied: back by replay from the nearest checkpoint (or the
+    /// start), or forward along
+    /// the recorded choices.
+    pub fn goto(&mut self, step: usize) -> Result<(), SessionError> {
+        if step > self.choices.len() {
+            return Err(SessionError::Choice {
+                step,
+                message: format!("only {} choices are recorded", self.choices.len()),
+            });
+        }
+        if step < self.step {
+            match self.checkpoints.iter().rev().find(|c| c.step <= step) {
+                Some(c) => {
+                    self.live = c.live.fork();
+                    self.step = c.step;
+                    self.lines.truncate(c.lines);
+                    self.scanned = c.scanned;
+                    self.first_line.truncate(c.step);
+                }
+                None => {
+                    self.live = Self::fresh(&self.scenario, &self.origin)?;
+                    self.step = 0;
+                    self.lines.clear();
+                    self.scanned = 0;
+                    self.first_line.clear();
+                    self.scan();
+                }
+            }
+        }
+        let recorded = std::mem::take(&mut self.choices);
+        let result = recorded[self.step..step]
+            .iter()
+            .try_for_each(|c| self.apply_recorded(c));
+        self.choices = recorded;
+        result
+    }
+
+    /// Applies [`Choice::Next`] until `limit` events, the simulated time `until` (the next event
+    /// is due later), the end of the run, or a new violation.
+    pub fn run(&mut self, limit: u64, until: Option<Time>) -> Result<RunStop, SessionError> {
+        let mut applied = 0;
+        loop {
+            if let Some(why) = self.live.ended() {
+                return Ok(RunStop::Ended(why));
+            }
+            if applied >= limit {
+                return Ok(RunStop::Limit);
+            }
+            if let (Some(until), Some(next)) = (until, self.live.next_time()) {
+                if next > until {
+                    return Ok(RunStop::Time);
+                }
+            }
+            let done = self.apply(Choice::Next)?;
+            applied += 1;
+            if !done.violations.is_empty() {
+                return Ok(RunStop::Violation);
+            }
+        }
+    }
+
+    /// The choices applied so far.
+    pub fn choices(&self) -> &[Choice] {
+        &self.choices[..self.step]
+    }
+
+    /// Every recorded choice (after going back, more than are applied).
+    pub fn recorded(&self) -> &[Choice] {
+        &self.choices
+    }
+
+    /// The scenario.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The run so far in the project's trace format (JSON lines, header first): `distsync
+    /// trace render` and `distsync clocks` read it.
+    pub fn trace_jsonl(&self) -> String {
+        String::from_utf8_lossy(self.live.trace()).into_owned()
+    }
+
+    /// The report `distsync run --json` gives for the run so far: a copy of the run, finished
+    /// with the family's final checks. `ended_by` is "paused" while `Next` has not found the
+    /// run over.
+    pub fn report(&self) -> Report {
+        self.live.fork().finish(self.live.ended().unwrap_or(PAUSED))
+    }
+
+    /// The id of the earliest pending delivery from `from` to `to` of `msg` (as the trace
+    /// writes messages), e.g. to follow a checker's counterexample.
+    pub fn find_pending_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64> {
+        self.live.find_delivery(from, to, msg)
+    }
+
+    /// The id of `node`'s pending timer `timer` (as the trace writes timers).
+    pub fn find_pending_timer(&self, node: NodeId, timer: &Value) -> Option<u64> {
+        self.live.find_timer(node, timer)
+    }
+
+    /// Follows one step of a checker counterexample, as `distsync check` writes it
+    /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`): applies
+    /// the pending event it names, after a [`Choice::Request`] when it is a request no workload
+    /// made. Returns the choices applied (recorded like any others).
+    pub fn follow_checker_step(&mut self, text: &str) -> Result<Vec<Choice>, SessionError> {
+        let text = text.trim();
+        let mut applied = Vec::new();
+        if self.live.find_checker_step(text).is_none() {
+            let request = text
+                .strip_prefix("input Request at ")
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(node) = request {
+                let choice = Choice::Request { node: NodeId(node) };
+                self.apply(choice.clone())?;
+                applied.push(choice);
+            }
+        }
+        let Some(id) = self.live.find_checker_step(text) else {
+            return Err(SessionError::Choice {
+                step: self.step,
+                message: format!("nothing pending matches the checker's step `{text}`"),
+            });
+        };
+        let choice = Choice::Event { id };
+        self.apply(choice.clone())?;
+        applied.push(choice);
+        Ok(applied)
+    }
+
+    /// Everything the page draws, with the latest [`VIEW_LOG_LINES`] trace lines.
+    pub fn view(&self) -> View {
+        let total = self.lines.len();
+        self.view_window(total.saturating_sub(VIEW_LOG_LINES), total)
+    }
+
+    /// Everything the page draws, with the trace lines `log_from..log_to` (clamped).
+    pub fn view_window(&self, log_from: usize, log_to: usize) -> View {
+        let total = self.lines.len();
+        let to = log_to.min(total);
+        let from = log_from.min(to);
+        View {
+            algorithm: self.scenario.algorithm.clone(),
+            family: self.family.name(),
+            seed: self.scenario.seed,
+            step: self.step,
+            steps_recorded: self.choices.len(),
+            time_ns: self.live.now().as_nanos(),
+            until_ns: self.live.until().as_nanos(),
+            events: self.live.events(),
+            quiet: self.live.quiet(),
+            ended_by: self.live.ended(),
+            fifo: self.scenario.network.fifo,
+            layout: self.layout,
+            ids: self.ids.clone(),
+            edges: self.edges.clone(),
+            processes: self.live.processes(),
+            pending: self.live.pending(),
+            log: self.entries(from, to),
+            log_from: from,
+            log_total: total,
+            violations: self.live.violations().to_vec(),
+        }
+    }
+
+    /// Trace lines `from..to` as log entries.
+    fn entries(&self, from: usize, to: usize) -> Vec<LogEntry> {
+        let bytes = self.live.trace();
+        (from..to)
+            .map(|i| {
+                let start = self.lines[i];
+                let end = self.lines.get(i + 1).copied().unwrap_or(self.scanned);
+                let line: Value = serde_json::from_slice(&bytes[start..end]).unwrap_or_default();
+                LogEntry {
+                    step: self.first_line.partition_point(|&f| f <= i),
+                    label: label(&line),
+                    line,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A trace line in a few words.
+fn label(line: &Value) -> String {
+    use crate::engine::short;
+    let get = |k: &str| line.get(k).map(|v| v.to_string()).unwrap_or_default();
+    let node = get("node");
+    let event = line.get("event").and_then(Value::as_str).unwrap_or("");
+    match event {
+        "send" => format!(
+            "{node} sends {} to {}",
+            line.get("msg").map(short).unwrap_or_default(),
+            get("to")
+        ),
+        "deliver" => format!(
+            "{node} receives {} from {}{}",
+            line.get("msg").map(short).unwrap_or_default(),
+            get("from"),
+            if line.get("duplicate") == Some(&Value::Bool(true)) {
+                " (second copy)"
+            } else {
+                ""
+            }
+        ),
+        "drop" => format!(
+            "{} from {} to {node} lost ({})",
+            line.get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("message"),
+            get("from"),
+            line.get("reason").and_then(Value::as_str).unwrap_or("")
+        ),
+        "timer" => format!(
+            "{node}: timer {}",
+            line.get("timer").map(short).unwrap_or_default()
+        ),
+        "input" => format!(
+            "{node}: input {}",
+            line.get("input").map(short).unwrap_or_default()
+        ),
+        "output" => format!(
+            "{node}: output {}",
+            line.get("output").map(short).unwrap_or_default()
+        ),
+        "start" => format!("{node} starts"),
+        "crash" => format!("{node} crashes"),
+        "recover" => format!("{node} recovers"),
+        "partition" => format!("partition {}", get("groups")),
+        "heal" => "the partition heals".into(),
+        "adjust" => format!("{node} adjusts its clock by {} ns", get("delta_ns")),
+        other => format!("{other} {node}"),
+    }
+}

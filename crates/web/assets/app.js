@@ -1,0 +1,841 @@
+// distsync web: the page. Vanilla JavaScript, no build step, nothing fetched from elsewhere.
+// Every decision about what happens next is the server's simulator's (crates/sim Session): this
+// file only sends the learner's choices and draws the views it gets back.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const el = (tag, attrs = {}, ...children) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+};
+const SVGNS = "http://www.w3.org/2000/svg";
+const svgEl = (tag, attrs = {}) => {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+};
+
+// ---------------------------------------------------------------- state of the page
+const app = {
+  algorithms: [],      // from /api/algorithms
+  scenario: null,      // the scenario as JSON (what the form edits)
+  session: null,       // the id of the open session
+  view: null,          // its last view
+  toml: "",            // the TOML the session was made from
+  running: false,
+  logFrom: null,       // null: follow the tail of the log
+  prevStates: {},      // node -> JSON of its state at the previous view (to mark changes)
+  violationsSeen: 0,
+  svgTimer: null,
+  quiz: { asked: 0, right: 0, pending: null },
+};
+window.distsyncApp = app; // for the browser tests and the curious
+
+async function api(method, path, body) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.headers["content-type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const ct = r.headers.get("content-type") || "";
+  const data = ct.includes("json") ? await r.json() : await r.text();
+  if (!r.ok) {
+    const msg = data && data.error ? data.error : `${r.status} ${r.statusText}`;
+    throw new Error(msg);
+  }
+  return data;
+}
+
+function fmtNs(ns) {
+  if (ns === null || ns === undefined) return "";
+  if (ns === 0) return "0";
+  if (ns % 1e9 === 0) return ns / 1e9 + "s";
+  if (ns >= 1e9) return (ns / 1e9).toFixed(3).replace(/\.?0+$/, "") + "s";
+  if (ns >= 1e6) return (ns / 1e6).toFixed(3).replace(/\.?0+$/, "") + "ms";
+  if (ns >= 1e3) return (ns / 1e3).toFixed(3).replace(/\.?0+$/, "") + "us";
+  return ns + "ns";
+}
+function parseDur(text) {
+  const m = /^\s*([0-9.]+)\s*(ns|us|µs|ms|s|m|h)?\s*$/.exec(text || "");
+  if (!m) return null;
+  const k = { ns: 1, us: 1e3, "µs": 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 }[m[2] || "ms"];
+  return Math.round(parseFloat(m[1]) * k);
+}
+
+// ---------------------------------------------------------------- set up: the form
+const PARAMS = {
+  mutex: [["coordinator", "number", "central: the lock manager"], ["holder", "number", "token algorithms: first holder"],
+    ["quorums", "select:plane,grid", "Maekawa quorums"]],
+  election: [["answer_timeout", "dur", "T: wait for an answer"], ["coordinator_timeout", "dur", "T': wait for the result"],
+    ["detect", "select:none,timeout", "failure detector"], ["heartbeat", "dur", "heartbeat period"],
+    ["heartbeat_timeout", "dur", "silence before suspecting"]],
+  "clock-sync": [["sync_interval", "dur", "synchronize every"], ["server", "number", "Cristian's time server"],
+    ["samples", "number", "exchanges per sync"], ["min_delay", "dur", "smallest one-way delay"],
+    ["max_drift_ppm", "number", "drift bound (ppm)"], ["threshold", "dur", "Berkeley threshold"],
+    ["master_election", "text", "Berkeley master election"]],
+  multicast: [],
+  snapshot: [],
+};
+
+function entry() {
+  return app.algorithms.find((a) => a.name === (app.scenario && app.scenario.algorithm)) || app.algorithms[0];
+}
+
+function renderParams() {
+  const fam = entry() ? entry().family : "mutex";
+  const box = $("#params");
+  box.textContent = "";
+  for (const [name, kind, help] of PARAMS[fam] || []) {
+    const v = app.scenario[name];
+    let input;
+    if (kind.startsWith("select:")) {
+      input = el("select", { id: "p-" + name }, el("option", { value: "" }, "(default)"),
+        ...kind.slice(7).split(",").map((o) => el("option", { value: o }, o)));
+      input.value = v ?? "";
+    } else {
+      input = el("input", { id: "p-" + name, type: kind === "number" ? "number" : "text", size: 6,
+        placeholder: "default" });
+      input.value = v ?? "";
+    }
+    input.addEventListener("change", () => {
+      const raw = input.value.trim();
+      if (raw === "") delete app.scenario[name];
+      else app.scenario[name] = kind === "number" ? Number(raw) : raw;
+      scenarioChanged();
+    });
+    box.append(el("label", { title: help }, name.replace(/_/g, " ") + " ", input));
+  }
+  $("#fs-params").hidden = !(PARAMS[fam] || []).length;
+  $("#fs-workload").hidden = fam !== "mutex";
+}
+
+function fillForm() {
+  const s = app.scenario;
+  const e = entry();
+  $("#algorithm").value = s.algorithm;
+  $("#algo-desc").textContent = e ? `${e.family}${e.fifo ? ", needs FIFO links" : ""}: ${e.description}` : "";
+  $("#algo-title").textContent = s.algorithm;
+  $("#nodes").value = s.nodes ?? (s.ids ? s.ids.length : "");
+  $("#ids").value = s.ids ? s.ids.join(", ") : "";
+  $("#seed").value = s.seed ?? 1;
+  $("#until").value = s.until ?? "";
+  const net = s.network || {};
+  const d = net.delay ?? "1ms";
+  if (typeof d === "string") { $("#delay-kind").value = "const"; $("#delay-a").value = d; }
+  else if (d.uniform) { $("#delay-kind").value = "uniform"; $("#delay-a").value = d.uniform[0]; $("#delay-b").value = d.uniform[1]; }
+  else if (d.exponential) { $("#delay-kind").value = "exponential"; $("#delay-a").value = d.exponential; }
+  $("#delay-b-label").hidden = $("#delay-kind").value !== "uniform";
+  $("#fifo").checked = !!net.fifo;
+  $("#loss").value = net.loss ?? 0;
+  $("#duplicate").value = net.duplicate ?? 0;
+  const w = s.workload || { kind: "none" };
+  $("#wl-kind").value = w.kind;
+  $("#wl-requests").value = w.requests ?? "";
+  $("#wl-cs").value = w.cs ?? "10ms";
+  $("#wl-rate").value = w.rate ?? "";
+  renderParams();
+  renderEvents();
+}
+
+const ACTIONS = ["request", "crash", "recover", "elect", "sync", "snapshot", "multicast", "partition", "heal"];
+function renderEvents() {
+  const tb = $("#events tbody");
+  tb.textContent = "";
+  (app.scenario.event || []).forEach((ev, i) => {
+    const action = ACTIONS.find((a) => ev[a] !== undefined && ev[a] !== null) || "?";
+    const arg = action === "heal" ? "" : JSON.stringify(ev[action]);
+    tb.append(el("tr", {}, el("td", {}, ev.at), el("td", {}, action), el("td", {}, arg),
+      el("td", {}, el("button", { class: "small", title: "remove", onclick: () => {
+        app.scenario.event.splice(i, 1); scenarioChanged(); } }, "✕"))));
+  });
+}
+
+function readForm() {
+  const s = app.scenario;
+  const ids = $("#ids").value.trim();
+  if (ids) { s.ids = ids.split(/[\s,]+/).filter(Boolean).map(Number); delete s.nodes; }
+  else { s.nodes = Number($("#nodes").value); delete s.ids; }
+  s.seed = Number($("#seed").value || 1);
+  const until = $("#until").value.trim();
+  if (until) s.until = until; else delete s.until;
+  s.network = s.network || {};
+  const kind = $("#delay-kind").value;
+  const a = $("#delay-a").value.trim(), b = $("#delay-b").value.trim();
+  s.network.delay = kind === "const" ? a : kind === "uniform" ? { uniform: [a, b] } : { exponential: a };
+  $("#delay-b-label").hidden = kind !== "uniform";
+  s.network.fifo = $("#fifo").checked;
+  s.network.loss = Number($("#loss").value || 0);
+  s.network.duplicate = Number($("#duplicate").value || 0);
+  if (entry() && entry().family === "mutex") {
+    const w = { kind: $("#wl-kind").value, cs: $("#wl-cs").value.trim() || "10ms" };
+    const req = $("#wl-requests").value.trim();
+    if (req !== "") w.requests = Number(req);
+    const rate = $("#wl-rate").value.trim();
+    if (w.kind === "poisson" && rate !== "") w.rate = Number(rate);
+    const gap = s.workload && s.workload.gap;
+    if (gap) w.gap = gap;
+    s.workload = w;
+  }
+}
+
+let tomlSeq = 0;
+async function scenarioChanged() {
+  readForm();
+  renderEvents();
+  const seq = ++tomlSeq;
+  try {
+    const r = await api("POST", "/api/scenario/toml", { scenario: app.scenario });
+    if (seq !== tomlSeq) return;
+    setToml(r.toml);
+    $("#setup-error").textContent = "";
+  } catch (e) {
+    $("#setup-error").textContent = e.message;
+  }
+}
+
+function setToml(text) {
+  $("#toml").value = text;
+  $("#dl-toml").href = "data:application/toml;charset=utf-8," + encodeURIComponent(text);
+  $("#dl-toml").download = (app.scenario && app.scenario.algorithm ? app.scenario.algorithm : "scenario") + ".toml";
+}
+
+// TOML text (typed, opened or dropped) -> the form.
+async function loadToml(text, origin) {
+  setToml(text);
+  try {
+    const r = await api("POST", "/api/scenario/parse", { toml: text, origin: origin || "scenario" });
+    app.scenario = r.scenario;
+    fillForm();
+    $("#setup-error").textContent = "";
+    return true;
+  } catch (e) {
+    $("#setup-error").textContent = e.message;
+    return false;
+  }
+}
+
+// Picking an algorithm loads its starting scenario and starts a run at once.
+async function pickAlgorithm(name) {
+  const a = app.algorithms.find((x) => x.name === name);
+  if (a && (await loadToml(a.toml, name + ".toml"))) await startSession(a.toml, [], name + ".toml");
+}
+
+// ---------------------------------------------------------------- sessions
+async function startSession(toml, choices, origin) {
+  const body = { toml, origin: origin || "scenario" };
+  if (choices && choices.length) body.choices = choices;
+  stopRunning();
+  try {
+    const r = await api("POST", "/api/session", body);
+    app.session = r.session;
+    app.toml = toml;
+    app.logFrom = null;
+    app.prevStates = {};
+    app.violationsSeen = 0;
+    $("#announce").textContent = "";
+    $("#setup-error").textContent = "";
+    $("#dl-trace").href = `/api/session/${app.session}/trace`;
+    $("#dl-svg").href = `/api/session/${app.session}/svg`;
+    show(r.view);
+    return true;
+  } catch (e) {
+    $("#setup-error").textContent = e.message;
+    setStatus("error: " + e.message);
+    return false;
+  }
+}
+
+function windowQuery() {
+  return app.logFrom === null ? "" : `?log_from=${app.logFrom}&log_to=${app.logFrom + 300}`;
+}
+
+async function act(path, body) {
+  if (app.session === null) return null;
+  try {
+    const r = await api("POST", `/api/session/${app.session}/${path}${windowQuery()}`, body);
+    show(r);
+    return r;
+  } catch (e) {
+    stopRunning();
+    if (/no session/.test(e.message) && app.toml) {
+      setStatus("the server closed this session; replaying it from the start");
+    } else {
+      setStatus("refused: " + e.message);
+    }
+    return null;
+  }
+}
+
+function choose(choice) {
+  return act("apply", choice);
+}
+
+// ---------------------------------------------------------------- see: drawing a view
+function setStatus(text) { $("#status").textContent = text; }
+
+function show(v) {
+  const prev = app.view;
+  app.view = v;
+  app.views = (app.views || 0) + 1; // how many views were drawn (the browser tests wait on it)
+  const next = (v.pending || [])[0];
+  const quiet = v.quiet ? " · quiet (nothing pending)" : next && next.time_ns > v.time_ns ? ` · next event at ${fmtNs(next.time_ns)}` : "";
+  setStatus(`step ${v.step} · time ${fmtNs(v.time_ns)} · ${v.log_total ?? (v.log || []).length} events${quiet}`);
+  $("#goto-step").placeholder = v.step;
+  drawTopology(v);
+  drawPending(v);
+  drawStates(v, prev);
+  drawLog(v);
+  announce(v);
+  scheduleSvg();
+  $("#back").disabled = v.step === 0;
+  $("#reset").disabled = v.step === 0;
+  $("#step").disabled = !!v.quiet || $("#manual").checked;
+  $("#forward").disabled = !(v.steps_recorded > v.step);
+}
+
+function nodeIds(v) { return (v.processes || []).map((p) => p.id); }
+
+function layout(v) {
+  const ids = nodeIds(v);
+  const W = 520, H = 420, cx = W / 2, cy = H / 2 + 6, R = Math.min(W, H) / 2 - 50;
+  const pos = {};
+  if (v.layout === "tree" && v.edges && v.edges.length) {
+    // Layers by distance from the first process (the tree's root as the scenario lists it).
+    const adj = {};
+    ids.forEach((i) => (adj[i] = []));
+    for (const [a, b] of v.edges) { (adj[a] = adj[a] || []).push(b); (adj[b] = adj[b] || []).push(a); }
+    const root = ids[0];
+    const depth = { [root]: 0 }, order = [root];
+    for (let k = 0; k < order.length; k++) for (const n of adj[order[k]] || []) if (!(n in depth)) { depth[n] = depth[order[k]] + 1; order.push(n); }
+    ids.forEach((i) => { if (!(i in depth)) { depth[i] = 0; order.push(i); } });
+    const layers = {};
+    order.forEach((i) => (layers[depth[i]] = layers[depth[i]] || []).push(i));
+    const nl = Object.keys(layers).length;
+    Object.entries(layers).forEach(([d, list]) => list.forEach((i, k) => {
+      pos[i] = { x: (W * (k + 1)) / (list.length + 1), y: 50 + ((H - 100) * Number(d)) / Math.max(1, nl - 1) };
+    }));
+  } else {
+    ids.forEach((id, k) => {
+      const a = -Math.PI / 2 + (2 * Math.PI * k) / ids.length;
+      pos[id] = { x: cx + R * Math.cos(a), y: cy + R * Math.sin(a) };
+    });
+  }
+  return pos;
+}
+
+function short(value, max = 26) {
+  let t = typeof value === "string" ? value : JSON.stringify(value);
+  if (t === undefined) t = "";
+  return t.length > max ? t.slice(0, max - 1) + "…" : t;
+}
+
+function violationNodes(v) {
+  const s = new Set();
+  for (const x of v.violations || []) for (const n of x.nodes || []) s.add(n);
+  return s;
+}
+
+function badgeClass(b) {
+  if (!b) return "";
+  if (/in cs|critical/i.test(b)) return "in-cs";
+  if (/token/i.test(b)) return "holds-token";
+  if (/leader/i.test(b)) return "leader";
+  if (/crash|down/i.test(b)) return "crashed";
+  return "";
+}
+
+function drawTopology(v) {
+  const svg = $("#topo");
+  svg.textContent = "";
+  const defs = svgEl("defs");
+  const marker = svgEl("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" });
+  marker.append(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#9aa6b8" }));
+  defs.append(marker);
+  svg.append(defs);
+  const pos = layout(v);
+  const ids = nodeIds(v);
+  // Links: the tree's edges, the ring's successor links, or nothing drawn for "everyone talks".
+  const links = [];
+  if (v.layout === "tree" && v.edges) for (const [a, b] of v.edges) links.push([a, b]);
+  else if (v.layout === "ring") ids.forEach((id, k) => links.push([id, ids[(k + 1) % ids.length]]));
+  for (const [a, b] of links) {
+    if (!pos[a] || !pos[b]) continue;
+    svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+  }
+  // Messages in flight on their links, stacked when several share one.
+  const perLink = {};
+  const inflight = (v.pending || []).filter((p) => p.kind === "deliver" && pos[p.from] !== undefined && pos[p.to] !== undefined);
+  for (const p of inflight) {
+    const key = p.from + ">" + p.to;
+    const k = (perLink[key] = (perLink[key] || 0) + 1) - 1;
+    const a = pos[p.from], b = pos[p.to];
+    const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
+    const nx = -dy / len, ny = dx / len; // offset to the right of the direction of travel
+    const off = 9 + 16 * k;
+    const t = 0.55;
+    const g = svgEl("g", { class: "t-msg", "data-id": p.id });
+    g.append(svgEl("line", { class: "t-msg-line", x1: a.x + nx * 6, y1: a.y + ny * 6, x2: a.x + dx * 0.8 + nx * 6, y2: a.y + dy * 0.8 + ny * 6 }));
+    const x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
+    const label = `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
+    const text = svgEl("text", { x, y });
+    text.textContent = label;
+    const w = 6 * label.length + 8;
+    g.append(svgEl("rect", { x: x - w / 2, y: y - 8, width: w, height: 16 }));
+    g.append(text);
+    const title = svgEl("title");
+    title.textContent = `${p.label || label} (arrives ${fmtNs(p.time_ns)}): click to deliver, drop or duplicate`;
+    g.append(title);
+    g.addEventListener("click", (ev) => { ev.stopPropagation(); messageMenu(p, ev); });
+    svg.append(g);
+  }
+  const bad = violationNodes(v);
+  for (const p of v.processes || []) {
+    const q = pos[p.id];
+    const cls = ["t-node"];
+    if (!p.alive) cls.push("t-down");
+    const bc = badgeClass(p.badge);
+    if (bc === "in-cs" || bc === "holds-token") cls.push("t-cs");
+    if (bc === "leader") cls.push("t-leader");
+    if (bad.has(p.id)) cls.push("t-bad");
+    const g = svgEl("g", { class: cls.join(" "), "data-node": p.id });
+    g.append(svgEl("circle", { cx: q.x, cy: q.y, r: 22 }));
+    const t = svgEl("text", { x: q.x, y: q.y });
+    t.textContent = "P" + p.id;
+    g.append(t);
+    if (p.badge || !p.alive) {
+      const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + 32 });
+      b.textContent = p.alive ? p.badge : "crashed";
+      g.append(b);
+    }
+    g.addEventListener("click", (ev) => { ev.stopPropagation(); nodeMenu(p, ev); });
+    svg.append(g);
+  }
+}
+
+function payloadOf(msg) {
+  // A message is serialized as "Kind" or {"Kind": payload}: show the payload.
+  if (msg && typeof msg === "object" && !Array.isArray(msg)) {
+    const keys = Object.keys(msg);
+    if (keys.length === 1) return msg[keys[0]];
+  }
+  return typeof msg === "string" ? "" : msg;
+}
+
+function closeMenus() { $("#node-menu").hidden = true; const m = $("#msg-menu"); if (m) m.remove(); }
+document.addEventListener("click", closeMenus);
+
+function menuAt(menu, ev) {
+  const box = $("#topo-panel").getBoundingClientRect();
+  menu.style.left = ev.clientX - box.left + 8 + "px";
+  menu.style.top = ev.clientY - box.top + 8 + "px";
+}
+
+function nodeMenu(p, ev) {
+  closeMenus();
+  const m = $("#node-menu");
+  m.textContent = "";
+  const fam = app.view.family;
+  const item = (label, choice) => m.append(el("button", { "data-do": choice.do, onclick: () => { closeMenus(); choose(choice); } }, label));
+  m.append(el("strong", {}, "P" + p.id));
+  if (p.alive) item("Crash P" + p.id, { do: "crash", node: p.id });
+  else item("Recover P" + p.id, { do: "recover", node: p.id });
+  if (fam === "mutex") item(`P${p.id} requests the critical section`, { do: "request", node: p.id });
+  if (fam === "election") item(`P${p.id} starts an election`, { do: "elect", node: p.id });
+  for (const d of p.inputs || []) item(d.label, { do: "input", node: p.id, input: d.input });
+  m.hidden = false;
+  menuAt(m, ev);
+}
+
+function messageMenu(p, ev) {
+  closeMenus();
+  const m = el("div", { id: "msg-menu" },
+    el("strong", {}, p.label || `${p.msg_kind} ${p.from}→${p.to}`), el("br"),
+    el("button", { "data-do": "event", onclick: () => { closeMenus(); choose({ do: "event", id: p.id }); } }, "Deliver now"), " ",
+    el("button", { "data-do": "drop", onclick: () => { closeMenus(); choose({ do: "drop", id: p.id }); } }, "Drop"), " ",
+    el("button", { "data-do": "duplicate", onclick: () => { closeMenus(); choose({ do: "duplicate", id: p.id }); } }, "Duplicate"));
+  m.addEventListener("click", (e) => e.stopPropagation());
+  $("#topo-panel").append(m);
+  menuAt(m, ev);
+}
+
+function pendingText(p) {
+  if (p.label) return p.label;
+  if (p.kind === "deliver") return `${p.msg_kind} ${p.from}→${p.to}`;
+  return `${p.kind} at ${p.node}`;
+}
+
+function drawPending(v) {
+  const tb = $("#pending tbody");
+  tb.textContent = "";
+  const list = v.pending || [];
+  // The earliest (time, seq) is what Step would apply.
+  list.forEach((p, k) => {
+    const buttons = [el("button", { class: "go", "data-id": p.id, title: "make this happen now", onclick: () => choose({ do: "event", id: p.id }) },
+      p.kind === "deliver" ? "deliver" : p.kind === "timer" ? "fire" : "now")];
+    if (p.kind === "deliver") {
+      buttons.push(el("button", { class: "drop", "data-id": p.id, onclick: () => choose({ do: "drop", id: p.id }) }, "drop"));
+      buttons.push(el("button", { class: "dup", "data-id": p.id, onclick: () => choose({ do: "duplicate", id: p.id }) }, "dup"));
+    }
+    tb.append(el("tr", { class: k === 0 ? "next" : "", "data-id": p.id, "data-kind": p.kind, "data-msg-kind": p.msg_kind || "",
+      "data-from": p.from ?? "", "data-to": p.to ?? "", "data-node": p.node ?? "" },
+      el("td", {}, fmtNs(p.time_ns)), el("td", {}, pendingText(p)), el("td", {}, ...buttons)));
+  });
+  if (!list.length) tb.append(el("tr", {}, el("td", { colspan: 3, class: "hint" }, "nothing pending: the run is quiet")));
+}
+
+// A value of a process's state, readably: scalars as text, maps and arrays as small tables.
+function renderValue(v, depth = 0) {
+  if (v === null || v === undefined) return el("span", { class: "null" }, "–");
+  if (typeof v !== "object") return document.createTextNode(String(v));
+  if (Array.isArray(v)) {
+    if (!v.length) return el("span", { class: "null" }, "[]");
+    if (v.every((x) => x === null || typeof x !== "object")) return document.createTextNode("[" + v.map((x) => (x === null ? "–" : x)).join(", ") + "]");
+    if (depth > 3) return document.createTextNode(short(v, 60));
+    // An array of records with the same keys: one row each.
+    const keys = v.every((x) => x && typeof x === "object" && !Array.isArray(x)) ? [...new Set(v.flatMap(Object.keys))] : null;
+    if (keys && keys.length <= 6) {
+      return el("table", { class: "kv" }, el("tr", {}, ...keys.map((k) => el("th", {}, k))),
+        ...v.map((x) => el("tr", {}, ...keys.map((k) => el("td", {}, renderValue(x[k], depth + 1))))));
+    }
+    return el("table", { class: "kv" }, ...v.map((x, i) => el("tr", {}, el("td", { class: "k" }, i), el("td", {}, renderValue(x, depth + 1)))));
+  }
+  const keys = Object.keys(v);
+  if (!keys.length) return el("span", { class: "null" }, "{}");
+  if (depth > 3) return document.createTextNode(short(v, 60));
+  return el("table", { class: "kv" }, ...keys.map((k) => el("tr", {}, el("td", { class: "k" }, k), el("td", {}, renderValue(v[k], depth + 1)))));
+}
+
+function drawStates(v, prev) {
+  const box = $("#states");
+  box.textContent = "";
+  const bad = violationNodes(v);
+  for (const p of v.processes || []) {
+    const json = JSON.stringify(p.state);
+    const changed = app.prevStates[p.id] !== undefined && app.prevStates[p.id] !== json;
+    const cls = ["proc-card"];
+    if (!p.alive) cls.push("p-down");
+    if (bad.has(p.id)) cls.push("bad");
+    if (changed) cls.push("changed");
+    const badge = p.alive ? p.badge : "crashed";
+    box.append(el("div", { class: cls.join(" "), "data-node": p.id },
+      el("h3", {}, "P" + p.id, badge ? el("span", { class: "badge " + badgeClass(badge) }, badge) : null),
+      el("div", { class: "state" }, renderValue(p.state))));
+  }
+  app.prevStates = {};
+  for (const p of v.processes || []) app.prevStates[p.id] = JSON.stringify(p.state);
+}
+
+function drawLog(v) {
+  const tb = $("#log tbody");
+  tb.textContent = "";
+  const badSeqs = new Set();
+  for (const x of v.violations || []) for (const s of x.events || []) badSeqs.add(s);
+  const rows = v.log || [];
+  for (const e of rows) {
+    const what = e.label || e.event;
+    const vec = Array.isArray(e.vector) ? "[" + e.vector.join(",") + "]" : "";
+    tb.append(el("tr", { class: (badSeqs.has(e.seq) ? "bad " : "") + "ev-" + e.event, "data-step": e.step, "data-seq": e.seq },
+      el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.node !== undefined && e.node !== null ? "P" + e.node : ""),
+      el("td", {}, what), el("td", {}, e.lamport ?? ""), el("td", { class: "vec" }, vec)));
+  }
+  if (app.logFrom === null) { const w = $("#log-wrap"); w.scrollTop = w.scrollHeight; }
+  $("#log-earlier").disabled = !(v.log_from > 0);
+}
+
+function describe(x) {
+  return `${x.property}: ${x.detail}`;
+}
+
+function announce(v) {
+  const vs = v.violations || [];
+  const box = $("#announce");
+  box.textContent = "";
+  if (!vs.length) { app.violationsSeen = 0; return; }
+  for (const x of vs) box.append(el("div", { class: "violation" }, "⚠ " + describe(x) + (x.time_ns !== undefined ? ` (at ${fmtNs(x.time_ns)})` : "")));
+  if (vs.length > app.violationsSeen) stopRunning();
+  app.violationsSeen = vs.length;
+}
+
+// The space-time diagram of the run so far, drawn by the viz crate, for the log's window.
+function scheduleSvg() {
+  if (app.svgTimer) return;
+  app.svgTimer = setTimeout(loadSvg, app.running ? 600 : 30);
+}
+async function loadSvg() {
+  app.svgTimer = null;
+  app.svgLoading = true;
+  try { await loadSvgNow(); } finally { app.svgLoading = false; }
+}
+async function loadSvgNow() {
+  if (app.session === null || !app.view) return;
+  const v = app.view;
+  const first = (v.log || [])[0];
+  let q = "";
+  if (first && v.log_from > 0) q = `?from_seq=${v.log_from}`;
+  $("#svg-window").textContent = q ? `(from ${fmtNs(first.time_ns)}, the window of the log)` : "";
+  try {
+    const text = await api("GET", `/api/session/${app.session}/svg${q}`);
+    if (app.view !== v) return;
+    $("#diagram").innerHTML = text;
+    const d = $("#diagram");
+    d.scrollLeft = d.scrollWidth;
+    highlightSvg(v);
+  } catch (e) {
+    $("#diagram").textContent = "(no diagram: " + e.message + ")";
+  }
+}
+function highlightSvg(v) {
+  const bad = violationNodes(v);
+  if (!bad.size) return;
+  for (const g of document.querySelectorAll("#diagram .process")) {
+    const label = g.querySelector(".label");
+    if (label && bad.has(Number(label.textContent.replace(/^P/, "")))) label.setAttribute("fill", "#d1242f");
+  }
+}
+
+// ---------------------------------------------------------------- drive
+const SPEEDS = [[1, "1 event/s"], [3, "3/s"], [10, "10/s"], [50, "50/s"], [300, "300/s"], [5000, "max"]];
+function speed() { return SPEEDS[Number($("#speed").value)]; }
+function stopRunning() {
+  app.running = false;
+  $("#run").textContent = "Run";
+}
+async function runLoop() {
+  while (app.running) {
+    const [perSec] = speed();
+    const tick = perSec >= 10 ? 100 : 1000 / perSec;
+    const limit = Math.max(1, Math.round((perSec * tick) / 1000));
+    const t0 = performance.now();
+    if (app.quiz.enabled && (await quizGateOnce())) { stopRunning(); return; }
+    const r = await act("run", { limit });
+    if (!r || r.quiet || (r.stop && r.stop !== "limit" && !(r.stop && r.stop.limit !== undefined))) { stopRunning(); return; }
+    const spent = performance.now() - t0;
+    await new Promise((res) => setTimeout(res, Math.max(0, tick - spent)));
+  }
+}
+
+$("#step").addEventListener("click", async () => {
+  if (app.quiz.enabled && (await quizGateOnce())) return;
+  choose({ do: "next" });
+});
+$("#back").addEventListener("click", () => act("back"));
+$("#forward").addEventListener("click", () => act("goto", { step: app.view.step + 1 }));
+$("#reset").addEventListener("click", () => act("goto", { step: 0 }));
+$("#run").addEventListener("click", () => {
+  if (app.running) { stopRunning(); return; }
+  if (!app.session) return;
+  app.running = true;
+  $("#run").textContent = "Pause";
+  runLoop();
+});
+$("#speed").addEventListener("input", () => ($("#speed-label").textContent = speed()[1]));
+$("#goto").addEventListener("click", async () => {
+  const s = $("#goto-step").value.trim();
+  const t = $("#goto-time").value.trim();
+  if (s !== "") { await act("goto", { step: Number(s) }); return; }
+  if (t !== "") {
+    const ns = parseDur(t);
+    if (ns === null) { setStatus(`time: expected a duration like 25ms, got "${t}"`); return; }
+    app.busy = true;
+    if (app.view && ns < app.view.time_ns) await act("goto", { step: 0 });
+    await act("run", { until_ns: ns });
+    app.busy = false;
+  }
+});
+$("#manual").addEventListener("change", () => {
+  const manual = $("#manual").checked;
+  $("#step").disabled = manual; $("#run").disabled = manual;
+  document.body.classList.toggle("manual", manual);
+  if (manual) { stopRunning(); setStatus("manual: click a message on a link or a pending event to make it happen, a process to crash it or give it an input"); }
+});
+$("#log-earlier").addEventListener("click", () => {
+  const v = app.view;
+  app.logFrom = Math.max(0, (v.log_from || 0) - 300);
+  act("goto", { step: v.step });
+});
+$("#log-latest").addEventListener("click", () => { app.logFrom = null; act("goto", { step: app.view.step }); });
+
+// ---------------------------------------------------------------- break
+$("#partition").addEventListener("click", () => {
+  const text = $("#groups").value.trim();
+  const groups = text.split("|").map((g) => g.split(/[\s,]+/).filter(Boolean).map(Number)).filter((g) => g.length);
+  if (groups.length < 1 || groups.some((g) => g.some(isNaN))) { setStatus('partition: expected groups of ids like "0 1 | 2 3"'); return; }
+  choose({ do: "partition", groups });
+});
+$("#heal").addEventListener("click", () => choose({ do: "heal" }));
+
+// ---------------------------------------------------------------- share
+// The fragment: toml=<scenario>&choices=<JSON>, where a number k stands for k times {"do":"next"}.
+function packChoices(choices) {
+  const out = [];
+  let n = 0;
+  for (const c of choices) {
+    if (c.do === "next") { n++; continue; }
+    if (n) { out.push(n); n = 0; }
+    out.push(c);
+  }
+  if (n) out.push(n);
+  return out;
+}
+function unpackChoices(packed) {
+  const out = [];
+  for (const c of packed) {
+    if (typeof c === "number") for (let i = 0; i < c; i++) out.push({ do: "next" });
+    else out.push(c);
+  }
+  return out;
+}
+$("#share").addEventListener("click", async () => {
+  if (app.session === null) return;
+  try {
+    const r = await api("GET", `/api/session/${app.session}/share`);
+    history.replaceState(null, "", "#" + r.fragment);
+    try { await navigator.clipboard.writeText(location.href); setStatus("share link copied: it replays this run, choices included"); }
+    catch (_) { setStatus("share link in the address bar: it replays this run, choices included"); }
+  } catch (e) { setStatus("share: " + e.message); }
+});
+
+async function openFragment() {
+  if (!location.hash || location.hash.length < 2) return false;
+  const p = new URLSearchParams(location.hash.slice(1));
+  const toml = p.get("toml");
+  if (!toml) return false;
+  let choices = [];
+  try { choices = unpackChoices(JSON.parse(p.get("choices") || "[]")); }
+  catch (e) { $("#setup-error").textContent = "the link's choices are not valid JSON: " + e.message; }
+  await loadToml(toml, "shared link");
+  return startSession(toml, choices, "shared link");
+}
+
+// ---------------------------------------------------------------- prove or refute
+$("#check").addEventListener("click", async () => {
+  const out = $("#check-result");
+  out.textContent = "exploring every interleaving…";
+  try {
+    const r = await api("POST", "/api/check", { toml: $("#toml").value });
+    if (r.proved) out.textContent = `proved: ${r.properties.join(", ")} hold in all ${r.states} states.`;
+    else if (!r.violation) out.textContent = `no violation within the bound (${r.states} states): no proof.`;
+    else {
+      out.textContent = `refuted: ${r.violation.property}: ${r.violation.detail}. The shortest counterexample (${r.violation.steps.length} steps) is loaded: step through it.`;
+      if (r.session !== undefined) {
+        app.session = r.session; app.toml = r.toml; app.logFrom = null; app.prevStates = {}; app.violationsSeen = 0;
+        $("#dl-trace").href = `/api/session/${app.session}/trace`;
+        $("#dl-svg").href = `/api/session/${app.session}/svg`;
+        await act("goto", { step: 0 });
+        setStatus(`counterexample loaded: ${r.choices.length} choices; press Step (or Run) to replay it`);
+        app.checkChoices = r.choices;
+      }
+    }
+  } catch (e) { out.textContent = e.message; }
+});
+
+// ---------------------------------------------------------------- quiz
+// Before a decisive event (a process about to enter the critical section, or to be announced
+// leader) the page asks who it will be, then reveals the answer.
+function decisive(v) {
+  const fam = v.family;
+  const next = (v.pending || [])[0];
+  return next && (fam === "mutex" || fam === "election") ? next : null;
+}
+async function quizGate() {
+  const v = app.view;
+  if (!v || !decisive(v) || app.quiz.pending) return false;
+  // Look one step ahead on a throwaway replay: does the next event make someone enter / lead?
+  const probe = await api("POST", "/api/session", { toml: app.toml, choices: [...(await currentChoices()), { do: "next" }] });
+  const before = new Map((v.processes || []).map((p) => [p.id, p.badge || ""]));
+  const changed = (probe.view.processes || []).filter((p) => (p.badge || "") !== before.get(p.id) && /in cs|leader/i.test(p.badge || ""));
+  api("DELETE", `/api/session/${probe.session}`).catch(() => {});
+  if (!changed.length) return false;
+  const answer = changed[0];
+  const question = v.family === "mutex" ? "Which process enters the critical section next?" : "Which process is announced leader next?";
+  app.quiz.pending = answer.id;
+  const box = $("#quiz-box");
+  box.hidden = false;
+  box.textContent = "";
+  box.append(el("strong", {}, "Quiz: " + question + " "), ...nodeIds(v).map((id) => el("button", { "data-answer": id, onclick: () => {
+    app.quiz.asked++;
+    const right = id === answer.id;
+    if (right) app.quiz.right++;
+    box.textContent = `${right ? "Right" : "Not quite"}: it is P${answer.id} (${answer.badge}). Score ${app.quiz.right}/${app.quiz.asked}. Press Step to see it happen.`;
+    app.quiz.pending = null;
+    app.quiz.skipOnce = true;
+  } }, "P" + id)));
+  return true;
+}
+async function currentChoices() {
+  const r = await api("GET", `/api/session/${app.session}/share`);
+  const p = new URLSearchParams(r.fragment);
+  return unpackChoices(JSON.parse(p.get("choices") || "[]"));
+}
+$("#quiz").addEventListener("change", () => { app.quiz.enabled = $("#quiz").checked; $("#quiz-box").hidden = true; });
+// After an answer, the next Step goes ahead without asking again.
+async function quizGateOnce() {
+  if (app.quiz.skipOnce) { app.quiz.skipOnce = false; $("#quiz-box").hidden = true; return false; }
+  return quizGate();
+}
+
+// ---------------------------------------------------------------- wiring the set-up form
+for (const id of ["#nodes", "#ids", "#seed", "#until", "#delay-kind", "#delay-a", "#delay-b", "#fifo", "#loss", "#duplicate",
+  "#wl-kind", "#wl-requests", "#wl-cs", "#wl-rate"]) {
+  $(id).addEventListener("change", scenarioChanged);
+}
+$("#algorithm").addEventListener("change", () => pickAlgorithm($("#algorithm").value));
+$("#ev-add").addEventListener("click", () => {
+  const action = $("#ev-action").value;
+  const at = $("#ev-at").value.trim() || "0ms";
+  const ev = { at };
+  ev[action] = action === "heal" ? true : Number($("#ev-node").value);
+  app.scenario.event = app.scenario.event || [];
+  app.scenario.event.push(ev);
+  scenarioChanged();
+});
+let tomlEditTimer = null;
+$("#toml").addEventListener("input", () => {
+  clearTimeout(tomlEditTimer);
+  tomlEditTimer = setTimeout(() => loadToml($("#toml").value, "scenario"), 400);
+});
+$("#start").addEventListener("click", async () => {
+  if (!(await loadToml($("#toml").value, "scenario"))) return;
+  await startSession($("#toml").value, [], "scenario");
+});
+$("#file").addEventListener("change", async () => {
+  const f = $("#file").files[0];
+  if (f) await loadToml(await f.text(), f.name);
+});
+const dz = $("#drop-zone");
+dz.addEventListener("dragover", (e) => { e.preventDefault(); dz.classList.add("dragging"); });
+dz.addEventListener("dragleave", () => dz.classList.remove("dragging"));
+dz.addEventListener("drop", async (e) => {
+  e.preventDefault();
+  dz.classList.remove("dragging");
+  const f = e.dataTransfer.files[0];
+  if (f) await loadToml(await f.text(), f.name);
+});
+
+async function main() {
+  $("#speed-label").textContent = speed()[1];
+  app.algorithms = await api("GET", "/api/algorithms");
+  const sel = $("#algorithm");
+  let fam = null, group = null;
+  for (const a of app.algorithms) {
+    if (a.family !== fam) { fam = a.family; group = el("optgroup", { label: fam }); sel.append(group); }
+    group.append(el("option", { value: a.name }, a.name));
+  }
+  if (await openFragment()) { app.ready = true; return; }
+  const initial = await api("GET", "/api/initial");
+  if (initial && initial.toml) {
+    if (await loadToml(initial.toml, initial.origin)) await startSession(initial.toml, [], initial.origin);
+  } else {
+    await pickAlgorithm("ricart-agrawala");
+  }
+  app.ready = true;
+}
+window.addEventListener("hashchange", () => openFragment());
+main().catch((e) => setStatus("error: " + e.message));

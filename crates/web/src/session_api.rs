@@ -1,0 +1,381 @@
+//! The session routes: make a session from a scenario (and choices), step it, take it back, run
+//! it, and read its trace, diagram, scenario and share link.
+
+use crate::api::{parse_body, scenario_error, ApiError, AppState, State};
+use crate::sessions::Open;
+use axum::body::Bytes;
+use axum::extract::{Path, Query};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use distsync_sim::session::{Choice, Session, SessionError};
+use distsync_sim::{Scenario, SimError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The most events one `run` request applies.
+pub const MAX_RUN_EVENTS: u64 = 1_000_000;
+
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/session", post(create))
+        .route("/api/session/{id}", axum::routing::delete(close))
+        .route("/api/session/{id}/view", get(view))
+        .route("/api/session/{id}/apply", post(apply))
+        .route("/api/session/{id}/back", post(back))
+        .route("/api/session/{id}/goto", post(goto))
+        .route("/api/session/{id}/run", post(run))
+        .route("/api/session/{id}/trace", get(trace))
+        .route("/api/session/{id}/svg", get(svg))
+        .route("/api/session/{id}/scenario", get(scenario))
+        .route("/api/session/{id}/share", get(share))
+        .route("/api/check", post(crate::check_api::check))
+}
+
+/// Which part of the log a view carries: entries `log_from..log_to` (by position in the log).
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    log_from: Option<usize>,
+    log_to: Option<usize>,
+    log_tail: Option<usize>,
+}
+
+/// How many of the latest log lines a view carries when the page names no window: enough to
+/// read what just happened, few enough that a step of a 10,000-event run stays quick.
+pub const DEFAULT_LOG_TAIL: usize = 150;
+
+/// The session's view as JSON: the log lines `log_from..log_to` when the page names a window,
+/// else the latest `log_tail` (default [`DEFAULT_LOG_TAIL`]); the View says which (`log_from`,
+/// `log_total`).
+pub fn view_json(session: &Session, window: Window) -> Value {
+    let view = match (window.log_from, window.log_to) {
+        (None, None) => {
+            // The number of lines first (an empty window is cheap), then the tail.
+            let total = session.view_window(usize::MAX, usize::MAX).log_total;
+            let tail = window.log_tail.unwrap_or(DEFAULT_LOG_TAIL);
+            session.view_window(total.saturating_sub(tail), total)
+        }
+        (from, to) => {
+            let from = from.unwrap_or(0);
+            let to = to.unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES));
+            session.view_window(from, to)
+        }
+    };
+    serde_json::to_value(view).expect("a view is plain data")
+}
+
+fn session_error(e: impl std::fmt::Display) -> ApiError {
+    ApiError {
+        status: StatusCode::UNPROCESSABLE_ENTITY,
+        field: "choice".into(),
+        message: e.to_string(),
+    }
+}
+
+/// Runs `f` on session `id`, off the async workers (a replay or a long run is CPU work).
+async fn with_session<T: Send + 'static>(
+    state: &Arc<AppState>,
+    id: u64,
+    f: impl FnOnce(&mut Open<Session>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let open = state
+        .sessions
+        .lock()
+        .expect("the session map lock")
+        .get(id)
+        .ok_or_else(|| ApiError::no_session(id))?;
+    tokio::task::spawn_blocking(move || {
+        let mut guard = open.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    })
+    .await
+    .map_err(|e| ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        field: String::new(),
+        message: format!("the session failed: {e}"),
+    })?
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    toml: String,
+    #[serde(default)]
+    origin: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+}
+
+/// Makes a session from scenario TOML (and replays `choices`): the scenario is checked as
+/// `distsync run` checks it.
+pub fn make_session(toml: &str, origin: &str, choices: &[Choice]) -> Result<Session, ApiError> {
+    let scenario = Scenario::from_toml(toml, origin).map_err(|e| scenario_error(&e))?;
+    Session::replay(&scenario, origin, choices).map_err(|e| match e {
+        SessionError::Scenario(SimError::Scenario(e)) => scenario_error(&e),
+        SessionError::Scenario(e) => ApiError::bad("toml", e.to_string()),
+        SessionError::Choice { step, message } => {
+            ApiError::bad(format!("choices[{step}]"), message)
+        }
+    })
+}
+
+/// Opens `session` in the store; its id.
+pub fn store(state: &AppState, session: Session, toml: String) -> u64 {
+    state
+        .sessions
+        .lock()
+        .expect("the session map lock")
+        .insert(Open { session, toml })
+}
+
+async fn create(
+    axum::extract::State(state): State,
+    Query(window): Query<Window>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let b: CreateBody = parse_body(&body)?;
+    let origin = b.origin.unwrap_or_else(|| "scenario".into());
+    let (session, toml) = tokio::task::spawn_blocking(move || {
+        make_session(&b.toml, &origin, &b.choices).map(|s| (s, b.toml))
+    })
+    .await
+    .map_err(|e| ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        field: String::new(),
+        message: format!("making the session failed: {e}"),
+    })??;
+    let view = view_json(&session, window);
+    let id = store(&state, session, toml);
+    Ok(Json(json!({ "session": id, "view": view })))
+}
+
+async fn close(axum::extract::State(state): State, Path(id): Path<u64>) -> Response {
+    if state
+        .sessions
+        .lock()
+        .expect("the session map lock")
+        .remove(id)
+    {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        ApiError::no_session(id).into_response()
+    }
+}
+
+async fn view(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(window): Query<Window>,
+) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, move |o| Ok(Json(view_json(&o.session, window)))).await
+}
+
+async fn apply(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(window): Query<Window>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let choice: Choice = parse_body(&body)?;
+    with_session(&state, id, move |o| {
+        o.session.apply(choice).map_err(session_error)?;
+        Ok(Json(view_json(&o.session, window)))
+    })
+    .await
+}
+
+async fn back(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(window): Query<Window>,
+) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, move |o| {
+        o.session.back().map_err(session_error)?;
+        Ok(Json(view_json(&o.session, window)))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GotoBody {
+    step: usize,
+}
+
+async fn goto(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(window): Query<Window>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let b: GotoBody = parse_body(&body)?;
+    with_session(&state, id, move |o| {
+        o.session.goto(b.step).map_err(session_error)?;
+        Ok(Json(view_json(&o.session, window)))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunBody {
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    until_ns: Option<u64>,
+}
+
+async fn run(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(window): Query<Window>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let b: RunBody = if body.is_empty() {
+        RunBody {
+            limit: None,
+            until_ns: None,
+        }
+    } else {
+        parse_body(&body)?
+    };
+    let limit = b.limit.unwrap_or(MAX_RUN_EVENTS);
+    if limit > MAX_RUN_EVENTS {
+        return Err(ApiError::bad(
+            "body.limit",
+            format!("at most {MAX_RUN_EVENTS} events per request, got {limit}"),
+        ));
+    }
+    with_session(&state, id, move |o| {
+        let until = b.until_ns.map(distsync_core::Time::from_nanos);
+        let stop = o.session.run(limit, until).map_err(session_error)?;
+        let mut v = view_json(&o.session, window);
+        v["stop"] = serde_json::to_value(stop).expect("plain data");
+        Ok(Json(v))
+    })
+    .await
+}
+
+fn text_response(content_type: &'static str, body: String) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+async fn trace(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
+    with_session(&state, id, |o| {
+        Ok(text_response(
+            "application/x-ndjson; charset=utf-8",
+            o.session.trace_jsonl(),
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SvgQuery {
+    /// Draw from this trace line on (the page passes the first line of its log window), so a
+    /// long run draws only its window.
+    from_seq: Option<usize>,
+    from_ns: Option<u64>,
+    to_ns: Option<u64>,
+}
+
+/// The trace's header and its event lines from `from_seq` on.
+fn trace_from(jsonl: &str, from_seq: usize) -> String {
+    let mut lines = jsonl.split_inclusive('\n');
+    let mut out = String::new();
+    if let Some(header) = lines.next() {
+        out.push_str(header);
+    }
+    for line in lines.skip(from_seq) {
+        out.push_str(line);
+    }
+    out
+}
+
+async fn svg(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+    Query(q): Query<SvgQuery>,
+) -> Result<Response, ApiError> {
+    // Copy the trace under the session's lock, draw without it: stepping goes on meanwhile.
+    let jsonl = with_session(&state, id, |o| Ok(o.session.trace_jsonl())).await?;
+    tokio::task::spawn_blocking(move || {
+        let text = match q.from_seq {
+            Some(n) if n > 0 => trace_from(&jsonl, n),
+            _ => jsonl,
+        };
+        let trace = distsync_viz::trace::Trace::parse(&text, "session")
+            .map_err(|e| ApiError::bad("trace", e.to_string()))?;
+        let opts = distsync_viz::svg::SvgOptions {
+            from_ns: q.from_ns,
+            to_ns: q.to_ns,
+        };
+        let svg = distsync_viz::svg::render(&trace, &opts)
+            .map_err(|e| ApiError::bad("from_ns", e.to_string()))?;
+        Ok(text_response("image/svg+xml; charset=utf-8", svg))
+    })
+    .await
+    .map_err(|e| ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        field: String::new(),
+        message: format!("drawing failed: {e}"),
+    })?
+}
+
+async fn scenario(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+) -> Result<Response, ApiError> {
+    with_session(&state, id, |o| {
+        Ok(text_response(
+            "application/toml; charset=utf-8",
+            o.toml.clone(),
+        ))
+    })
+    .await
+}
+
+/// The URL fragment that replays a run: `toml=<scenario>&choices=<JSON>`, form-urlencoded, where
+/// in the choices a number `k` stands for `k` times `{"do":"next"}`.
+pub fn share_fragment(toml: &str, choices: &[Choice]) -> String {
+    let mut packed: Vec<Value> = Vec::new();
+    let mut nexts = 0u64;
+    for c in choices {
+        if matches!(c, Choice::Next) {
+            nexts += 1;
+            continue;
+        }
+        if nexts > 0 {
+            packed.push(json!(nexts));
+            nexts = 0;
+        }
+        packed.push(serde_json::to_value(c).expect("plain data"));
+    }
+    if nexts > 0 {
+        packed.push(json!(nexts));
+    }
+    let choices = serde_json::to_string(&packed).expect("plain data");
+    form_urlencoded::Serializer::new(String::new())
+        .append_pair("toml", toml)
+        .append_pair("choices", &choices)
+        .finish()
+}
+
+async fn share(
+    axum::extract::State(state): State,
+    Path(id): Path<u64>,
+) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, |o| {
+        Ok(Json(json!({
+            "fragment": share_fragment(&o.toml, o.session.choices()),
+        })))
+    })
+    .await
+}

@@ -1,0 +1,591 @@
+//! End-to-end tests of the page in a real browser: Debian's headless Chromium, driven over the
+//! Chrome DevTools Protocol (headless_chrome), against the server started in this process.
+//!
+//! Without /usr/bin/chromium these tests print why they are skipped and pass, unless the
+//! environment variable CI is set: then they fail (CI installs chromium).
+//!
+//! They also write screenshots of the page to target/web-*.png, and to docs/web-*.png when
+//! DISTSYNC_UPDATE_SCREENSHOTS=1.
+
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The browser, or None (with the reason printed) when chromium is missing and CI is not set.
+fn browser() -> Option<Browser> {
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{CHROMIUM} is missing and CI is set: install it with apt-get install chromium");
+        }
+        println!("skipped: {CHROMIUM} is missing (install with apt-get install chromium)");
+        return None;
+    }
+    let options = LaunchOptions::default_builder()
+        .path(Some(PathBuf::from(CHROMIUM)))
+        .headless(true)
+        // Containers and CI run as root, where Chromium's sandbox cannot start.
+        .sandbox(false)
+        .window_size(Some((1500, 1150)))
+        .idle_browser_timeout(Duration::from_secs(120))
+        .build()
+        .expect("launch options");
+    Some(Browser::new(options).expect("chromium starts"))
+}
+
+fn server() -> distsync_web::Server {
+    distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).expect("the server starts")
+}
+
+/// A tab showing the page, with helpers to act on it as a learner does.
+struct Page {
+    tab: Arc<Tab>,
+}
+
+impl Page {
+    fn open(browser: &Browser, url: &str) -> Page {
+        let tab = browser.new_tab().expect("a tab");
+        tab.set_default_timeout(Duration::from_secs(60));
+        tab.navigate_to(url).expect("navigate");
+        tab.wait_until_navigated().expect("navigated");
+        let page = Page { tab };
+        page.wait(
+            "window.distsyncApp && window.distsyncApp.ready",
+            "the page to load",
+        );
+        page
+    }
+
+    /// Evaluates a JavaScript expression (awaited if it is a promise), as JSON.
+    fn js(&self, expr: &str) -> Value {
+        let wrapped = format!("(async () => JSON.stringify(await ({expr})))()");
+        let r = self.tab.evaluate(&wrapped, true).expect("evaluate");
+        match r.value {
+            Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
+    /// Waits until `cond` (JavaScript) is true, polling in the page; fails naming `what` after a
+    /// minute.
+    fn wait(&self, cond: &str, what: &str) {
+        let ok = self.js(&format!(
+            "(async () => {{ const t0 = Date.now(); \
+               while (Date.now() - t0 < 60000) {{ \
+                 try {{ if ({cond}) return true; }} catch (_) {{}} \
+                 await new Promise(r => setTimeout(r, 10)); }} \
+               return false; }})()"
+        ));
+        if ok != Value::Bool(true) {
+            panic!(
+                "gave up waiting for {what}; the page says: {}",
+                self.js("document.querySelector('#status').textContent + ' | ' + document.querySelector('#setup-error').textContent")
+            );
+        }
+    }
+
+    /// Clicks the element (a real mouse click at its middle).
+    fn click(&self, selector: &str) {
+        self.tab
+            .find_element(selector)
+            .unwrap_or_else(|e| panic!("no element {selector}: {e}"))
+            .click()
+            .unwrap_or_else(|e| panic!("cannot click {selector}: {e}"));
+    }
+
+    /// The step the page shows, after the view it is drawing has settled.
+    fn step(&self) -> u64 {
+        self.js("window.distsyncApp.view ? window.distsyncApp.view.step : -1")
+            .as_u64()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Clicks `selector` (a real mouse click), which applies one choice, and waits for the new
+    /// view.
+    fn click_and_wait(&self, selector: &str) {
+        let views = self.js("window.distsyncApp.views || 0");
+        self.click(selector);
+        self.wait(
+            &format!("(window.distsyncApp.views || 0) > {views}"),
+            &format!("the view after clicking {selector}"),
+        );
+    }
+
+    /// Clicks `selector` in the page (a DOM click, as fast as the page answers) until `cond`
+    /// holds, at most `max` times; whether it came to hold. Each click waits for its view (or
+    /// for `cond`).
+    fn click_until(&self, selector: &str, cond: &str, max: usize) -> bool {
+        let sel = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(async () => {{ const app = window.distsyncApp; \
+               for (let i = 0; i <= {max}; i++) {{ \
+                 if ({cond}) return true; \
+                 if (i === {max}) break; \
+                 const n = app.views || 0; document.querySelector({sel}).click(); \
+                 const t0 = Date.now(); \
+                 while ((app.views || 0) <= n && !({cond})) {{ \
+                   if (Date.now() - t0 > 30000) return false; \
+                   await new Promise(r => setTimeout(r, 2)); }} }} \
+               return false; }})()"
+        )) == Value::Bool(true)
+    }
+
+    /// Sets a form field as typing or picking would, and fires its change event.
+    fn set(&self, selector: &str, value: &str) {
+        let v = serde_json::to_string(value).unwrap();
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(() => {{ const e = document.querySelector({s}); e.focus(); \
+             if (e.type === 'checkbox') e.checked = {v} === 'true'; else e.value = {v}; \
+             e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+             e.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()"
+        ));
+    }
+
+    fn text(&self, selector: &str) -> String {
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(document.querySelector({s}) || {{innerText: ''}}).innerText"
+        ))
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+    }
+
+    /// Waits for the TOML the form writes to settle (the server writes it back).
+    fn toml_settles(&self, contains: &str) {
+        let c = serde_json::to_string(contains).unwrap();
+        self.wait(
+            &format!("document.querySelector('#toml').value.includes({c})"),
+            &format!("the scenario TOML to contain {contains}"),
+        );
+    }
+
+    fn screenshot(&self, name: &str) {
+        // Let the diagram's request land before the picture, taken from the top of the page.
+        self.js("window.scrollTo(0, 0)");
+        self.wait(
+            "!window.distsyncApp.svgTimer && !window.distsyncApp.svgLoading",
+            "the diagram",
+        );
+        let png = self
+            .tab
+            .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+            .expect("screenshot");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join(format!("web-{name}.png")), &png).unwrap();
+        if std::env::var("DISTSYNC_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+            std::fs::write(root.join(format!("docs/web-{name}.png")), &png).unwrap();
+        }
+    }
+
+    fn run_to_end(&self) {
+        self.set("#speed", "5");
+        self.click("#run");
+        self.wait(
+            "window.distsyncApp.view && window.distsyncApp.view.quiet && !window.distsyncApp.running",
+            "the run to end",
+        );
+    }
+}
+
+/// Seed 002's eight-process bully election, set up by clicking: run to the end, read leader 6
+/// and then 7 from the page; step back three events and see the state panel as it was.
+#[test]
+fn bully_eight_processes_set_up_by_clicking() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "bully");
+    page.toml_settles("algorithm = \"bully\"");
+    // Clear the scripted events of the starting scenario, then build seed 002's by hand.
+    while page
+        .js("document.querySelectorAll('#events tbody button').length")
+        .as_u64()
+        > Some(0)
+    {
+        let n = page.js("document.querySelectorAll('#events tbody tr').length");
+        page.click("#events tbody button");
+        page.wait(
+            &format!("document.querySelectorAll('#events tbody tr').length < {n}"),
+            "the event to go",
+        );
+    }
+    page.set("#nodes", "8");
+    page.set("#ids", "");
+    page.set("#delay-kind", "const");
+    page.set("#delay-a", "1ms");
+    page.set("#fifo", "true");
+    page.set("#until", "10s");
+    page.set("#p-answer_timeout", "10ms");
+    page.set("#p-coordinator_timeout", "30ms");
+    for (at, action, node) in [
+        ("0ms", "crash", "7"),
+        ("1ms", "elect", "4"),
+        ("100ms", "recover", "7"),
+    ] {
+        page.set("#ev-at", at);
+        page.set("#ev-action", action);
+        page.set("#ev-node", node);
+        let n = page
+            .js("document.querySelectorAll('#events tbody tr').length")
+            .as_u64()
+            .unwrap();
+        page.click("#ev-add");
+        page.wait(
+            &format!("document.querySelectorAll('#events tbody tr').length > {n}"),
+            "the event to be added",
+        );
+    }
+    page.toml_settles("recover = 7");
+    let toml = page.js("document.querySelector('#toml').value");
+    let toml = toml.as_str().unwrap();
+    for line in [
+        "algorithm = \"bully\"",
+        "nodes = 8",
+        "answer_timeout = \"10ms\"",
+        "coordinator_timeout = \"30ms\"",
+        "crash = 7",
+        "elect = 4",
+    ] {
+        assert!(toml.contains(line), "the TOML lacks `{line}`:\n{toml}");
+    }
+    page.click("#start");
+    page.wait("window.distsyncApp.view && window.distsyncApp.view.step === 0 && window.distsyncApp.view.processes.length === 8", "the new run");
+
+    // Step a few events, remember the state panel, step three more, go back three.
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 12", 12));
+    page.screenshot("bully");
+    let before = page.text("#states");
+    let step_before = page.step();
+    assert_eq!(step_before, 12);
+    page.click_and_wait("#step");
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 15", 2));
+    assert_ne!(page.text("#states"), before, "three events changed nothing");
+    page.click_and_wait("#back");
+    assert!(page.click_until("#back", "window.distsyncApp.view.step <= 12", 2));
+    assert_eq!(page.step(), step_before);
+    assert_eq!(
+        page.text("#states"),
+        before,
+        "stepping back three events did not restore the state panel"
+    );
+
+    // Run to the end: the log announces 6, then 7 (who recovered and bullied everyone).
+    page.run_to_end();
+    let leaders = page.js(
+        "[...document.querySelectorAll('#log tr.ev-output')].map(r => r.innerText).filter(t => /Leader/.test(t)).map(t => Number(/Leader[^0-9]*([0-9]+)/.exec(t)[1]))",
+    );
+    let leaders: Vec<u64> = leaders
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let first_seven = leaders
+        .iter()
+        .position(|&l| l == 7)
+        .expect("7 is announced");
+    assert!(
+        leaders[..first_seven].contains(&6),
+        "6 before 7: {leaders:?}"
+    );
+    assert!(
+        leaders[first_seven..].iter().all(|&l| l == 7),
+        "only 7 after: {leaders:?}"
+    );
+    // What was clicked is seed 002's scenario file: the same run, event for event.
+    let file = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/bully-eight-processes.toml"
+    ))
+    .unwrap();
+    let scenario = distsync_sim::Scenario::from_toml(&file, "bully-eight-processes.toml").unwrap();
+    let mut batch = distsync_sim::session::Session::new(&scenario, "file").unwrap();
+    batch.run(u64::MAX, None).unwrap();
+    assert_eq!(
+        page.js("window.distsyncApp.view.log_total"),
+        Value::from(batch.view().log_total)
+    );
+    let badges = page
+        .js("[...document.querySelectorAll('#states .proc-card .badge')].map(b => b.innerText)");
+    assert_eq!(badges.as_array().unwrap().len(), 8);
+    assert!(
+        badges.as_array().unwrap().iter().all(|b| b == "leader 7"),
+        "{badges}"
+    );
+
+    // Go to 25ms (back by replay, then forward until the next event is due later): everyone
+    // alive follows 6 there; 7 recovers only at 100ms.
+    let end = page.step();
+    page.set("#goto-step", "");
+    page.set("#goto-time", "25ms");
+    page.click("#goto");
+    page.wait(&format!("window.distsyncApp.view.step > 0 && window.distsyncApp.view.step < {end} && window.distsyncApp.view.time_ns <= 25000000 && !window.distsyncApp.busy"), "the run at 25ms");
+    assert!(
+        page.text("#status").contains("step"),
+        "{}",
+        page.text("#status")
+    );
+    page.wait("document.querySelector('#states .proc-card[data-node=\"6\"] .badge') && document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText === 'leader 6'", "6 leading at 25ms");
+}
+
+/// Manual mode on lamport-mutex over a non-FIFO network: deliver P0's REPLY to P1 ahead of P0's
+/// REQUEST, and the page announces the mutual-exclusion violation. Then the share link replays
+/// the same run, choices included, in a new tab.
+#[test]
+fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_it() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "lamport-mutex");
+    page.toml_settles("algorithm = \"lamport-mutex\"");
+    page.set("#nodes", "2");
+    page.set("#fifo", "false");
+    page.set("#wl-kind", "none");
+    page.toml_settles("kind = \"none\"");
+    page.toml_settles("fifo = false");
+    page.click("#start");
+    page.wait("window.distsyncApp.view && window.distsyncApp.view.processes.length === 2 && !window.distsyncApp.view.fifo", "the run");
+    page.click("#manual");
+    page.wait("document.querySelector('#manual').checked", "manual mode");
+
+    // P0 then P1 ask for the critical section (the node's menu), and both requests are taken.
+    for node in [0, 1] {
+        page.click(&format!("#topo .t-node[data-node=\"{node}\"] circle"));
+        page.click_and_wait("#node-menu button[data-do=\"request\"]");
+        page.click_and_wait(&format!(
+            "#pending tr[data-kind=\"input\"][data-node=\"{node}\"] button.go"
+        ));
+    }
+    let deliver = |kind: &str, from: u32, to: u32| {
+        page.click_and_wait(&format!(
+            "#pending tr[data-msg-kind=\"{kind}\"][data-from=\"{from}\"][data-to=\"{to}\"] button.go"
+        ));
+    };
+    // P0 takes P1's request: its own (ts 1, id 0) goes first and P1's message is later, so P0
+    // enters; its REPLY to P1 overtakes its REQUEST, and P1 enters too.
+    deliver("Request", 1, 0);
+    assert_eq!(page.text("#announce"), "");
+    deliver("Reply", 0, 1);
+    page.wait(
+        "document.querySelector('#announce').innerText.length > 0",
+        "the announcement",
+    );
+    let words = page.text("#announce");
+    assert!(words.contains("mutual-exclusion"), "{words}");
+    assert!(words.contains("critical section"), "{words}");
+    let red = page.js("document.querySelectorAll('#states .proc-card.bad').length");
+    assert_eq!(red, Value::from(2), "both processes are highlighted");
+
+    // Share: the link carries scenario, seed and these choices; a new tab replays them.
+    let step = page.step();
+    let states = page.text("#states");
+    page.click("#share");
+    page.wait("location.hash.includes('choices=')", "the share link");
+    let url = page.js("location.href");
+    let shared = Page::open(&browser, url.as_str().unwrap());
+    shared.wait("window.distsyncApp.view", "the shared run");
+    assert_eq!(shared.step(), step);
+    assert_eq!(shared.text("#states"), states);
+    assert_eq!(shared.text("#announce"), words);
+    assert_eq!(
+        shared.js("window.distsyncApp.view.log_total"),
+        page.js("window.distsyncApp.view.log_total")
+    );
+}
+
+/// Suzuki-Kasami with the token and its queue in the state panel; a causal broadcast with a
+/// message held back in a buffer: screenshots for the docs.
+#[test]
+fn suzuki_kasami_token_and_causal_buffer_screenshots() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "suzuki-kasami");
+    page.toml_settles("algorithm = \"suzuki-kasami\"");
+    page.set("#nodes", "5");
+    page.set("#wl-kind", "saturated");
+    page.toml_settles("kind = \"saturated\"");
+    page.click("#start");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.processes.length === 5",
+        "the run",
+    );
+    let queued = "window.distsyncApp.view.processes.some(p => p.state && p.state.token && p.state.token.q.length >= 2)";
+    assert!(
+        page.click_until("#step", queued, 400),
+        "the token never carried a queue of two"
+    );
+    assert!(
+        page.text("#states").contains("q"),
+        "the state panel shows the queue"
+    );
+    page.screenshot("suzuki-kasami");
+
+    page.set("#algorithm", "causal-broadcast");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'causal-broadcast'",
+        "the causal run",
+    );
+    let buffered = "window.distsyncApp.view.processes.some(p => p.state && p.state.buffer && p.state.buffer.length > 0)";
+    assert!(
+        page.click_until("#step", buffered, 2000),
+        "no message was ever held back"
+    );
+    page.screenshot("causal-broadcast");
+}
+
+/// Prove or refute: the checker's shortest counterexample for Lamport without FIFO is loaded at
+/// step 0 and Redo walks it to the violation. Quiz: before a process enters, the page asks who.
+#[test]
+fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enters() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "lamport-mutex");
+    page.toml_settles("algorithm = \"lamport-mutex\"");
+    page.set("#nodes", "2");
+    page.set("#fifo", "false");
+    page.set("#wl-kind", "none");
+    page.toml_settles("fifo = false");
+    page.toml_settles("kind = \"none\"");
+    page.click("#check");
+    page.wait(
+        "/refuted/.test(document.querySelector('#check-result').innerText) && window.distsyncApp.view.step === 0 && window.distsyncApp.view.steps_recorded > 0",
+        "the counterexample",
+    );
+    let result = page.text("#check-result");
+    assert!(result.contains("mutual-exclusion"), "{result}");
+    assert!(
+        page.click_until(
+            "#forward",
+            "document.querySelector('#announce').innerText.length > 0",
+            20
+        ),
+        "Redo never reached the violation"
+    );
+    assert!(page.text("#announce").contains("critical section"));
+    assert_eq!(
+        page.js("window.distsyncApp.view.step === window.distsyncApp.view.steps_recorded"),
+        Value::Bool(true),
+        "the violation is at the end of the counterexample"
+    );
+
+    // Quiz on Ricart-Agrawala's starting run.
+    page.set("#algorithm", "ricart-agrawala");
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
+        "the ricart-agrawala run",
+    );
+    page.click("#quiz");
+    let asked = "!document.querySelector('#quiz-box').hidden && document.querySelectorAll('#quiz-box button[data-answer]').length > 0";
+    assert!(
+        page.click_until("#step", asked, 300),
+        "the quiz never asked"
+    );
+    let question = page.text("#quiz-box");
+    assert!(
+        question.contains("Which process enters the critical section next?"),
+        "{question}"
+    );
+    page.click("#quiz-box button[data-answer=\"0\"]");
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the answer",
+    );
+    let answer = page.text("#quiz-box");
+    let who: u32 = answer
+        .split("it is P")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no answer in {answer}"));
+    let expected = if who == 0 { "Right" } else { "Not quite" };
+    assert!(answer.starts_with(expected), "{answer}");
+    assert!(
+        answer.contains(&format!("Score {}/1", u32::from(who == 0))),
+        "{answer}"
+    );
+    // The next step is the one asked about: P<who> enters.
+    page.click_and_wait("#step");
+    let badge = page.js(&format!(
+        "document.querySelector('#states .proc-card[data-node=\"{who}\"] .badge').innerText"
+    ));
+    assert_eq!(badge, Value::from("in CS"), "{answer}");
+}
+
+/// Break: crash a process from its menu, drop a message from the drawing, partition and heal,
+/// all at the current point of a Ricart-Agrawala run; then step back over the crash.
+#[test]
+fn crash_drop_partition_and_heal_from_the_page() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait(
+        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
+        "the starting run",
+    );
+    let in_flight = "document.querySelectorAll('#topo .t-msg').length > 0";
+    assert!(
+        page.click_until("#step", in_flight, 50),
+        "no message in flight"
+    );
+    page.click("#manual");
+
+    // Drop the first message drawn on a link.
+    let id = page.js("Number(document.querySelector('#topo .t-msg').dataset.id)");
+    page.click("#topo .t-msg rect");
+    page.click_and_wait("#msg-menu button[data-do=\"drop\"]");
+    assert_eq!(
+        page.js(&format!(
+            "window.distsyncApp.view.pending.some(p => p.id === {id} && p.kind === 'deliver')"
+        )),
+        Value::Bool(false),
+        "the dropped message is no longer in flight"
+    );
+    assert!(page.text("#log").contains("lost"), "the log shows the loss");
+
+    // Crash P3 from its menu.
+    page.click("#topo .t-node[data-node=\"3\"] circle");
+    page.click_and_wait("#node-menu button[data-do=\"crash\"]");
+    assert_eq!(
+        page.js("document.querySelector('#states .proc-card[data-node=\"3\"] .badge').innerText"),
+        Value::from("crashed")
+    );
+    assert_eq!(
+        page.js("document.querySelectorAll('#topo .t-node.t-down').length"),
+        Value::from(1)
+    );
+    let crashed_at = page.step();
+
+    // Partition and heal.
+    page.set("#groups", "0 1 | 2 3");
+    page.click_and_wait("#partition");
+    assert!(
+        page.text("#log").contains("partition"),
+        "{}",
+        page.text("#log")
+    );
+    page.click_and_wait("#heal");
+    assert!(page.text("#log").contains("heals"));
+
+    // Back over the heal, the partition and the crash: P3 is up again.
+    assert!(page.click_until(
+        "#back",
+        &format!("window.distsyncApp.view.step < {crashed_at}"),
+        3
+    ));
+    assert_eq!(
+        page.js("window.distsyncApp.view.processes.find(p => p.id === 3).alive"),
+        Value::Bool(true)
+    );
+}
