@@ -15,6 +15,7 @@ mod node_cmd;
 mod output;
 mod progress;
 mod run;
+mod stress_cmd;
 mod sweep_cmd;
 mod trace_cmd;
 
@@ -58,6 +59,9 @@ enum Command {
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
     Cluster(cluster_cmd::ClusterArgs),
+    /// Run many randomized scenarios of algorithms (sizes, delays, faults) looking for
+    /// violations, hangs and storms; write each failure as a scenario to reproduce it.
+    Stress(stress_cmd::StressArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Command::Lock(args) => lock_cmd::lock(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
+        Command::Stress(args) => stress_cmd::stress_cmd(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@
 //! trace; the family harness (`Harness`) owns workloads, monitors and the family's report.
 
 use crate::clocks::Clocks;
+use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
 use crate::report::{MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
@@ -146,6 +147,8 @@ pub struct Core<P: Process> {
     tracer: Option<Tracer>,
     messages: MessageStats,
     report: Report,
+    /// Outputs of every process so far (progress, for the storm monitor).
+    outputs: u64,
 }
 
 /// The most violations a report lists; further ones are counted in a final entry.
@@ -424,6 +427,7 @@ pub struct Engine<A: Algorithm, H: Harness<A>> {
     harness: H,
     until: Time,
     progress: Option<Box<dyn FnMut(u64, u64)>>,
+    guard: Guard,
 }
 
 impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
@@ -476,6 +480,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             suppressed_violations: 0,
             tracer,
             messages: MessageStats::default(),
+            outputs: 0,
             report: Report {
                 name: scenario.name.clone(),
                 algorithm: scenario.algorithm.clone(),
@@ -490,6 +495,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core.push(Time::ZERO + *at, Kind::Action(i));
         }
         Engine {
+            guard: Guard::new(scenario.limits.as_ref(), n),
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
@@ -553,6 +559,21 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 }
             }
             self.dispatch(event.kind);
+            if self.guard.due(events) {
+                let core = &self.core;
+                let sample = Sample {
+                    events,
+                    pending: core.queue.len() as u64,
+                    in_flight_own: core.in_flight - core.in_flight_excluded,
+                    outputs: core.outputs,
+                    messages: core.messages.total,
+                };
+                if let Some((property, detail)) = self.guard.check(&sample) {
+                    self.core.violation(self.core.now, property, detail);
+                    ended_by = "limit";
+                    break;
+                }
+            }
         }
         self.core.report.events_processed = events;
         self.core.report.end_time_ns = self.core.now.as_nanos();
@@ -831,6 +852,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     self.core.slots[pos].timers.remove(&timer);
                 }
                 Effect::Output(output) => {
+                    self.core.outputs += 1;
                     if let Some(t) = self.core.tracer.as_mut() {
                         t.process_event(
                             self.core.now,

@@ -20,7 +20,8 @@ pub struct Report {
     /// Simulated time when the run ended.
     pub end_time_ns: u64,
     /// Why it ended: "done" (the workload was served), "idle" (nothing left to happen) or
-    /// "horizon" (`until` was reached).
+    /// "horizon" (`until` was reached) or "limit" (the runaway guard stopped it: see the
+    /// `storm` or `runaway` violation).
     pub ended_by: String,
     /// How many events the simulator processed.
     pub events_processed: u64,

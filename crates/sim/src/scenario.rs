@@ -101,6 +101,10 @@ pub struct Scenario {
     /// The mutual-exclusion workload.
     #[serde(default)]
     pub workload: Option<WorkloadSpec>,
+    /// The runaway guard: caps on events and pending events, and the storm monitor (see
+    /// [`crate::guard`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::guard::LimitsSpec>,
     /// Scripted inputs and faults.
     #[serde(default, rename = "event")]
     pub events: Vec<EventSpec>,
@@ -142,6 +146,7 @@ impl Default for Scenario {
             network: NetworkSpec::default(),
             clocks: None,
             workload: None,
+            limits: None,
             events: Vec::new(),
         }
     }
