@@ -45,6 +45,11 @@ pub struct Params {
     /// (default 100).
     #[serde(default)]
     pub max_drift_ppm: Option<f64>,
+    /// Clock synchronization: how far off a client's clock may run while it slews a correction,
+    /// in ppm, on top of its drift (the simulator's `[clocks] slew_ppm` when `adjust = "slew"`;
+    /// absent: corrections are steps).
+    #[serde(default)]
+    pub slew_ppm: Option<f64>,
     /// Berkeley: how far from the median a clock may be and still count (default 1s).
     #[serde(default, with = "crate::serde_duration::option")]
     pub threshold: Option<Duration>,

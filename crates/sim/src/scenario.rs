@@ -757,6 +757,11 @@ impl Scenario {
             samples: self.samples,
             min_delay: self.min_delay,
             max_drift_ppm: self.max_drift_ppm,
+            slew_ppm: self
+                .clocks
+                .as_ref()
+                .filter(|c| c.adjust == crate::clocks::Adjust::Slew)
+                .map(|c| c.slew_ppm),
             threshold: self.threshold,
             master_election: self.master_election.clone(),
             strata: self.strata.clone(),

@@ -153,3 +153,83 @@ fn item_5_berkeley_applies_each_adjust_once_over_200_seeds_with_and_without_dupl
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
     }
 }
+
+// ---- Item 6: cristian's sync-bound with adjust = "slew" ---------------------------------------
+
+/// A Cristian scenario whose clients slew their corrections at 500ppm: each correction of up to
+/// `offset` takes seconds to apply, so the next synchronization measures its round trip, and
+/// ages its sample, on a clock running up to ρ + 500ppm off.
+fn cristian_slewing(seed: u64) -> String {
+    let n = 3 + seed % 3;
+    let min_us = 200 + (seed * 37) % 1500;
+    let spread_us = (seed * 53) % 3000;
+    let drift = 1 + (seed * 29) % 100;
+    format!(
+        r#"
+        algorithm = "cristian"
+        nodes = {n}
+        until = "4500ms"
+        sync_interval = "1s"
+        min_delay = "{min_us}us"
+        max_drift_ppm = {drift}
+        [network]
+        delay = {{ uniform = ["{min_us}us", "{}us"] }}
+        fifo = false
+        [clocks]
+        adjust = "slew"
+        slew_ppm = 500.0
+        offset = {{ uniform = ["-20ms", "20ms"] }}
+        drift_ppm = {{ uniform = [-{drift}, {drift}] }}
+        "#,
+        min_us + spread_us
+    )
+}
+
+/// Found by `distsync stress --algo cristian` (run 22): constant delay 1.239ms, so RTT/2 - min
+/// is 0 and the bound is the drift term alone; node 2 was 3,670ns from the server after its
+/// second correction, beyond the 1,300ns it reported (2ρ(RTT + age) with ρ = 65ppm, ignoring
+/// that its clock was still slewing the first correction at 500ppm).
+#[test]
+fn item_6_cristian_slewing_client_keeps_its_reported_bound_constant_delay() {
+    let text = r#"
+        algorithm = "cristian"
+        nodes = 3
+        until = "4.5s"
+        sync_interval = "1s"
+        min_delay = "1.239ms"
+        max_drift_ppm = 65.47219503426489
+        [network]
+        delay = "1.239ms"
+        fifo = false
+        [clocks]
+        adjust = "slew"
+        slew_ppm = 500.0
+        offset = { uniform = ["-6.174ms", "6.174ms"] }
+        drift_ppm = { uniform = [-65.47219503426489, 65.47219503426489] }
+    "#;
+    let r = run_toml(text, 118742093814);
+    let c = r.clock.as_ref().unwrap();
+    assert!(c.bound_checks >= 8, "{c:?}");
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(c.worst_bound_ratio <= 1.0);
+}
+
+/// The property over 300 seeds (sizes, minimum delays, spreads and drift bounds vary): every
+/// correction of a slewing client is within the bound it reported. The bound is not loose
+/// either: the worst error reaches more than a third of it.
+#[test]
+fn item_6_cristian_slewing_clients_keep_their_bounds_over_300_seeds() {
+    let mut worst: f64 = 0.0;
+    for seed in 0..300u64 {
+        let text = cristian_slewing(seed);
+        let r = run_toml(&text, seed);
+        let c = r.clock.as_ref().unwrap();
+        assert!(
+            r.violations.is_empty() && c.bound_checks > 0,
+            "reproduce with seed={seed}:\n{text}\n{:?}",
+            r.violations
+        );
+        worst = worst.max(c.worst_bound_ratio);
+    }
+    assert!(worst > 0.33 && worst <= 1.0, "worst error/bound {worst}");
+}
