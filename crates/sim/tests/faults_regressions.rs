@@ -233,3 +233,65 @@ fn item_6_cristian_slewing_clients_keep_their_bounds_over_300_seeds() {
     }
     assert!(worst > 0.33 && worst <= 1.0, "worst error/bound {worst}");
 }
+
+// ---- Items 2, 3, 4 and 7: elections under crashes ---------------------------------------------
+
+fn election_messages(r: &Report) -> u64 {
+    r.election.as_ref().unwrap().messages.total
+}
+
+/// Issue 10 item 2's script: ids [0,1,2,3], delay 1ms FIFO, T = 10ms; 3 crashed at 0, 0 elects at
+/// 1ms, 2 crashes at 27ms, 3 recovers at 30ms and crashes at 60ms, 0 elects at 90ms.
+fn chang_roberts_item_2(detect: bool) -> String {
+    let detect = if detect {
+        "detect = \"timeout\"\nheartbeat = \"20ms\"\nheartbeat_timeout = \"70ms\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "algorithm = \"chang-roberts\"\nids = [0, 1, 2, 3]\nuntil = \"2s\"\nanswer_timeout = \"10ms\"\n{detect}\
+         [network]\ndelay = \"1ms\"\nfifo = true\n\
+         [[event]]\nat = \"0ms\"\ncrash = 3\n[[event]]\nat = \"1ms\"\nelect = 0\n\
+         [[event]]\nat = \"27ms\"\ncrash = 2\n[[event]]\nat = \"30ms\"\nrecover = 3\n\
+         [[event]]\nat = \"60ms\"\ncrash = 3\n[[event]]\nat = \"90ms\"\nelect = 0\n"
+    )
+}
+
+/// An orphaned Elected{2} and Election{3} used to chase each other round 0 and 1 for ever (735
+/// election messages by 2s, never idle). Now they die out within a lap: the run goes quiet and
+/// 0 and 1 agree on 1, the highest live process.
+#[test]
+fn item_2_chang_roberts_orphans_die_out_and_the_run_goes_quiet() {
+    let r = run_toml(&chang_roberts_item_2(false), 1);
+    assert_eq!(r.ended_by, "idle", "{:?}", r.violations);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let e = r.election.as_ref().unwrap();
+    assert!(e.agreed && e.leader == Some(1), "{e:?}");
+    assert!(election_messages(&r) < 100, "{}", election_messages(&r));
+}
+
+#[test]
+fn item_2_chang_roberts_orphans_die_out_with_the_detector_too() {
+    let r = run_toml(&chang_roberts_item_2(true), 1);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let e = r.election.as_ref().unwrap();
+    assert!(e.agreed && e.leader == Some(1), "{e:?}");
+    assert!(election_messages(&r) < 100, "{}", election_messages(&r));
+}
+
+/// Issue 10 item 3: 6 nodes, delay 1ms, T = 10ms, 1 and 3 elect at 0 and both crash at 6.5ms.
+/// Their two COORDINATOR messages used to alternate round the ring for ever (each process
+/// remembered only the last one it passed), 1,001 of them by 2s.
+#[test]
+fn item_3_ring_orphaned_coordinators_terminate() {
+    let text = "algorithm = \"ring\"\nnodes = 6\nuntil = \"2s\"\nanswer_timeout = \"10ms\"\n\
+                [network]\ndelay = \"1ms\"\n\
+                [[event]]\nat = \"0ms\"\nelect = 1\n[[event]]\nat = \"0ms\"\nelect = 3\n\
+                [[event]]\nat = \"6.5ms\"\ncrash = 1\n[[event]]\nat = \"6.5ms\"\ncrash = 3\n";
+    let r = run_toml(text, 1);
+    assert_eq!(r.ended_by, "idle", "{:?}", r.violations);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let e = r.election.as_ref().unwrap();
+    assert!(e.agreed && e.leader == Some(5), "{e:?}");
+    assert!(election_messages(&r) < 60, "{}", election_messages(&r));
+}
