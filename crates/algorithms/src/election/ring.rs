@@ -23,7 +23,11 @@
 //! election and hears no COORDINATOR within T' (`coordinator_timeout`, default 4n T: two laps
 //! even with skips) starts a new one; and a COORDINATOR whose starter crashed before it came
 //! back is removed by the first process that sees it a second time. A recovered process starts
-//! an election. 2n messages per initiator on a ring of n (one lap each way; a skipped crashed
+//! an election. A crash rule for orphans: a COORDINATOR counts its hops (1 from its starter, one
+//! more at each process that passes it on) and is back at its starter within one lap of at most
+//! n hops; one that has made n hops without meeting its starter has lost it to a crash and is
+//! removed (two orphans used to alternate for ever, each process remembering only the last one
+//! it passed). 2n messages per initiator on a ring of n (one lap each way; a skipped crashed
 //! process still costs the message that found it down).
 
 use distsync_core::election::{self, Election, Input, Output};
@@ -40,7 +44,7 @@ pub enum Msg {
     Election { list: Vec<NodeId> },
     /// The result: every live member, starting with the process that turned the ELECTION into
     /// this message; the highest is the coordinator.
-    Coordinator { members: Vec<NodeId> },
+    Coordinator { members: Vec<NodeId>, hops: u32 },
 }
 
 impl Message for Msg {
@@ -129,7 +133,11 @@ impl Process for Ring {
                 let at = list.iter().position(|&j| j == self.id).unwrap_or(0);
                 list.rotate_left(at);
                 self.record(&list, ctx);
-                ctx.send(successor(ctx), Msg::Coordinator { members: list });
+                let coordinator = Msg::Coordinator {
+                    members: list,
+                    hops: 1,
+                };
+                ctx.send(successor(ctx), coordinator);
             }
             // Rule 2.
             Msg::Election { mut list } => {
@@ -138,8 +146,11 @@ impl Process for Ring {
                 ctx.send(successor(ctx), Msg::Election { list });
             }
             // Rule 4: back at its starter.
-            Msg::Coordinator { members } if members.first() == Some(&self.id) => {}
-            Msg::Coordinator { members } => {
+            Msg::Coordinator { members, .. } if members.first() == Some(&self.id) => {}
+            // The crash rule: a lap without meeting its starter.
+            Msg::Coordinator { hops, .. } if hops >= ctx.peers().len() as u32 => {}
+            Msg::Coordinator { members, hops } => {
+                let hops = hops + 1;
                 let digest = digest(&members);
                 if self.last_passed == Some(digest) {
                     return; // its starter crashed: it has been all the way round already
@@ -147,14 +158,14 @@ impl Process for Ring {
                 self.last_passed = Some(digest);
                 if members.iter().max().is_some_and(|&h| h < self.id) {
                     // Rule 6: counted without us, we outrank its coordinator.
-                    ctx.send(successor(ctx), Msg::Coordinator { members });
+                    ctx.send(successor(ctx), Msg::Coordinator { members, hops });
                     if !self.electing {
                         self.start(ctx);
                     }
                     return;
                 }
                 self.record(&members, ctx);
-                ctx.send(successor(ctx), Msg::Coordinator { members });
+                ctx.send(successor(ctx), Msg::Coordinator { members, hops });
             }
         }
     }
@@ -252,7 +263,8 @@ mod tests {
             vec![(
                 NodeId(0),
                 Msg::Coordinator {
-                    members: ids(&[5, 0, 3])
+                    members: ids(&[5, 0, 3]),
+                    hops: 1
                 }
             )]
         );
@@ -262,18 +274,29 @@ mod tests {
             3,
             Msg::Coordinator {
                 members: ids(&[5, 0, 3]),
+                hops: 3,
             },
         );
         assert!(p.sent().is_empty());
         // Someone else's: recorded and passed on once; a second sighting is removed.
-        let theirs = Msg::Coordinator {
+        let theirs = |hops| Msg::Coordinator {
             members: ids(&[0, 3, 5]),
+            hops,
         };
-        p.receive(3, theirs.clone());
-        assert_eq!(p.sent(), vec![(NodeId(0), theirs.clone())]);
+        p.receive(3, theirs(2));
+        assert_eq!(p.sent(), vec![(NodeId(0), theirs(3))]);
         assert!(p.outputs().is_empty(), "same coordinator: nothing new");
-        p.receive(3, theirs);
+        p.receive(3, theirs(2));
         assert!(p.sent().is_empty());
+        // The crash rule: a COORDINATOR that made a lap (3 hops) without its starter is removed.
+        let mut q = Driver::new(
+            Ring::new(NodeId(5), &peers, &Params::default()),
+            NodeId(5),
+            &peers,
+        );
+        q.receive(3, theirs(3));
+        assert!(q.sent().is_empty());
+        assert!(q.outputs().is_empty());
     }
 
     /// Seed 000 (and 001): ring 3, 5, 0, 1, 4, 6; 6 has crashed; 3 starts. The list grows
@@ -346,7 +369,7 @@ mod tests {
             .iter()
             .filter_map(|s| match &s.msg {
                 crate::election::ring_link::LinkMsg::Data {
-                    msg: Msg::Coordinator { members },
+                    msg: Msg::Coordinator { members, .. },
                     ..
                 } => Some((s.from.0, members.iter().map(|i| i.0).collect::<Vec<u32>>())),
                 _ => None,
