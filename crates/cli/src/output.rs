@@ -145,6 +145,16 @@ pub fn summary(r: &Report) -> String {
             s.completed, s.consistent, s.money, s.transfers, s.markers
         );
     }
+    if let Some(l) = &r.link {
+        let _ = writeln!(
+            out,
+            "link:       {} data frames ({} retransmissions), {} acks, {} duplicates discarded (reliable links; not in the counts above)",
+            l.data_frames, l.retransmissions, l.acks, l.duplicates_discarded
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning:    {w}");
+    }
     if r.violations.is_empty() {
         let _ = writeln!(out, "violations: none");
     } else {

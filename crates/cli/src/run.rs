@@ -194,6 +194,7 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
             fifo: !args.no_fifo,
             loss: args.loss,
             duplicate: args.duplicate,
+            ..NetworkSpec::default()
         },
         until: Some(args.until.unwrap_or(args.crash_at + Duration::from_secs(1))),
         detect: Some(Detect::Timeout),
@@ -233,6 +234,7 @@ fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
             fifo: !args.no_fifo,
             loss: args.loss,
             duplicate: args.duplicate,
+            ..NetworkSpec::default()
         },
         workload: Some(WorkloadSpec {
             kind,

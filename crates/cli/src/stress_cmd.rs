@@ -58,6 +58,11 @@ pub struct StressArgs {
     /// Stop a run after this many events and count it as a runaway.
     #[arg(long, value_name = "N", default_value_t = stress::DEFAULT_MAX_EVENTS)]
     max_events: u64,
+    /// Run every scenario over reliable FIFO links (`[network] reliable = true`); without
+    /// --faults, reordering, loss and duplication are then added to each algorithm's claims,
+    /// since the links mask them.
+    #[arg(long)]
+    reliable: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -171,6 +176,7 @@ fn options(args: &StressArgs) -> Result<StressOptions, String> {
         jobs: args.jobs,
         check,
         max_events: args.max_events,
+        reliable: args.reliable,
     })
 }
 
@@ -222,10 +228,15 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stress: {} runs of each of {} algorithm(s), seed {}, faults {}",
+        "stress: {} runs of each of {} algorithm(s), seed {}{}, faults {}",
         r.seeds,
         r.algorithms.len(),
         r.seed,
+        if options.reliable {
+            ", reliable links"
+        } else {
+            ""
+        },
         match &options.faults {
             Some(f) => faults_text(f),
             None => "as each algorithm claims to survive".into(),

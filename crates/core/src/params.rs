@@ -67,6 +67,10 @@ pub struct Params {
     /// `balance`).
     #[serde(default)]
     pub balances: Option<Vec<u64>>,
+    /// Reliable links (`[network] reliable = true`): the first retransmission timeout (the
+    /// simulator derives it from the network's delay bound).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub link_timeout: Option<Duration>,
 }
 
 /// Quorum constructions for Maekawa-style algorithms.

@@ -8,7 +8,7 @@
 use crate::clocks::Clocks;
 use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
-use crate::report::{MessageStats, Report, Violation};
+use crate::report::{LinkReport, MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
@@ -149,6 +149,8 @@ pub struct Core<P: Process> {
     report: Report,
     /// Outputs of every process so far (progress, for the storm monitor).
     outputs: u64,
+    /// The reliable link layer's traffic, when the scenario asks for reliable links.
+    link: Option<LinkReport>,
 }
 
 /// The most violations a report lists; further ones are counted in a final entry.
@@ -337,8 +339,11 @@ impl<P: Process> Core<P> {
             return;
         };
         let kind = msg.kind();
-        self.messages.total += 1;
-        self.count_kind(kind);
+        // Reliable links' own frames are counted apart (report.link), not as the algorithm's.
+        if !self.link.as_mut().is_some_and(|l| l.count(kind)) {
+            self.messages.total += 1;
+            self.count_kind(kind);
+        }
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
         let stamp = self.tracer.as_mut().map(|t| {
@@ -481,6 +486,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             tracer,
             messages: MessageStats::default(),
             outputs: 0,
+            link: scenario.network.reliable.then(LinkReport::default),
             report: Report {
                 name: scenario.name.clone(),
                 algorithm: scenario.algorithm.clone(),
@@ -594,6 +600,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             .collect();
         by_kind.sort();
         report.messages = std::mem::take(&mut core.messages);
+        report.link = core.link.take();
         report.messages.by_kind = by_kind.into_iter().collect();
         report.violations.append(&mut core.violations);
         if core.suppressed_violations > 0 {

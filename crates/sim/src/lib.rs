@@ -38,8 +38,8 @@ mod mutex;
 mod network;
 mod report;
 pub mod scenario;
-pub mod stress;
 mod snapshot;
+pub mod stress;
 pub mod sweep;
 mod trace;
 
@@ -49,7 +49,8 @@ pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
 pub use mutex::MutexHarness;
 pub use report::{
-    ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
+    ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
+    Violation,
 };
 pub use scenario::{
     Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
@@ -58,6 +59,7 @@ pub use scenario::{
 pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::election::Detector;
+use distsync_algorithms::link::{self, Reliable};
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
 use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
@@ -228,13 +230,18 @@ impl FamilyRun<'_> {
         self.run_excluding::<A, H>(entry, harness, &[])
     }
 
-    /// The run, with messages of `excluded` kinds left out of causal chains.
+    /// The run, with messages of `excluded` kinds left out of causal chains (and the reliable
+    /// link's acknowledgements, which carry no causality of the algorithm).
     fn run_excluding<A: distsync_core::Algorithm, H: Harness<A>>(
         self,
         entry: &'static Entry,
         harness: H,
         excluded: &[&'static str],
     ) -> Result<Report, SimError> {
+        let mut excluded = excluded.to_vec();
+        if self.checked.scenario.network.reliable {
+            excluded.extend([link::ACK, link::REACK]);
+        }
         Engine::<A, _>::new(
             self.checked,
             entry.family.name(),
@@ -242,21 +249,33 @@ impl FamilyRun<'_> {
             harness,
             self.trace,
         )
-        .with_chain_excluding(excluded)
+        .with_chain_excluding(&excluded)
         .with_progress(self.progress)
         .run()
         .map_err(SimError::Trace)
     }
 
     fn election<P: Election>(self, entry: &'static Entry) -> Result<Report, SimError> {
+        if self.checked.scenario.network.reliable {
+            let harness = ElectionHarness::new::<Reliable<P>>(self.checked, self.origin)?;
+            return self.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
+        }
         let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
         self.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
+    }
+
+    fn reliable(&self) -> bool {
+        self.checked.scenario.network.reliable
     }
 }
 
 impl MutexVisitor for FamilyRun<'_> {
     type Output = Result<Report, SimError>;
     fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> Self::Output {
+        if self.reliable() {
+            let harness = MutexHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -278,6 +297,10 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = ClockHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -289,6 +312,10 @@ impl registry::SnapshotVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = SnapshotHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -300,6 +327,10 @@ impl registry::MulticastVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = MulticastHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }

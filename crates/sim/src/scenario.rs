@@ -183,10 +183,24 @@ pub struct NetworkSpec {
     /// Probability that a message is delivered twice.
     #[serde(default)]
     pub duplicate: f64,
+    /// Reliable FIFO links under the algorithm: sequence numbers, acknowledgements,
+    /// retransmission and deduplication mask loss, duplication and reordering
+    /// (`distsync_algorithms::link`); the link's own frames are counted apart, in the report's
+    /// `link` section.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reliable: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+impl NetworkSpec {
+    /// The reliable link's first retransmission timeout: the worst round trip (twice the delay
+    /// bound) and a quarter more, so that on a network without loss nothing is sent twice.
+    pub fn link_timeout(&self) -> Duration {
+        (self.delay.bound() * 5 / 2).max(Duration::from_micros(10))
+    }
 }
 
 impl Default for NetworkSpec {
@@ -196,6 +210,7 @@ impl Default for NetworkSpec {
             fifo: true,
             loss: 0.0,
             duplicate: 0.0,
+            reliable: false,
         }
     }
 }
@@ -775,6 +790,7 @@ impl Scenario {
                 .as_ref()
                 .filter(|a| a.kind == crate::app::AppKind::Bank)
                 .and_then(|a| a.balances.clone()),
+            link_timeout: self.network.reliable.then(|| self.network.link_timeout()),
         }
     }
 
