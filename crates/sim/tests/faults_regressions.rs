@@ -392,3 +392,47 @@ fn item_4_ring_live_processes_agree_without_the_detector_over_1000_seeds() {
         );
     }
 }
+
+/// Item 7: five processes, 0 starts an election at 0, and the winner, 4, crashes at `crash_at`
+/// just after announcing itself. Without the detector nothing tells the others that their new
+/// leader is dead; with `detect = "timeout"` its silence starts a new election.
+fn winner_crashes(algorithm: &str, crash_at: &str, detect: bool) -> String {
+    let detect = if detect {
+        "detect = \"timeout\"\nheartbeat = \"20ms\"\nheartbeat_timeout = \"70ms\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "algorithm = \"{algorithm}\"\nnodes = 5\nuntil = \"2s\"\nanswer_timeout = \"10ms\"\n{detect}\
+         [network]\ndelay = \"1ms\"\n\
+         [[event]]\nat = \"0ms\"\nelect = 0\n[[event]]\nat = \"{crash_at}\"\ncrash = 4\n"
+    )
+}
+
+/// Item 7, documented rather than recovered: validity (a live leader) needs `detect = "timeout"`
+/// for ring, chang-roberts and ring-active-list. The monitor shows the break without it.
+#[test]
+fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
+    for (algorithm, crash_at) in [
+        ("ring", "9.5ms"),
+        ("chang-roberts", "9.5ms"),
+        ("ring-active-list", "9.5ms"),
+    ] {
+        let r = run_toml(&winner_crashes(algorithm, crash_at, false), 1);
+        let e = r.election.as_ref().unwrap();
+        assert!(
+            e.agreed
+                && e.leader == Some(4)
+                && r.violations.iter().any(|v| v.property == "validity"),
+            "{algorithm}: {:?} {e:?}",
+            r.violations
+        );
+        let r = run_toml(&winner_crashes(algorithm, crash_at, true), 1);
+        let e = r.election.as_ref().unwrap();
+        assert!(
+            r.violations.is_empty() && e.agreed && e.leader == Some(3),
+            "{algorithm} with the detector: {:?} {e:?}",
+            r.violations
+        );
+    }
+}
