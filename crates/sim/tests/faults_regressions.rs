@@ -436,3 +436,41 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
         );
     }
 }
+
+/// Item 1, the other mutex algorithms: they assume exactly-once channels (as the notes do) and
+/// duplication breaks them (central: a duplicated REQUEST or RELEASE deadlocks or double-grants;
+/// token algorithms: a duplicated token is two tokens). Each breaks on some seed of a raw
+/// duplicating network, and `[network] reliable = true` masks the duplicates on every seed.
+#[test]
+fn item_1_central_and_token_algorithms_break_under_duplication_and_reliable_links_mask_it() {
+    for algorithm in ["central", "token-ring", "ricart-agrawala-token", "raymond"] {
+        let text = |seed: u64| {
+            let workload = if seed % 2 == 0 {
+                "kind = \"saturated\""
+            } else {
+                "kind = \"poisson\"\nrate = 50.0"
+            };
+            duplicating(algorithm, 2 + seed % 4, workload, "1ms", 0.1)
+        };
+        let broken = (0..200u64).find(|&seed| {
+            let r = run_toml(&text(seed), seed);
+            !r.violations.is_empty() || r.ended_by != "done"
+        });
+        let seed = broken.unwrap_or_else(|| panic!("{algorithm}: no seed in 0..200 broke it"));
+        let raw = run_toml(&text(seed), seed);
+        println!(
+            "{algorithm}: seed {seed} breaks on a raw duplicating network: {:?}",
+            properties(&raw)
+        );
+        for seed in 0..100u64 {
+            let reliable =
+                text(seed).replace("duplicate = 0.1", "duplicate = 0.1\nreliable = true");
+            let r = run_toml(&reliable, seed);
+            assert!(
+                r.violations.is_empty() && r.ended_by == "done",
+                "{algorithm} with reliable = true: reproduce with seed={seed}:\n{reliable}\n{:?}",
+                r.violations
+            );
+        }
+    }
+}
