@@ -321,6 +321,9 @@ fn execute(
     if let (Some(out), Some(copy)) = (svg, &captured) {
         trace_cmd::svg_of_run(copy, origin, out)?;
     }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

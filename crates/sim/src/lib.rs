@@ -25,6 +25,7 @@
 //! ```
 
 pub mod app;
+mod assumptions;
 pub mod causality;
 mod clock_sync;
 pub mod clocks;
@@ -116,7 +117,7 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
     } else {
         options.origin.clone()
     };
-    let checked = scenario.check(&origin)?;
+    let mut checked = scenario.check(&origin)?;
     let Some(entry) = registry::lookup(&scenario.algorithm) else {
         let hint = match registry::suggest(&scenario.algorithm) {
             Some(s) => format!("; did you mean `{s}`?"),
@@ -142,6 +143,10 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         }));
     }
     let seed = options.seed.unwrap_or(scenario.seed);
+    // Timeouts the scenario leaves out follow the network's delay bound; given ones that are
+    // too short for it are warned about (assumptions.rs).
+    assumptions::derive_defaults(&mut checked.scenario, entry.family);
+    let warnings = assumptions::warnings(&checked.scenario, entry.family);
     if entry.family != Family::Election {
         let misplaced = |field: String, what: &str| {
             Err(SimError::Scenario(ScenarioError {
@@ -183,32 +188,35 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         trace: options.trace,
         progress: options.progress,
     };
-    match entry.family {
-        Family::Mutex => {
-            registry::visit_mutex(&scenario.algorithm, run).expect("the registry lists it as mutex")
-        }
-        Family::Election => registry::visit_election(&scenario.algorithm, run)
-            .expect("the registry lists it as election"),
-        Family::ClockSync => {
-            registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run).unwrap_or_else(
-                || {
-                    // Only Berkeley's `master_election` can fail to name a type.
-                    Err(SimError::Scenario(ScenarioError {
-                        origin: origin.clone(),
-                        field: "master_election".into(),
-                        message: format!(
-                            "`{}` is not an election algorithm (`distsync list` shows them)",
-                            scenario.master_election.as_deref().unwrap_or_default()
-                        ),
-                    }))
-                },
-            )
-        }
-        Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
-            .expect("the registry lists it as multicast"),
-        Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
-            .expect("the registry lists it as snapshot"),
-    }
+    let report =
+        match entry.family {
+            Family::Mutex => registry::visit_mutex(&scenario.algorithm, run)
+                .expect("the registry lists it as mutex"),
+            Family::Election => registry::visit_election(&scenario.algorithm, run)
+                .expect("the registry lists it as election"),
+            Family::ClockSync => {
+                registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run)
+                    .unwrap_or_else(|| {
+                        // Only Berkeley's `master_election` can fail to name a type.
+                        Err(SimError::Scenario(ScenarioError {
+                            origin: origin.clone(),
+                            field: "master_election".into(),
+                            message: format!(
+                                "`{}` is not an election algorithm (`distsync list` shows them)",
+                                scenario.master_election.as_deref().unwrap_or_default()
+                            ),
+                        }))
+                    })
+            }
+            Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
+                .expect("the registry lists it as multicast"),
+            Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
+                .expect("the registry lists it as snapshot"),
+        };
+    report.map(|mut r| {
+        r.warnings = warnings;
+        r
+    })
 }
 
 /// One run of any family: the checked scenario and the run's options, carried to the algorithm
