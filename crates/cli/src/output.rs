@@ -23,6 +23,17 @@ fn stats(s: &Stats) -> String {
     )
 }
 
+/// Writes `text` to standard output, flushed; a write error (a full disk, `> /dev/full`) is
+/// an error with a message, not lost data. (A reader that closed the pipe ends the process
+/// quietly by SIGPIPE before this returns.)
+pub fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("cannot write to standard output: {e}"))
+}
+
 /// A few lines a person reads after a run.
 pub fn summary(r: &Report) -> String {
     let mut out = String::new();

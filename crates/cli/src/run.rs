@@ -324,11 +324,12 @@ fn execute(
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let text = if json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        print!("{}", output::summary(&report));
-    }
+        output::summary(&report)
+    };
+    output::write_stdout(&text)?;
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
     } else {

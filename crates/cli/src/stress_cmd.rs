@@ -8,7 +8,6 @@ use crate::{InputError, Outcome};
 use distsync_algorithms::registry::{self, Family};
 use distsync_core::multicast::Order;
 use distsync_sim::stress::{self, Fault, StressOptions, StressResult};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `distsync stress`.
@@ -199,10 +198,7 @@ pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
     } else {
         summary(&result, &options)
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| format!("cannot write the result: {e}"))?;
+    crate::output::write_stdout(&text)?;
     Ok(if result.found() {
         Outcome::Violation
     } else {

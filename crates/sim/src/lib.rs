@@ -33,6 +33,7 @@ pub mod compare;
 pub mod compare_election;
 mod election;
 mod engine;
+mod fields;
 pub mod guard;
 mod multicast;
 mod mutex;
@@ -169,6 +170,13 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Result<Report, SimError>
         {
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }
+    }
+    if let Some((field, message)) = fields::foreign_field(scenario, entry) {
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field: field.into(),
+            message,
+        }));
     }
     if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
         return Err(SimError::Scenario(ScenarioError {
