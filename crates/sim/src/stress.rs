@@ -643,7 +643,7 @@ pub fn stress(
         .collect();
     let total = jobs.len() as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
-    let work = || -> Vec<Result<Outcome, (String, Scenario)>> {
+    let work = || -> Vec<Result<Outcome, String>> {
         jobs.par_iter()
             .map(|&(a, i)| {
                 let (entry, faults, nodes) = &plans[a];
@@ -663,8 +663,8 @@ pub fn stress(
                         events: report.events_processed,
                         violations: report.violations,
                     }),
-                    Err(SimError::Scenario(e)) => Err((e.to_string(), scenario)),
-                    Err(e) => Err((e.to_string(), scenario)),
+                    Err(SimError::Scenario(e)) => Err(e.to_string()),
+                    Err(e) => Err(e.to_string()),
                 }
             })
             .collect()
@@ -697,7 +697,7 @@ pub fn stress(
         let r = &mut algorithms[a];
         let outcome = match outcome {
             Ok(o) => o,
-            Err((message, _)) => {
+            Err(message) => {
                 // The generator drew a scenario the simulator refuses: for explicit faults the
                 // algorithm's family does not take (a crash in a snapshot), or sizes it does not
                 // run with; either way the user's options, not a finding.
