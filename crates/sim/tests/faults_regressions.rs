@@ -434,6 +434,17 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
             "{algorithm} with the detector: {:?} {e:?}",
             r.violations
         );
+        // Without the detector, an `elect` input once the election is over (0 is no longer a
+        // participant) is obeyed and recovers as well.
+        let text =
+            winner_crashes(algorithm, crash_at, false) + "[[event]]\nat = \"100ms\"\nelect = 0\n";
+        let r = run_toml(&text, 1);
+        let e = r.election.as_ref().unwrap();
+        assert!(
+            r.violations.is_empty() && e.agreed && e.leader == Some(3),
+            "{algorithm} with a later elect: {:?} {e:?}",
+            r.violations
+        );
     }
 }
 
