@@ -92,3 +92,30 @@ fn output_that_cannot_be_written_is_an_error() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn sweep_and_compare_refuse_what_they_cannot_compare() {
+    let o = distsync_to(
+        &[
+            "sweep",
+            "--algo",
+            "central",
+            "--param",
+            "algorithm=ricart-agrawala,lamprot-mutex",
+        ],
+        Stdio::piped(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("lamprot-mutex") && err.contains("--param"),
+        "{err}"
+    );
+    let o = distsync_to(&["compare", "--nodes", "1"], Stdio::piped());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--nodes") && err.contains("at least 2"),
+        "{err}"
+    );
+}
