@@ -147,7 +147,7 @@ fn item_5_berkeley_applies_a_duplicated_adjust_once_seed_18() {
 #[test]
 fn item_5_berkeley_applies_each_adjust_once_over_200_seeds_with_and_without_duplicates() {
     for seed in 0..200u64 {
-        let duplicate = if seed % 2 == 0 { 0.1 } else { 0.0 };
+        let duplicate = if seed.is_multiple_of(2) { 0.1 } else { 0.0 };
         let r = run_toml(&berkeley(duplicate), seed);
         assert_each_adjust_applied_once(&r, seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
@@ -456,7 +456,7 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
 fn item_1_central_and_token_algorithms_break_under_duplication_and_reliable_links_mask_it() {
     for algorithm in ["central", "token-ring", "ricart-agrawala-token", "raymond"] {
         let text = |seed: u64| {
-            let workload = if seed % 2 == 0 {
+            let workload = if seed.is_multiple_of(2) {
                 "kind = \"saturated\""
             } else {
                 "kind = \"poisson\"\nrate = 50.0"
