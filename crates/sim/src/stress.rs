@@ -151,9 +151,15 @@ pub fn claims(entry: &Entry) -> Claims {
             crash: true,
             ..base
         },
-        // Berkeley elects a new master when its master crashes.
+        // A REPLY echoes the timestamp of the REQUEST it answers: a duplicate counts once.
+        (Family::Mutex, "ricart-agrawala") => Claims {
+            duplicate: true,
+            ..base
+        },
+        // Berkeley elects a new master when its master crashes, and applies an Adjust once.
         (Family::ClockSync, "berkeley") => Claims {
             crash: true,
+            duplicate: true,
             ..base
         },
         // The broadcasts deliver each message once: a duplicate is recognized and dropped.
@@ -542,9 +548,10 @@ pub fn generate(
         events.push(e);
     }
     if entry.family == Family::Election {
-        // Long enough after the last scripted event for every election to settle.
+        // Long enough after the last scripted event for every election to settle, even one
+        // that waits out T' (4n T by default in the ring algorithms) twice.
         let last = events.iter().map(|e| e.at).max().unwrap_or_default();
-        scenario.until = Some(last + Duration::from_secs(2) + timeout * 40);
+        scenario.until = Some(last + Duration::from_secs(2) + timeout * (8 * n + 40));
     }
     events.sort_by_key(|e| e.at);
     scenario.events = events;
