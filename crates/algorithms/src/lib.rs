@@ -11,6 +11,7 @@
 
 pub mod clocks;
 pub mod election;
+pub mod link;
 pub mod multicast;
 pub mod mutex;
 pub mod registry;

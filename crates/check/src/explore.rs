@@ -799,7 +799,7 @@ mod tests {
         let mut a = root.clone();
         let mut b = root.clone();
         // Two different messages queued on one link, in both orders.
-        let m1 = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply;
+        let m1 = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply { ts: 1 };
         let (s0, s1) = {
             let t = Transition::Input {
                 node: NodeId(0),
@@ -821,7 +821,7 @@ mod tests {
 
     #[test]
     fn fifo_delivers_only_the_head_and_non_fifo_any_distinct_message() {
-        let m = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply;
+        let m = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply { ts: 1 };
         for (fifo, expected) in [(true, 1), (false, 1)] {
             let cfg = config(2, 1, fifo);
             let model = Model::new::<RicartAgrawala>(&cfg).unwrap();

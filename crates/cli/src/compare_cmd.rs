@@ -70,9 +70,9 @@ fn verdict(row: &Row) -> &'static str {
 }
 
 pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
-    if args.nodes.is_empty() || args.nodes.contains(&0) {
+    if args.nodes.is_empty() || args.nodes.iter().any(|&n| n < 2) {
         return Err(InputError(
-            "--nodes: expected a comma-separated list of sizes of at least 1, like 3,5,8".into(),
+            "--nodes: expected a comma-separated list of sizes of at least 2, like 3,5,8 (one process exchanges no messages, so there is nothing to set beside the formulas)".into(),
         ));
     }
     for name in &args.algo {

@@ -18,6 +18,7 @@ mod progress;
 mod run;
 mod scenario_cmd;
 mod shell_cmd;
+mod stress_cmd;
 mod sweep_cmd;
 mod time_cmd;
 mod trace_cmd;
@@ -83,6 +84,9 @@ enum Command {
     /// Serve the interactive page: step through a run, choose what happens next, inject faults,
     /// step back. Prints its URL.
     Web(web_cmd::WebArgs),
+    /// Run many randomized scenarios of algorithms (sizes, delays, faults) looking for
+    /// violations, hangs and storms; write each failure as a scenario to reproduce it.
+    Stress(stress_cmd::StressArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
         Command::Cluster(args) => cluster_cmd::cluster(args),
         Command::Time(args) => time_cmd::time(args),
         Command::Web(args) => web_cmd::web(args),
+        Command::Stress(args) => stress_cmd::stress_cmd(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -56,6 +56,17 @@ pub fn a(noun: &str) -> String {
     format!("{article} {noun}")
 }
 
+/// Writes `text` to standard output, flushed; a write error (a full disk, `> /dev/full`) is
+/// an error with a message, not lost data. (A reader that closed the pipe ends the process
+/// quietly by SIGPIPE before this returns.)
+pub fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("cannot write to standard output: {e}"))
+}
+
 /// A few lines a person reads after a run.
 pub fn summary(r: &Report) -> String {
     let mut out = String::new();
@@ -182,6 +193,16 @@ pub fn summary(r: &Report) -> String {
             "snapshots:  {} completed, {} consistent (money in the system {}); {} transfers, {} markers",
             s.completed, s.consistent, s.money, s.transfers, s.markers
         );
+    }
+    if let Some(l) = &r.link {
+        let _ = writeln!(
+            out,
+            "link:       {} data frames ({} retransmissions), {} acks, {} duplicates discarded (reliable links; not in the counts above)",
+            l.data_frames, l.retransmissions, l.acks, l.duplicates_discarded
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning:    {w}");
     }
     if r.violations.is_empty() {
         let _ = writeln!(out, "violations: none");

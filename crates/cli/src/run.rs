@@ -234,6 +234,7 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
             fifo: !args.no_fifo,
             loss: args.loss,
             duplicate: args.duplicate,
+            ..NetworkSpec::default()
         },
         until: Some(args.until.unwrap_or(args.crash_at + Duration::from_secs(1))),
         detect: Some(Detect::Timeout),
@@ -273,6 +274,7 @@ fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
             fifo: !args.no_fifo,
             loss: args.loss,
             duplicate: args.duplicate,
+            ..NetworkSpec::default()
         },
         workload: Some(WorkloadSpec {
             kind,
@@ -371,11 +373,15 @@ fn execute(
         let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
         trace_cmd::svg_of_run(copy, origin, out, trace, &rerun)?;
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", output::summary(&report));
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
     }
+    let text = if json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        output::summary(&report)
+    };
+    output::write_stdout(&text)?;
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
     } else {

@@ -91,6 +91,10 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         include_str!("../../../scenarios/peterson-example-4-21.toml"),
     ),
     (
+        "poisson-duplicates",
+        include_str!("../../../scenarios/poisson-duplicates.toml"),
+    ),
+    (
         "poisson-lossy",
         include_str!("../../../scenarios/poisson-lossy.toml"),
     ),

@@ -55,6 +55,20 @@ fn default_base() -> Scenario {
 
 pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
     let param = ParamSpec::parse(&args.param).map_err(|e| format!("--param: {e}"))?;
+    if param.path == "algorithm" {
+        for v in &param.values {
+            let name = v.as_str().unwrap_or_default();
+            if distsync_algorithms::registry::lookup(name).is_none() {
+                let hint = distsync_algorithms::registry::suggest(name)
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                return Err(InputError(format!(
+                    "--param: unknown algorithm `{}`{hint} (`distsync list` shows every algorithm)",
+                    v.as_str().map_or(v.to_string(), str::to_string)
+                )));
+            }
+        }
+    }
     if args.seeds == 0 {
         return Err(InputError("--seeds: expected at least 1".into()));
     }

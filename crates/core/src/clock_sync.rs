@@ -121,6 +121,12 @@ pub fn max_drift(params: &Params) -> f64 {
     params.max_drift_ppm.unwrap_or(DEFAULT_MAX_DRIFT_PPM) * 1e-6
 }
 
+/// σ as a fraction (`slew_ppm` / 10^6): the extra rate of a clock slewing a correction, 0 when
+/// corrections are steps.
+pub fn slew_rate(params: &Params) -> f64 {
+    params.slew_ppm.unwrap_or(0.0) * 1e-6
+}
+
 /// Berkeley's threshold in nanoseconds.
 pub fn threshold_ns(params: &Params) -> u64 {
     params.threshold.unwrap_or(DEFAULT_THRESHOLD).as_nanos() as u64

@@ -45,6 +45,11 @@ pub struct Params {
     /// (default 100).
     #[serde(default)]
     pub max_drift_ppm: Option<f64>,
+    /// Clock synchronization: how far off a client's clock may run while it slews a correction,
+    /// in ppm, on top of its drift (the simulator's `[clocks] slew_ppm` when `adjust = "slew"`;
+    /// absent: corrections are steps).
+    #[serde(default)]
+    pub slew_ppm: Option<f64>,
     /// Berkeley: how far from the median a clock may be and still count (default 1s).
     #[serde(default, with = "crate::serde_duration::option")]
     pub threshold: Option<Duration>,
@@ -62,6 +67,10 @@ pub struct Params {
     /// `balance`).
     #[serde(default)]
     pub balances: Option<Vec<u64>>,
+    /// Reliable links (`[network] reliable = true`): the first retransmission timeout (the
+    /// simulator derives it from the network's delay bound).
+    #[serde(default, with = "crate::serde_duration::option")]
+    pub link_timeout: Option<Duration>,
 }
 
 /// Quorum constructions for Maekawa-style algorithms.

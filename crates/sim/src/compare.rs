@@ -142,8 +142,7 @@ fn scenario(algorithm: &str, n: u32, load: Load, options: &CompareOptions) -> Sc
         network: NetworkSpec {
             delay: DelaySpec::Constant(Duration::from_nanos(T_NS as u64)),
             fifo: true,
-            loss: 0.0,
-            duplicate: 0.0,
+            ..NetworkSpec::default()
         },
         workload: Some(WorkloadSpec {
             kind: if load == Load::Light {

@@ -169,8 +169,7 @@ fn scenario(algorithm: &str, ids: &[u32], events: Vec<EventSpec>, seed: u64) -> 
         network: NetworkSpec {
             delay: DelaySpec::Constant(Duration::from_nanos(T_NS as u64)),
             fifo: true,
-            loss: 0.0,
-            duplicate: 0.0,
+            ..NetworkSpec::default()
         },
         events,
         ..Scenario::default()

@@ -14,8 +14,9 @@ mod manual;
 pub(crate) use manual::short;
 
 use crate::clocks::Clocks;
+use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
-use crate::report::{MessageStats, Report, Violation};
+use crate::report::{LinkReport, MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
@@ -172,6 +173,10 @@ pub struct Core<P: Process> {
     tracer: Option<Tracer>,
     messages: MessageStats,
     report: Report,
+    /// Outputs of every process so far (progress, for the storm monitor).
+    outputs: u64,
+    /// The reliable link layer's traffic, when the scenario asks for reliable links.
+    link: Option<LinkReport>,
 }
 
 /// The most violations a report lists; further ones are counted in a final entry.
@@ -397,8 +402,11 @@ impl<P: Process> Core<P> {
             return;
         };
         let kind = msg.kind();
-        self.messages.total += 1;
-        self.count_kind(kind);
+        // Reliable links' own frames are counted apart (report.link), not as the algorithm's.
+        if !self.link.as_mut().is_some_and(|l| l.count(kind)) {
+            self.messages.total += 1;
+            self.count_kind(kind);
+        }
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
         let stamp = self.tracer.as_mut().map(|t| {
@@ -489,6 +497,8 @@ pub struct Engine<A: Algorithm, H: Harness<A>> {
     until: Time,
     /// Events applied so far (`events_processed`).
     events: u64,
+    /// The runaway guard: stops a run whose traffic grows without progress.
+    guard: Guard,
 }
 
 /// What one turn of the engine did.
@@ -498,7 +508,7 @@ pub(crate) enum Turn {
     Applied,
     /// Nothing was pending; the harness, told so, scheduled more.
     Idle,
-    /// The run is over: "done", "idle" or "horizon" (the report's `ended_by`).
+    /// The run is over: "done", "idle", "horizon" or "limit" (the report's `ended_by`).
     End(&'static str),
 }
 
@@ -545,6 +555,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             suppressed_violations: 0,
             tracer,
             messages: MessageStats::default(),
+            outputs: 0,
+            link: scenario.network.reliable.then(LinkReport::default),
             report: Report {
                 name: scenario.name.clone(),
                 algorithm: scenario.algorithm.clone(),
@@ -559,6 +571,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core.push(Time::ZERO + *at, Kind::Action(i));
         }
         Engine {
+            guard: Guard::new(scenario.limits.as_ref(), n),
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
@@ -652,6 +665,20 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         self.core.now = self.core.now.max(event.time);
         self.events += 1;
         self.dispatch(event.kind);
+        if self.guard.due(self.events) {
+            let core = &self.core;
+            let sample = Sample {
+                events: self.events,
+                pending: core.queue.len() as u64,
+                in_flight_own: core.in_flight - core.in_flight_excluded,
+                outputs: core.outputs,
+                messages: core.messages.total,
+            };
+            if let Some((property, detail)) = self.guard.check(&sample) {
+                self.core.violation(self.core.now, property, detail);
+                return Turn::End("limit");
+            }
+        }
         Turn::Applied
     }
 
@@ -677,6 +704,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             .collect();
         by_kind.sort();
         report.messages = std::mem::take(&mut core.messages);
+        report.link = core.link.take();
         report.messages.by_kind = by_kind.into_iter().collect();
         report.violations.append(&mut core.violations);
         if core.suppressed_violations > 0 {
@@ -934,6 +962,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     self.core.slots[pos].timers.remove(&timer);
                 }
                 Effect::Output(output) => {
+                    self.core.outputs += 1;
                     if let Some(t) = self.core.tracer.as_mut() {
                         t.process_event(
                             self.core.now,

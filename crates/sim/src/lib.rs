@@ -25,6 +25,7 @@
 //! ```
 
 pub mod app;
+mod assumptions;
 pub mod causality;
 mod clock_sync;
 pub mod clocks;
@@ -33,6 +34,8 @@ pub mod compare_election;
 mod defaults;
 mod election;
 mod engine;
+mod fields;
+pub mod guard;
 mod multicast;
 mod mutex;
 mod network;
@@ -40,6 +43,7 @@ mod report;
 pub mod scenario;
 pub mod session;
 mod snapshot;
+pub mod stress;
 pub mod sweep;
 pub mod template;
 mod trace;
@@ -51,7 +55,8 @@ pub use engine::{Control, Engine, Harness};
 pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
 pub use mutex::MutexHarness;
 pub use report::{
-    ElectionMessages, ElectionReport, MessageStats, MutexReport, Report, Stats, Violation,
+    ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
+    Violation,
 };
 pub use scenario::{
     Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
@@ -61,6 +66,7 @@ pub use session::{Choice, Session, SessionError, View};
 pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::election::Detector;
+use distsync_algorithms::link::{self, Reliable};
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
 use distsync_core::election::Election;
 use distsync_core::mutex::MutualExclusion;
@@ -152,7 +158,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         Mode::Batch { trace, .. } => trace.is_some(),
         Mode::Step => true,
     };
-    let checked = scenario.check(&origin)?;
+    let mut checked = scenario.check(&origin)?;
     let Some(entry) = registry::lookup(&scenario.algorithm) else {
         let hint = match registry::suggest(&scenario.algorithm) {
             Some(s) => format!("; did you mean `{s}`?"),
@@ -177,6 +183,10 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
             ),
         }));
     }
+    // Timeouts the scenario leaves out follow the network's delay bound; given ones that are
+    // too short for it are warned about (assumptions.rs).
+    assumptions::derive_defaults(&mut checked.scenario, entry.family);
+    let warnings = assumptions::warnings(&checked.scenario, entry.family);
     if entry.family != Family::Election {
         let misplaced = |field: String, what: &str| {
             Err(SimError::Scenario(ScenarioError {
@@ -200,6 +210,13 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }
     }
+    if let Some((field, message)) = fields::foreign_field(scenario, entry) {
+        return Err(SimError::Scenario(ScenarioError {
+            origin,
+            field: field.into(),
+            message,
+        }));
+    }
     if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
         return Err(SimError::Scenario(ScenarioError {
             origin,
@@ -222,32 +239,38 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         seed,
         mode,
     };
-    match entry.family {
-        Family::Mutex => {
-            registry::visit_mutex(&scenario.algorithm, run).expect("the registry lists it as mutex")
+    let report =
+        match entry.family {
+            Family::Mutex => registry::visit_mutex(&scenario.algorithm, run)
+                .expect("the registry lists it as mutex"),
+            Family::Election => registry::visit_election(&scenario.algorithm, run)
+                .expect("the registry lists it as election"),
+            Family::ClockSync => {
+                registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run)
+                    .unwrap_or_else(|| {
+                        // Only Berkeley's `master_election` can fail to name a type.
+                        Err(SimError::Scenario(ScenarioError {
+                            origin: origin.clone(),
+                            field: "master_election".into(),
+                            message: format!(
+                                "`{}` is not an election algorithm (`distsync list` shows them)",
+                                scenario.master_election.as_deref().unwrap_or_default()
+                            ),
+                        }))
+                    })
+            }
+            Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
+                .expect("the registry lists it as multicast"),
+            Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
+                .expect("the registry lists it as snapshot"),
+        };
+    report.map(|built| match built {
+        Built::Report(mut r) => {
+            r.warnings = warnings;
+            Built::Report(r)
         }
-        Family::Election => registry::visit_election(&scenario.algorithm, run)
-            .expect("the registry lists it as election"),
-        Family::ClockSync => {
-            registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run).unwrap_or_else(
-                || {
-                    // Only Berkeley's `master_election` can fail to name a type.
-                    Err(SimError::Scenario(ScenarioError {
-                        origin: origin.clone(),
-                        field: "master_election".into(),
-                        message: format!(
-                            "`{}` is not an election algorithm (`distsync list` shows them)",
-                            scenario.master_election.as_deref().unwrap_or_default()
-                        ),
-                    }))
-                },
-            )
-        }
-        Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
-            .expect("the registry lists it as multicast"),
-        Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
-            .expect("the registry lists it as snapshot"),
-    }
+        stepper => stepper,
+    })
 }
 
 /// One run of any family: the checked scenario and the run's options, carried to the algorithm
@@ -272,7 +295,8 @@ impl FamilyRun<'_> {
         self.run_excluding::<A, H>(entry, harness, &[])
     }
 
-    /// The run, with messages of `excluded` kinds left out of causal chains.
+    /// The run, with messages of `excluded` kinds left out of causal chains (and the reliable
+    /// link's acknowledgements, which carry no causality of the algorithm).
     fn run_excluding<A: Steppable, H: Harness<A> + Send + Clone + 'static>(
         self,
         entry: &'static Entry,
@@ -283,6 +307,10 @@ impl FamilyRun<'_> {
             Mode::Batch { trace, .. } => trace.is_some(),
             Mode::Step => true,
         };
+        let mut excluded = excluded.to_vec();
+        if self.checked.scenario.network.reliable {
+            excluded.extend([link::ACK, link::REACK]);
+        }
         let engine = Engine::<A, _>::new(
             self.checked,
             entry.family.name(),
@@ -290,7 +318,7 @@ impl FamilyRun<'_> {
             harness,
             traced,
         )
-        .with_chain_excluding(excluded);
+        .with_chain_excluding(&excluded);
         match self.mode {
             Mode::Batch { trace, progress } => engine
                 .run(trace, progress)
@@ -301,8 +329,16 @@ impl FamilyRun<'_> {
     }
 
     fn election<P: Election + Steppable>(self, entry: &'static Entry) -> Result<Built, SimError> {
+        if self.checked.scenario.network.reliable {
+            let harness = ElectionHarness::new::<Reliable<P>>(self.checked, self.origin)?;
+            return self.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
+        }
         let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
         self.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
+    }
+
+    fn reliable(&self) -> bool {
+        self.checked.scenario.network.reliable
     }
 }
 
@@ -312,6 +348,10 @@ impl MutexVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = MutexHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -336,6 +376,10 @@ impl registry::ClockSyncVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = ClockHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -347,6 +391,10 @@ impl registry::SnapshotVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = SnapshotHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }
@@ -358,6 +406,10 @@ impl registry::MulticastVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
+        if self.reliable() {
+            let harness = MulticastHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
         let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
         self.run::<A, _>(entry, harness)
     }

@@ -20,8 +20,9 @@ pub struct Report {
     /// Simulated time when the run ended.
     pub end_time_ns: u64,
     /// Why it ended: "done" (the workload was served), "idle" (nothing left to happen) or
-    /// "horizon" (`until` was reached); "paused" in the report of a stepped session that has
-    /// not reached its end (`Session::report`).
+    /// "horizon" (`until` was reached), "limit" (the runaway guard stopped it: see the `storm`
+    /// or `runaway` violation), or "paused" in the report of a stepped session that has not
+    /// reached its end (`Session::report`).
     pub ended_by: String,
     /// How many events the simulator processed.
     pub events_processed: u64,
@@ -46,6 +47,53 @@ pub struct Report {
     /// Snapshot figures, for snapshot algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<crate::snapshot::SnapshotReport>,
+    /// The reliable links' own traffic, when `[network] reliable = true`. The algorithm's
+    /// messages (first transmissions) are in `messages` as always; retransmissions and
+    /// acknowledgements are only here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkReport>,
+    /// Warnings about the run: it runs outside the algorithm's assumptions (a timeout shorter
+    /// than the worst round trip, ...). Printed on stderr too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// The traffic of the reliable link layer (`distsync_algorithms::link`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// Data frames sent: the algorithm's messages and their retransmissions.
+    pub data_frames: u64,
+    /// Acknowledgements sent (of new frames and of discarded ones).
+    pub acks: u64,
+    /// Data frames sent again because no acknowledgement came in time.
+    pub retransmissions: u64,
+    /// Frames received that had already been received (duplicates, retransmissions whose first
+    /// copy had arrived, frames of a previous incarnation), discarded.
+    pub duplicates_discarded: u64,
+}
+
+impl LinkReport {
+    /// Counts a frame of kind `kind` being sent; false when it is the algorithm's own message
+    /// (a first transmission), which the caller counts as such.
+    pub(crate) fn count(&mut self, kind: &str) -> bool {
+        use distsync_algorithms::link::{ACK, REACK, RETRANSMIT};
+        match kind {
+            RETRANSMIT => {
+                self.data_frames += 1;
+                self.retransmissions += 1;
+            }
+            ACK => self.acks += 1,
+            REACK => {
+                self.acks += 1;
+                self.duplicates_discarded += 1;
+            }
+            _ => {
+                self.data_frames += 1;
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// Figures for leader election (see crates/sim/src/election.rs).

@@ -101,6 +101,10 @@ pub struct Scenario {
     /// The mutual-exclusion workload.
     #[serde(default)]
     pub workload: Option<WorkloadSpec>,
+    /// The runaway guard: caps on events and pending events, and the storm monitor (see
+    /// [`crate::guard`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::guard::LimitsSpec>,
     /// Scripted inputs and faults.
     #[serde(default, rename = "event")]
     pub events: Vec<EventSpec>,
@@ -142,6 +146,7 @@ impl Default for Scenario {
             network: NetworkSpec::default(),
             clocks: None,
             workload: None,
+            limits: None,
             events: Vec::new(),
         }
     }
@@ -178,10 +183,24 @@ pub struct NetworkSpec {
     /// Probability that a message is delivered twice.
     #[serde(default)]
     pub duplicate: f64,
+    /// Reliable FIFO links under the algorithm: sequence numbers, acknowledgements,
+    /// retransmission and deduplication mask loss, duplication and reordering
+    /// (`distsync_algorithms::link`); the link's own frames are counted apart, in the report's
+    /// `link` section.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reliable: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+impl NetworkSpec {
+    /// The reliable link's first retransmission timeout: the worst round trip (twice the delay
+    /// bound) and a quarter more, so that on a network without loss nothing is sent twice.
+    pub fn link_timeout(&self) -> Duration {
+        (self.delay.bound() * 5 / 2).max(Duration::from_micros(10))
+    }
 }
 
 impl Default for NetworkSpec {
@@ -191,6 +210,7 @@ impl Default for NetworkSpec {
             fifo: true,
             loss: 0.0,
             duplicate: 0.0,
+            reliable: false,
         }
     }
 }
@@ -752,6 +772,11 @@ impl Scenario {
             samples: self.samples,
             min_delay: self.min_delay,
             max_drift_ppm: self.max_drift_ppm,
+            slew_ppm: self
+                .clocks
+                .as_ref()
+                .filter(|c| c.adjust == crate::clocks::Adjust::Slew)
+                .map(|c| c.slew_ppm),
             threshold: self.threshold,
             master_election: self.master_election.clone(),
             strata: self.strata.clone(),
@@ -765,6 +790,7 @@ impl Scenario {
                 .as_ref()
                 .filter(|a| a.kind == crate::app::AppKind::Bank)
                 .and_then(|a| a.balances.clone()),
+            link_timeout: self.network.reliable.then(|| self.network.link_timeout()),
         }
     }
 

@@ -717,7 +717,16 @@ impl Session {
     /// The run so far in the project's trace format (JSON lines, header first): `distsync
     /// trace render` and `distsync clocks` read it.
     pub fn trace_jsonl(&self) -> String {
-        String::from_utf8_lossy(self.live.trace()).into_owned()
+        match self.live.ended() {
+            // An ended run's final checks (starvation, termination...) write their violations
+            // into the trace, as the batch run's do: take the trace of a finished copy.
+            Some(ended_by) => {
+                let mut finished = self.live.fork();
+                finished.finish(ended_by);
+                String::from_utf8_lossy(finished.trace()).into_owned()
+            }
+            None => String::from_utf8_lossy(self.live.trace()).into_owned(),
+        }
     }
 
     /// The report `distsync run --json` gives for the run so far: a copy of the run, finished

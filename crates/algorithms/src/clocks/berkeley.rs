@@ -21,6 +21,11 @@
 //! 7. A process that takes another for master and gets no poll for two sync periods suspects
 //!    the master has crashed and starts an election.
 //!
+//! A duplication rule, beyond the notes (which assume exactly-once channels): a process applies
+//! an Adjust only for the round of the last Poll it answered, and only once. A duplicated (or
+//! late) Adjust would otherwise move the clock twice; a duplicated Clock answer is already
+//! counted once per process (rule 4). No message is added: the round number is in every message.
+//!
 //! The estimate of an offset is wrong by half the asymmetry of its round trip, so right after a
 //! round two clocks are at most the spread of round-trip asymmetry apart (max - min delay), plus
 //! what they drift while the adjustments travel. There is no reference clock: the average is
@@ -93,6 +98,10 @@ pub struct Berkeley<E: Process> {
     rounds: u64,
     /// Sync periods since the last poll from the master (rule 7).
     silent_periods: u32,
+    /// The (master, round) of the last Poll answered, and whether its Adjust was applied (the
+    /// duplication rule).
+    answered: Option<(NodeId, u64)>,
+    adjusted: bool,
     threshold: u64,
     #[serde(skip)]
     timeout: Duration,
@@ -133,6 +142,8 @@ impl<E: Election> Algorithm for Berkeley<E> {
             round: None,
             rounds: 0,
             silent_periods: 0,
+            answered: None,
+            adjusted: false,
             threshold: clock_sync::threshold_ns(params),
             timeout: clock_sync::reply_timeout(params),
         }
@@ -179,6 +190,10 @@ impl<E: Election> Process for Berkeley<E> {
             // Rule 3.
             Msg::Poll { round } if from_master => {
                 self.silent_periods = 0;
+                if self.answered != Some((from, round)) {
+                    self.answered = Some((from, round));
+                    self.adjusted = false;
+                }
                 ctx.send(
                     from,
                     Msg::Clock {
@@ -202,12 +217,17 @@ impl<E: Election> Process for Berkeley<E> {
                     self.average(ctx);
                 }
             }
-            // Rule 6, at the receiving end.
-            Msg::Adjust { delta_ns, .. } if from_master => ctx.output(Output::Adjust {
-                delta_ns,
-                bound_ns: None,
-                reference: None,
-            }),
+            // Rule 6, at the receiving end: once, for the round answered (the duplication rule).
+            Msg::Adjust { round, delta_ns }
+                if from_master && self.answered == Some((from, round)) && !self.adjusted =>
+            {
+                self.adjusted = true;
+                ctx.output(Output::Adjust {
+                    delta_ns,
+                    bound_ns: None,
+                    reference: None,
+                })
+            }
             _ => {}
         }
     }
@@ -410,6 +430,21 @@ mod tests {
         // A poll from a process it does not take for master is not answered.
         low.receive(1, Msg::Poll { round: 7 });
         assert!(low.sent().is_empty());
+        // The duplication rule: the Adjust of the round answered is applied once; a copy, or an
+        // Adjust for a round not answered, is ignored.
+        let adjust = |round| Msg::Adjust { round, delta_ns: 5 };
+        low.receive(2, adjust(1));
+        assert_eq!(
+            low.outputs(),
+            vec![Output::Adjust {
+                delta_ns: 5,
+                bound_ns: None,
+                reference: None
+            }]
+        );
+        low.receive(2, adjust(1));
+        low.receive(2, adjust(2));
+        assert!(low.outputs().is_empty());
     }
 
     #[test]

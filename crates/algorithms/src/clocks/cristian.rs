@@ -15,9 +15,15 @@
 //! The bound the client reports also allows for clock drift, as Cristian's own bound does: the
 //! round trip is measured on a clock that may run fast or slow by up to ρ (`max_drift_ppm`), the
 //! server's clock drifts while the reply travels, and the two clocks drift apart between the
-//! sample and the correction. Reported bound: RTT/2 - min + 2ρ(RTT + age) + 2ns, where age is the
-//! time from the sample to the correction and 2ns covers readings in whole nanoseconds. It holds
-//! relative to the server's clock.
+//! sample and the correction. Reported bound: RTT/2 - min + (2ρ + σ)(RTT + age) + 2ns, where age
+//! is the time from the sample to the correction and 2ns covers readings in whole nanoseconds. It
+//! holds relative to the server's clock.
+//!
+//! A slewing rule, beyond the notes: a client that applies its corrections by slewing
+//! (`slew_ppm` = σ, the simulator's `[clocks] adjust = "slew"`) runs up to σ faster or slower
+//! than its drift until the correction is made, which can take seconds, so its next round trip
+//! and the age of its sample are measured on a clock up to ρ + σ off: the drift term uses ρ + σ
+//! for the client and ρ for the server, 2ρ + σ in all. With steps σ is 0.
 
 use distsync_core::clock_sync::{self, ClockSync, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process, Time};
@@ -69,6 +75,8 @@ pub struct Cristian {
     min_delay: u64,
     #[serde(skip)]
     rho: f64,
+    /// σ: the extra rate of this clock while it slews a correction (0 with steps).
+    sigma: f64,
     #[serde(skip)]
     timeout: Duration,
     seq: u64,
@@ -92,6 +100,7 @@ impl Algorithm for Cristian {
             samples: clock_sync::samples(params),
             min_delay: clock_sync::min_delay_ns(params),
             rho: clock_sync::max_drift(params),
+            sigma: clock_sync::slew_rate(params),
             timeout: clock_sync::reply_timeout(params),
             seq: 0,
             outstanding: None,
@@ -179,7 +188,7 @@ impl Cristian {
     pub fn bound(&self, sample: &Sample, now: Time) -> u64 {
         let age = now.as_nanos().saturating_sub(sample.at.as_nanos());
         let half = (sample.rtt / 2) as f64 - self.min_delay as f64;
-        let drift = 2.0 * self.rho * (sample.rtt + age) as f64;
+        let drift = (2.0 * self.rho + self.sigma) * (sample.rtt + age) as f64;
         (half.max(0.0) + drift).ceil() as u64 + 2
     }
 
@@ -342,6 +351,27 @@ mod tests {
         assert_eq!(
             c.bound(&s, Time::from_nanos(1000 * MS)),
             5 * MS + 202_000 + 2
+        );
+    }
+
+    #[test]
+    fn a_slewing_client_adds_its_slew_rate_to_the_drift_term() {
+        let peers = Peers::range(2);
+        let params = Params {
+            max_drift_ppm: Some(100.0),
+            slew_ppm: Some(500.0),
+            ..Params::default()
+        };
+        let c = client(&params, &peers);
+        let s = Sample {
+            rtt: 10 * MS,
+            offset: 0,
+            at: Time::from_nanos(0),
+        };
+        // 5ms + (2 * 100e-6 + 500e-6) * (10ms + 1s) = 5ms + 707us.
+        assert_eq!(
+            c.bound(&s, Time::from_nanos(1000 * MS)),
+            5 * MS + 707_000 + 2
         );
     }
 

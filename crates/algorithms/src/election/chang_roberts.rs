@@ -30,6 +30,14 @@
 //! election; and a process that receives an elected message with a UID smaller than its own
 //! (it was down during that election) passes it on and starts an election, so that the largest
 //! live UID leads. Without crashes no process ever sees such a message.
+//!
+//! A crash rule for orphans: every message counts its hops (1 when its owner sends it, one more
+//! at each forward). An election message reaches its owner, and an elected message its leader,
+//! within one lap of at most n hops; a message that has made n hops without reaching its end
+//! has lost its owner to a crash and is discarded, however often other messages reset the
+//! processes it meets (an orphaned Elected{2} and Election{3} used to chase each other round
+//! the live processes for ever). Without crashes no message is ever discarded this way, and the
+//! message counts are the notes'.
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -39,10 +47,10 @@ use std::time::Duration;
 /// Messages, named as in the notes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// The election message, with the UID of the best candidate so far.
-    Election { uid: NodeId },
-    /// The elected message, announcing the leader's UID.
-    Elected { uid: NodeId },
+    /// The election message, with the UID of the best candidate so far, and its hops.
+    Election { uid: NodeId, hops: u32 },
+    /// The elected message, announcing the leader's UID, and its hops.
+    Elected { uid: NodeId, hops: u32 },
 }
 
 impl Message for Msg {
@@ -123,16 +131,20 @@ impl Process for ChangRoberts {
     }
 
     fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
+        let n = ctx.peers().len() as u32;
         match msg {
-            Msg::Election { uid } if uid > self.uid => {
+            Msg::Election { uid, hops } if uid > self.uid => {
                 if self.participant && self.forwarded == Some(uid) {
                     return; // round twice: its owner crashed
                 }
-                self.send_election(uid, ctx); // 4a
+                if hops >= n {
+                    return; // a lap without its owner: an orphan (the crash rule)
+                }
+                self.send_election(uid, hops + 1, ctx); // 4a
             }
-            Msg::Election { uid } if uid < self.uid => {
+            Msg::Election { uid, .. } if uid < self.uid => {
                 if !self.participant {
-                    self.send_election(self.uid, ctx); // 4b
+                    self.send_election(self.uid, 1, ctx); // 4b
                 } // 4c: discard
             }
             Msg::Election { .. } => {
@@ -141,18 +153,29 @@ impl Process for ChangRoberts {
                 self.forwarded = None;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(self.uid, ctx);
-                ctx.send(successor(ctx), Msg::Elected { uid: self.uid });
+                let elected = Msg::Elected {
+                    uid: self.uid,
+                    hops: 1,
+                };
+                ctx.send(successor(ctx), elected);
             }
             // 5c.
-            Msg::Elected { uid } if uid == self.uid => {}
-            Msg::Elected { uid } if uid < self.uid => {
+            Msg::Elected { uid, .. } if uid == self.uid => {}
+            Msg::Elected { hops, .. } if hops >= n => {} // an orphan (the crash rule)
+            Msg::Elected { uid, hops } if uid < self.uid => {
                 // Elected without us (we were down): pass it on, then stand ourselves.
-                ctx.send(successor(ctx), Msg::Elected { uid });
+                ctx.send(
+                    successor(ctx),
+                    Msg::Elected {
+                        uid,
+                        hops: hops + 1,
+                    },
+                );
                 if !self.participant {
                     self.start(ctx);
                 }
             }
-            Msg::Elected { uid } => {
+            Msg::Elected { uid, hops } => {
                 if !self.participant && self.elected == Some(uid) {
                     return; // recorded already: its leader crashed before removing it
                 }
@@ -161,7 +184,13 @@ impl Process for ChangRoberts {
                 self.forwarded = None;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(uid, ctx);
-                ctx.send(successor(ctx), Msg::Elected { uid });
+                ctx.send(
+                    successor(ctx),
+                    Msg::Elected {
+                        uid,
+                        hops: hops + 1,
+                    },
+                );
             }
         }
     }
@@ -182,18 +211,18 @@ impl ChangRoberts {
     /// Rule 2.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.forwarded = None;
-        self.send_election(self.uid, ctx);
+        self.send_election(self.uid, 1, ctx);
     }
 
     /// Rule 3: sending makes a participant, with no leader until the elected message.
-    fn send_election(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {
+    fn send_election(&mut self, uid: NodeId, hops: u32, ctx: &mut Ctx<'_, Self>) {
         if !self.participant {
             ctx.set_timer(Timer::TPrime, self.t_prime);
         }
         self.participant = true;
         self.elected = None;
         self.forwarded = self.forwarded.max(Some(uid));
-        ctx.send(successor(ctx), Msg::Election { uid });
+        ctx.send(successor(ctx), Msg::Election { uid, hops });
     }
 
     fn record(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {
@@ -223,28 +252,38 @@ mod tests {
         )
     }
 
-    fn election(uid: u32) -> Msg {
-        Msg::Election { uid: NodeId(uid) }
+    fn election(uid: u32, hops: u32) -> Msg {
+        Msg::Election {
+            uid: NodeId(uid),
+            hops,
+        }
+    }
+
+    fn elected(uid: u32, hops: u32) -> Msg {
+        Msg::Elected {
+            uid: NodeId(uid),
+            hops,
+        }
     }
 
     #[test]
     fn step_4_larger_forwarded_smaller_replaced_then_discarded_same_leads() {
         let peers = Peers::range(8);
         let mut p = process(4, &peers);
-        p.receive(3, election(2)); // 4b: non-participant replaces
-        assert_eq!(p.sent(), vec![(NodeId(5), election(4))]);
+        p.receive(3, election(2, 2)); // 4b: non-participant replaces
+        assert_eq!(p.sent(), vec![(NodeId(5), election(4, 1))]);
         assert!(p.process.participant());
-        p.receive(3, election(1)); // 4c: participant discards
+        p.receive(3, election(1, 3)); // 4c: participant discards
         assert!(p.sent().is_empty());
-        p.receive(3, election(6)); // 4a: larger forwarded
-        assert_eq!(p.sent(), vec![(NodeId(5), election(6))]);
-        p.receive(3, election(6)); // seen twice: 6 crashed, so it is dropped
+        p.receive(3, election(6, 6)); // 4a: larger forwarded, one hop more
+        assert_eq!(p.sent(), vec![(NodeId(5), election(6, 7))]);
+        p.receive(3, election(6, 7)); // seen twice: 6 crashed, so it is dropped
         assert!(p.sent().is_empty());
-        p.receive(3, election(4)); // 4d
-        assert_eq!(p.sent(), vec![(NodeId(5), Msg::Elected { uid: NodeId(4) })]);
+        p.receive(3, election(4, 8)); // 4d
+        assert_eq!(p.sent(), vec![(NodeId(5), elected(4, 1))]);
         assert_eq!(p.outputs(), vec![Output::Leader(NodeId(4))]);
         assert!(!p.process.participant());
-        p.receive(3, Msg::Elected { uid: NodeId(4) }); // 5c
+        p.receive(3, elected(4, 8)); // 5c
         assert!(p.sent().is_empty());
     }
 
@@ -253,18 +292,35 @@ mod tests {
         let peers = Peers::range(8);
         let mut p = process(4, &peers);
         p.input(Input::Start);
-        assert_eq!(p.sent(), vec![(NodeId(5), election(4))]);
+        assert_eq!(p.sent(), vec![(NodeId(5), election(4, 1))]);
         assert_eq!(p.process.leader(), None);
-        let elected = Msg::Elected { uid: NodeId(6) };
-        p.receive(3, elected.clone());
-        assert_eq!(p.sent(), vec![(NodeId(5), elected.clone())]);
+        p.receive(3, elected(6, 6));
+        assert_eq!(p.sent(), vec![(NodeId(5), elected(6, 7))]);
         assert_eq!(p.process.leader(), Some(NodeId(6)));
         assert!(!p.process.participant());
-        p.receive(3, elected);
+        p.receive(3, elected(6, 6));
         assert!(
             p.sent().is_empty(),
             "an elected message seen twice is removed"
         );
+    }
+
+    /// The crash rule: a message that has made n hops without reaching its end is an orphan.
+    #[test]
+    fn a_message_that_made_a_lap_without_its_owner_is_discarded() {
+        let peers = Peers::range(4);
+        let mut p = process(1, &peers);
+        p.receive(0, election(3, 3));
+        assert_eq!(p.sent(), vec![(NodeId(2), election(3, 4))]);
+        let mut p = process(1, &peers);
+        p.receive(0, election(3, 4));
+        assert!(p.sent().is_empty());
+        assert!(!p.process.participant());
+        p.receive(0, elected(2, 4));
+        assert!(p.sent().is_empty());
+        assert!(p.outputs().is_empty());
+        p.receive(0, elected(2, 3));
+        assert_eq!(p.sent(), vec![(NodeId(2), elected(2, 4))]);
     }
 
     fn all_start(order: &[u32]) -> Net<ChangRoberts> {
@@ -333,7 +389,7 @@ mod tests {
         let threes = net
             .sent
             .iter()
-            .filter(|s| matches!(&s.msg, crate::election::ring_link::LinkMsg::Data { msg: Msg::Election { uid }, .. } if uid.0 == 3))
+            .filter(|s| matches!(&s.msg, crate::election::ring_link::LinkMsg::Data { msg: Msg::Election { uid, .. }, .. } if uid.0 == 3))
             .count();
         assert_eq!(threes, 5);
     }

@@ -23,7 +23,20 @@
 //! election and hears no COORDINATOR within T' (`coordinator_timeout`, default 4n T: two laps
 //! even with skips) starts a new one; and a COORDINATOR whose starter crashed before it came
 //! back is removed by the first process that sees it a second time. A recovered process starts
-//! an election. 2n messages per initiator on a ring of n (one lap each way; a skipped crashed
+//! an election. A crash rule for orphans: a COORDINATOR counts its hops (1 from its starter, one
+//! more at each process that passes it on) and is back at its starter within one lap of at most
+//! n hops; one that has made n hops without meeting its starter has lost it to a crash and is
+//! removed (two orphans used to alternate for ever, each process remembering only the last one
+//! it passed). An epoch rule for concurrent elections under crashes: every message carries an
+//! epoch; a process starting an election uses one more than the highest it has seen, and a
+//! process passing an ELECTION on raises it to the highest it has seen, so the COORDINATOR it
+//! becomes is no older than anything its members had recorded. A COORDINATOR of an epoch older
+//! than the one a process recorded is stale and removed (on a non-FIFO network an overtaken
+//! COORDINATOR used to override a newer election); one of the same epoch naming another
+//! coordinator (two concurrent elections that met different members, as when a process crashes
+//! between their laps) is removed and its receiver starts a new election, which every live
+//! process joins. Without crashes concurrent elections meet the same members and name the same
+//! coordinator, so none of these rules sends a message. 2n messages per initiator on a ring of n (one lap each way; a skipped crashed
 //! process still costs the message that found it down).
 
 use distsync_core::election::{self, Election, Input, Output};
@@ -36,11 +49,15 @@ use std::time::Duration;
 /// Messages, named as in the notes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// The ids of the live processes met so far, starting with the initiator.
-    Election { list: Vec<NodeId> },
+    /// The ids of the live processes met so far, starting with the initiator; its epoch.
+    Election { list: Vec<NodeId>, epoch: u64 },
     /// The result: every live member, starting with the process that turned the ELECTION into
     /// this message; the highest is the coordinator.
-    Coordinator { members: Vec<NodeId> },
+    Coordinator {
+        members: Vec<NodeId>,
+        hops: u32,
+        epoch: u64,
+    },
 }
 
 impl Message for Msg {
@@ -70,6 +87,9 @@ pub struct Ring {
     electing: bool,
     /// A digest of the last COORDINATOR passed on, to remove it should it come round again.
     last_passed: Option<u64>,
+    /// The highest epoch seen, and the epoch of the COORDINATOR recorded (the epoch rule).
+    epoch: u64,
+    recorded_epoch: u64,
     #[serde(skip)]
     t_prime: Duration,
 }
@@ -86,6 +106,8 @@ impl Algorithm for Ring {
             members: peers.ids().to_vec(),
             electing: false,
             last_passed: None,
+            epoch: 0,
+            recorded_epoch: 0,
             t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
         }
     }
@@ -126,36 +148,77 @@ impl Process for Ring {
     fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         match msg {
             // Rule 3.
-            Msg::Election { mut list } if list.contains(&self.id) => {
+            Msg::Election { mut list, epoch } if list.contains(&self.id) => {
                 let at = list.iter().position(|&j| j == self.id).unwrap_or(0);
                 list.rotate_left(at);
-                self.record(&list, ctx);
-                ctx.send(successor(ctx), Msg::Coordinator { members: list });
+                self.epoch = self.epoch.max(epoch);
+                let epoch = self.epoch;
+                self.record(&list, epoch, ctx);
+                let coordinator = Msg::Coordinator {
+                    members: list,
+                    hops: 1,
+                    epoch,
+                };
+                ctx.send(successor(ctx), coordinator);
             }
             // Rule 2.
-            Msg::Election { mut list } => {
+            Msg::Election { mut list, epoch } => {
                 list.push(self.id);
+                self.epoch = self.epoch.max(epoch);
                 self.join(ctx);
-                ctx.send(successor(ctx), Msg::Election { list });
+                let epoch = self.epoch;
+                ctx.send(successor(ctx), Msg::Election { list, epoch });
             }
             // Rule 4: back at its starter.
-            Msg::Coordinator { members } if members.first() == Some(&self.id) => {}
-            Msg::Coordinator { members } => {
+            Msg::Coordinator { members, .. } if members.first() == Some(&self.id) => {}
+            // The crash rule: a lap without meeting its starter.
+            Msg::Coordinator { hops, .. } if hops >= ctx.peers().len() as u32 => {}
+            // The epoch rule: stale, older than the result recorded or the election joined.
+            Msg::Coordinator { epoch, .. }
+                if epoch < self.recorded_epoch || (self.electing && epoch < self.epoch) => {}
+            Msg::Coordinator {
+                members,
+                hops,
+                epoch,
+            } => {
+                let hops = hops + 1;
                 let digest = digest(&members);
                 if self.last_passed == Some(digest) {
                     return; // its starter crashed: it has been all the way round already
                 }
+                let named = members.iter().max().copied();
+                if epoch == self.recorded_epoch && !self.electing && self.coordinator != named {
+                    // The epoch rule: two elections of this epoch met different members.
+                    self.epoch = self.epoch.max(epoch);
+                    self.start(ctx);
+                    return;
+                }
                 self.last_passed = Some(digest);
+                self.epoch = self.epoch.max(epoch);
                 if members.iter().max().is_some_and(|&h| h < self.id) {
                     // Rule 6: counted without us, we outrank its coordinator.
-                    ctx.send(successor(ctx), Msg::Coordinator { members });
+                    ctx.send(
+                        successor(ctx),
+                        Msg::Coordinator {
+                            members,
+                            hops,
+                            epoch,
+                        },
+                    );
                     if !self.electing {
                         self.start(ctx);
                     }
                     return;
                 }
-                self.record(&members, ctx);
-                ctx.send(successor(ctx), Msg::Coordinator { members });
+                self.record(&members, epoch, ctx);
+                ctx.send(
+                    successor(ctx),
+                    Msg::Coordinator {
+                        members,
+                        hops,
+                        epoch,
+                    },
+                );
             }
         }
     }
@@ -181,10 +244,12 @@ impl Ring {
     /// Rule 1.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.join(ctx);
+        self.epoch += 1;
         ctx.send(
             successor(ctx),
             Msg::Election {
                 list: vec![self.id],
+                epoch: self.epoch,
             },
         );
     }
@@ -196,10 +261,11 @@ impl Ring {
         ctx.set_timer(Timer::TPrime, self.t_prime);
     }
 
-    fn record(&mut self, members: &[NodeId], ctx: &mut Ctx<'_, Self>) {
+    fn record(&mut self, members: &[NodeId], epoch: u64, ctx: &mut Ctx<'_, Self>) {
         let Some(&highest) = members.iter().max() else {
             return;
         };
+        self.recorded_epoch = epoch;
         let was = (self.electing, self.coordinator);
         self.electing = false;
         ctx.cancel_timer(Timer::TPrime);
@@ -235,10 +301,22 @@ mod tests {
             NodeId(5),
             &peers,
         );
-        p.receive(3, Msg::Election { list: ids(&[3]) });
+        p.receive(
+            3,
+            Msg::Election {
+                list: ids(&[3]),
+                epoch: 1,
+            },
+        );
         assert_eq!(
             p.sent(),
-            vec![(NodeId(0), Msg::Election { list: ids(&[3, 5]) })]
+            vec![(
+                NodeId(0),
+                Msg::Election {
+                    list: ids(&[3, 5]),
+                    epoch: 1
+                }
+            )]
         );
         assert!(p.process.electing());
         // Its own id in the list: the list is complete; 5 is the highest.
@@ -246,6 +324,7 @@ mod tests {
             3,
             Msg::Election {
                 list: ids(&[0, 3, 5]),
+                epoch: 1,
             },
         );
         assert_eq!(
@@ -253,7 +332,9 @@ mod tests {
             vec![(
                 NodeId(0),
                 Msg::Coordinator {
-                    members: ids(&[5, 0, 3])
+                    members: ids(&[5, 0, 3]),
+                    hops: 1,
+                    epoch: 1
                 }
             )]
         );
@@ -263,18 +344,58 @@ mod tests {
             3,
             Msg::Coordinator {
                 members: ids(&[5, 0, 3]),
+                hops: 3,
+                epoch: 1,
             },
         );
         assert!(p.sent().is_empty());
         // Someone else's: recorded and passed on once; a second sighting is removed.
-        let theirs = Msg::Coordinator {
+        let theirs = |hops| Msg::Coordinator {
             members: ids(&[0, 3, 5]),
+            hops,
+            epoch: 1,
         };
-        p.receive(3, theirs.clone());
-        assert_eq!(p.sent(), vec![(NodeId(0), theirs.clone())]);
+        p.receive(3, theirs(2));
+        assert_eq!(p.sent(), vec![(NodeId(0), theirs(3))]);
         assert!(p.outputs().is_empty(), "same coordinator: nothing new");
-        p.receive(3, theirs);
+        p.receive(3, theirs(2));
         assert!(p.sent().is_empty());
+        // The crash rule: a COORDINATOR that made a lap (3 hops) without its starter is removed.
+        let mut q = Driver::new(
+            Ring::new(NodeId(5), &peers, &Params::default()),
+            NodeId(5),
+            &peers,
+        );
+        q.receive(3, theirs(3));
+        assert!(q.sent().is_empty());
+        assert!(q.outputs().is_empty());
+        // The epoch rule: after recording epoch 2, a COORDINATOR of epoch 1 is stale; one of
+        // epoch 2 naming another coordinator starts a new election (epoch 3).
+        let newer = Msg::Coordinator {
+            members: ids(&[0, 3, 5]),
+            hops: 1,
+            epoch: 2,
+        };
+        q.receive(3, newer);
+        assert_eq!(q.sent().len(), 1, "recorded and passed on");
+        q.receive(3, theirs(1));
+        assert!(q.sent().is_empty(), "stale");
+        let conflicting = Msg::Coordinator {
+            members: ids(&[0, 3]),
+            hops: 1,
+            epoch: 2,
+        };
+        q.receive(3, conflicting);
+        assert_eq!(
+            q.sent(),
+            vec![(
+                NodeId(0),
+                Msg::Election {
+                    list: ids(&[5]),
+                    epoch: 3
+                }
+            )]
+        );
     }
 
     /// Seed 000 (and 001): ring 3, 5, 0, 1, 4, 6; 6 has crashed; 3 starts. The list grows
@@ -291,7 +412,7 @@ mod tests {
             .iter()
             .filter_map(|s| match &s.msg {
                 crate::election::ring_link::LinkMsg::Data {
-                    msg: Msg::Election { list },
+                    msg: Msg::Election { list, .. },
                     ..
                 } => Some((s.from.0, s.to.0, list.iter().map(|i| i.0).collect())),
                 _ => None,
@@ -347,7 +468,7 @@ mod tests {
             .iter()
             .filter_map(|s| match &s.msg {
                 crate::election::ring_link::LinkMsg::Data {
-                    msg: Msg::Coordinator { members },
+                    msg: Msg::Coordinator { members, .. },
                     ..
                 } => Some((s.from.0, members.iter().map(|i| i.0).collect::<Vec<u32>>())),
                 _ => None,

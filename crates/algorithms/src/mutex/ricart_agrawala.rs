@@ -9,6 +9,12 @@
 //! 4. On exit, send the deferred replies.
 //!
 //! 2(N-1) messages per entry; synchronization delay T; FIFO channels are not needed.
+//!
+//! A duplication rule, beyond the notes (which assume exactly-once channels): a REPLY echoes the
+//! timestamp of the REQUEST it answers, and a site counts it only for that request, once per
+//! site. A late or duplicated copy of a REPLY to an earlier request is then ignored instead of
+//! counting as permission for the current one. A duplicated REQUEST is answered twice, which the
+//! requester ignores the same way. On exactly-once channels the echo changes no message count.
 
 use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{
@@ -21,15 +27,15 @@ use serde::{Deserialize, Serialize};
 pub enum Msg {
     /// REQUEST (ts, i): the sender wants the CS; its id is the message's sender.
     Request { ts: u64 },
-    /// REPLY: permission.
-    Reply,
+    /// REPLY: permission for the request stamped `ts` (the duplication rule).
+    Reply { ts: u64 },
 }
 
 impl Message for Msg {
     fn kind(&self) -> &'static str {
         match self {
             Msg::Request { .. } => "Request",
-            Msg::Reply => "Reply",
+            Msg::Reply { .. } => "Reply",
         }
     }
 }
@@ -45,8 +51,8 @@ pub struct RicartAgrawala {
     /// `replied[k]`: the site at membership position k has replied to our current request.
     replied: Vec<bool>,
     replies_missing: usize,
-    /// Requests we answer only when we leave the CS.
-    deferred_replies: Vec<NodeId>,
+    /// Requests we answer only when we leave the CS: who, and the timestamp to echo.
+    deferred_replies: Vec<(NodeId, u64)>,
 }
 
 impl Algorithm for RicartAgrawala {
@@ -95,8 +101,8 @@ impl Process for RicartAgrawala {
             Input::Release if self.in_cs => {
                 self.in_cs = false;
                 self.request = None;
-                for j in std::mem::take(&mut self.deferred_replies) {
-                    ctx.send(j, Msg::Reply);
+                for (j, ts) in std::mem::take(&mut self.deferred_replies) {
+                    ctx.send(j, Msg::Reply { ts });
                 }
                 ctx.output(Output::Exit);
             }
@@ -117,14 +123,15 @@ impl Process for RicartAgrawala {
                 };
                 let ours_first = self.request.is_some_and(|ours| ours < theirs);
                 if self.in_cs || ours_first {
-                    self.deferred_replies.push(from);
+                    self.deferred_replies.push((from, ts));
                 } else {
-                    ctx.send(from, Msg::Reply);
+                    ctx.send(from, Msg::Reply { ts });
                 }
             }
-            // Rule 3. Counting each site once keeps a duplicated REPLY from opening the CS early.
-            Msg::Reply => {
-                if self.request.is_some() {
+            // Rule 3. Only a REPLY to our current request counts, and each site once: a stale or
+            // duplicated REPLY does not open the CS early (the duplication rule).
+            Msg::Reply { ts } => {
+                if self.request.is_some_and(|ours| ours.time == ts) {
                     if let Some(k) = ctx.peers().position(from) {
                         if !self.replied[k] {
                             self.replied[k] = true;
@@ -146,8 +153,8 @@ impl RicartAgrawala {
         }
     }
 
-    /// The sites whose requests wait for our exit.
-    pub fn deferred_replies(&self) -> &[NodeId] {
+    /// The sites whose requests wait for our exit, with the timestamps of those requests.
+    pub fn deferred_replies(&self) -> &[(NodeId, u64)] {
         &self.deferred_replies
     }
 }
@@ -177,11 +184,11 @@ mod tests {
                 (NodeId(2), Msg::Request { ts: 1 })
             ]
         );
-        s.receive(1, Msg::Reply);
+        s.receive(1, Msg::Reply { ts: 1 });
         assert!(s.outputs().is_empty());
-        s.receive(1, Msg::Reply); // a duplicate counts once
+        s.receive(1, Msg::Reply { ts: 1 }); // a duplicate counts once
         assert!(s.outputs().is_empty());
-        s.receive(2, Msg::Reply);
+        s.receive(2, Msg::Reply { ts: 1 });
         assert_eq!(s.outputs(), vec![Output::Enter]);
     }
 
@@ -190,7 +197,7 @@ mod tests {
         let peers = Peers::range(3);
         let mut s = site(1, &peers);
         s.receive(0, Msg::Request { ts: 5 });
-        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply)]);
+        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply { ts: 5 })]);
     }
 
     #[test]
@@ -201,8 +208,8 @@ mod tests {
         s.receive(2, Msg::Request { ts: 1 }); // (1, 2) is later: defer
         assert!(s.sent().is_empty());
         s.receive(0, Msg::Request { ts: 1 }); // (1, 0) is earlier: reply
-        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply)]);
-        assert_eq!(s.process.deferred_replies(), &[NodeId(2)]);
+        assert_eq!(s.sent(), vec![(NodeId(0), Msg::Reply { ts: 1 })]);
+        assert_eq!(s.process.deferred_replies(), &[(NodeId(2), 1)]);
     }
 
     #[test]
@@ -210,13 +217,31 @@ mod tests {
         let peers = Peers::range(2);
         let mut s = site(0, &peers);
         s.input(Input::Request);
-        s.receive(1, Msg::Reply);
+        s.receive(1, Msg::Reply { ts: 1 });
         assert!(s.process.in_critical_section());
         s.receive(1, Msg::Request { ts: 1 }); // earlier than nothing we hold: we are in the CS
         assert!(s.sent().is_empty());
         s.input(Input::Release);
-        assert_eq!(s.sent(), vec![(NodeId(1), Msg::Reply)]);
+        assert_eq!(s.sent(), vec![(NodeId(1), Msg::Reply { ts: 1 })]);
         assert_eq!(s.outputs(), vec![Output::Exit]);
         assert!(s.process.deferred_replies().is_empty());
+    }
+
+    /// Issue 10, item 1: a late copy of the REPLY to request k must not count for request k+1.
+    #[test]
+    fn a_reply_to_an_earlier_request_is_not_permission_for_the_current_one() {
+        let peers = Peers::range(2);
+        let mut s = site(0, &peers);
+        s.input(Input::Request); // (1, 0)
+        s.receive(1, Msg::Reply { ts: 1 });
+        assert_eq!(s.outputs(), vec![Output::Enter]);
+        s.input(Input::Release);
+        assert_eq!(s.outputs(), vec![Output::Exit]);
+        s.input(Input::Request); // (2, 0)
+        s.receive(1, Msg::Reply { ts: 1 }); // the duplicated copy of the first REPLY
+        assert!(!s.process.in_critical_section());
+        assert!(s.outputs().is_empty());
+        s.receive(1, Msg::Reply { ts: 2 });
+        assert_eq!(s.outputs(), vec![Output::Enter]);
     }
 }

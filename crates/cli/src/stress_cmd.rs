@@ -1,0 +1,309 @@
+//! `distsync stress`: many randomized runs of each algorithm, looking for violations, hangs and
+//! storms; each failure is written as a scenario file with the command that reproduces it.
+//!
+//! Exit codes: 0 nothing found, 1 a violation, hang or storm found, 2 bad input.
+
+use crate::progress::Progress;
+use crate::{InputError, Outcome};
+use distsync_algorithms::registry::{self, Family};
+use distsync_core::multicast::Order;
+use distsync_sim::stress::{self, Fault, StressOptions, StressResult};
+use std::path::PathBuf;
+
+/// Arguments of `distsync stress`.
+#[derive(clap::Args)]
+pub struct StressArgs {
+    /// The algorithms to stress, comma-separated (see `distsync list`).
+    #[arg(
+        long = "algo",
+        value_name = "NAME[,NAME...]",
+        value_delimiter = ',',
+        required_unless_present = "family",
+        conflicts_with = "family"
+    )]
+    algorithms: Vec<String>,
+    /// Stress every algorithm of a family: mutex, election, clock-sync, multicast, snapshot, or
+    /// all.
+    #[arg(long, value_name = "FAMILY")]
+    family: Option<String>,
+    /// Runs per algorithm.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// The faults to inject, comma-separated: delay, reorder, loss, duplicate, crash,
+    /// partition. Default: for each algorithm, what it claims to survive (random delays always;
+    /// reordering unless it needs FIFO links; loss, duplication, crashes only if it claims to
+    /// survive them).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    faults: Option<Vec<String>>,
+    /// Membership sizes, "A..B" or "N" (default: a range suited to each family).
+    #[arg(long, value_name = "A..B")]
+    nodes: Option<String>,
+    /// Threads (default: one per core). The result does not depend on it.
+    #[arg(long, value_name = "J")]
+    jobs: Option<usize>,
+    /// The seed every scenario is drawn from.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Multicast only: also monitor these orders (fifo, causal, total), beyond those the
+    /// algorithm promises.
+    #[arg(long, value_name = "ORDERS", value_delimiter = ',')]
+    check: Vec<String>,
+    /// Where failing scenarios are written.
+    #[arg(long, value_name = "DIR", default_value = "target/distsync-stress")]
+    out: PathBuf,
+    /// How many failing scenarios to write per algorithm (the smallest first).
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    keep: usize,
+    /// Stop a run after this many events and count it as a runaway.
+    #[arg(long, value_name = "N", default_value_t = stress::DEFAULT_MAX_EVENTS)]
+    max_events: u64,
+    /// Run every scenario over reliable FIFO links (`[network] reliable = true`); without
+    /// --faults, reordering, loss and duplication are then added to each algorithm's claims,
+    /// since the links mask them.
+    #[arg(long)]
+    reliable: bool,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_nodes(s: &str) -> Result<(u32, u32), String> {
+    let parse = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("--nodes: expected a range like 3..7 or a size like 5, got `{s}`"))
+    };
+    let (lo, hi) = match s.split_once("..") {
+        Some((a, b)) => (parse(a)?, parse(b.trim_start_matches('='))?),
+        None => {
+            let n = parse(s)?;
+            (n, n)
+        }
+    };
+    if lo == 0 || lo > hi {
+        return Err(format!(
+            "--nodes: expected A..B with 1 <= A <= B, got `{s}`"
+        ));
+    }
+    Ok((lo, hi))
+}
+
+fn parse_order(s: &str) -> Result<Order, String> {
+    match s {
+        "fifo" => Ok(Order::Fifo),
+        "causal" => Ok(Order::Causal),
+        "total" => Ok(Order::Total),
+        other => Err(format!(
+            "--check: unknown order `{other}`, expected fifo, causal or total"
+        )),
+    }
+}
+
+/// The options the arguments ask for.
+fn options(args: &StressArgs) -> Result<StressOptions, String> {
+    let algorithms: Vec<String> = match &args.family {
+        Some(f) => {
+            let family = match f.as_str() {
+                "all" => None,
+                name => Some(
+                    [
+                        Family::Mutex,
+                        Family::Election,
+                        Family::ClockSync,
+                        Family::Multicast,
+                        Family::Snapshot,
+                    ]
+                    .into_iter()
+                    .find(|fam| fam.name() == name)
+                    .ok_or_else(|| {
+                        format!(
+                            "--family: unknown family `{name}`, expected mutex, election, clock-sync, multicast, snapshot or all"
+                        )
+                    })?,
+                ),
+            };
+            registry::entries()
+                .into_iter()
+                .filter(|e| family.is_none_or(|f| e.family == f))
+                .map(|e| e.name.to_string())
+                .collect()
+        }
+        None => args
+            .algorithms
+            .iter()
+            .map(|a| a.trim().to_string())
+            .collect(),
+    };
+    let faults = match &args.faults {
+        None => None,
+        Some(list) => {
+            let mut faults = Vec::new();
+            for name in list {
+                let name = name.trim();
+                if name.is_empty() || name == "none" {
+                    continue;
+                }
+                let fault = Fault::parse(name).ok_or_else(|| {
+                    format!(
+                        "--faults: unknown fault `{name}`, expected some of delay, reorder, loss, duplicate, crash, partition"
+                    )
+                })?;
+                if !faults.contains(&fault) {
+                    faults.push(fault);
+                }
+            }
+            Some(faults)
+        }
+    };
+    let check = args
+        .check
+        .iter()
+        .map(|c| parse_order(c.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.jobs == Some(0) {
+        return Err("--jobs: expected at least 1 thread".into());
+    }
+    if args.max_events == 0 {
+        return Err("--max-events: expected at least 1".into());
+    }
+    Ok(StressOptions {
+        algorithms,
+        seeds: args.seeds,
+        faults,
+        nodes: args.nodes.as_deref().map(parse_nodes).transpose()?,
+        seed: args.seed,
+        jobs: args.jobs,
+        check,
+        max_events: args.max_events,
+        reliable: args.reliable,
+    })
+}
+
+pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
+    let options = options(&args).map_err(InputError)?;
+    let bar = Progress::runs(args.json, "stressing");
+    let drawn = bar.bar().cloned();
+    let progress = move |done: u64, total: u64| {
+        if let Some(b) = &drawn {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    };
+    let result = stress::stress(&options, &progress);
+    drop(bar);
+    let mut result = result?;
+    stress::write_failures(&mut result, &args.out, args.keep)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&result)? + "\n"
+    } else {
+        summary(&result, &options)
+    };
+    crate::output::write_stdout(&text)?;
+    Ok(if result.found() {
+        Outcome::Violation
+    } else {
+        Outcome::Ok
+    })
+}
+
+fn faults_text(faults: &[Fault]) -> String {
+    if faults.is_empty() {
+        "none".into()
+    } else {
+        faults
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The table a person reads.
+fn summary(r: &StressResult, options: &StressOptions) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "stress: {} runs of each of {} algorithm(s), seed {}{}, faults {}",
+        r.seeds,
+        r.algorithms.len(),
+        r.seed,
+        if options.reliable {
+            ", reliable links"
+        } else {
+            ""
+        },
+        match &options.faults {
+            Some(f) => faults_text(f),
+            None => "as each algorithm claims to survive".into(),
+        }
+    );
+    let width = r
+        .algorithms
+        .iter()
+        .map(|a| a.algorithm.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    let _ = writeln!(
+        s,
+        "{:width$}  {:34}  {:>6}  {:>10}  {:>6}  {:>5}  {:>6}  violations",
+        "algorithm", "faults", "runs", "events", "failed", "hangs", "storms"
+    );
+    for a in &r.algorithms {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(p, n)| format!("{p} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut violations = if a.violations.is_empty() {
+            "none".to_string()
+        } else {
+            list(&a.violations)
+        };
+        if !a.known.is_empty() {
+            violations += &format!(" (known, not promised: {})", list(&a.known));
+        }
+        let _ = writeln!(
+            s,
+            "{:width$}  {:34}  {:>6}  {:>10}  {:>6}  {:>5}  {:>6}  {violations}",
+            a.algorithm,
+            faults_text(&a.faults),
+            a.runs,
+            a.events,
+            a.failed,
+            a.hangs,
+            a.storms
+        );
+    }
+    for a in r.algorithms.iter().filter(|a| a.failed > 0) {
+        let _ = writeln!(
+            s,
+            "\n{}: {} of {} runs failed; the smallest:",
+            a.algorithm, a.failed, a.runs
+        );
+        for f in a.failures.iter().filter(|f| f.reproduce.is_some()) {
+            let _ = writeln!(
+                s,
+                "  {} nodes, run {} (seed {}), {} events: {} at {}: {}",
+                f.nodes,
+                f.run,
+                f.seed,
+                f.events,
+                f.first.property,
+                distsync_core::format_duration(std::time::Duration::from_nanos(f.first.time_ns)),
+                f.first.detail
+            );
+            let _ = writeln!(
+                s,
+                "    reproduce: {}",
+                f.reproduce.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    if !r.found() {
+        let _ = writeln!(s, "nothing found");
+    }
+    s
+}

@@ -1,0 +1,130 @@
+//! `distsync stress`: exit codes (0 nothing found, 1 found, 2 bad input), the table, the JSON,
+//! and a failure's scenario file that `distsync run` reproduces.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn distsync(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("distsync-stress-verb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn lamport_mutex_with_reordering_is_found_and_reproduced() {
+    let out = tmp("lamport");
+    let o = distsync(&[
+        "stress",
+        "--algo",
+        "lamport-mutex",
+        "--faults",
+        "delay,reorder",
+        "--seeds",
+        "60",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{}", text(&o.stderr));
+    assert!(stdout.contains("mutual-exclusion"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: "))
+        .expect("a reproduce line");
+    let file = line.strip_prefix("distsync run ").expect("the run command");
+    assert!(file.starts_with(out.to_str().unwrap()), "{file}");
+    // Running the file alone breaks the same property.
+    let again = distsync(&["run", file]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again.stdout).contains("mutual-exclusion"));
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn fifo_broadcast_breaks_causal_order_when_it_is_checked() {
+    let out = tmp("fifo");
+    let o = distsync(&[
+        "stress",
+        "--algo",
+        "fifo-broadcast",
+        "--faults",
+        "delay,reorder",
+        "--check",
+        "causal",
+        "--seeds",
+        "40",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let a = &v["algorithms"][0];
+    assert_eq!(a["algorithm"], "fifo-broadcast");
+    assert_eq!(a["runs"], 40);
+    assert!(a["violations"]["causal-order"].as_u64().unwrap() > 0);
+    let f = &a["failures"][0];
+    assert!(f["reproduce"]
+        .as_str()
+        .unwrap()
+        .starts_with("distsync run "));
+    assert!(std::path::Path::new(f["file"].as_str().unwrap()).exists());
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn nothing_found_exits_zero_with_the_table() {
+    let o = distsync(&[
+        "stress",
+        "--algo",
+        "ricart-agrawala,suzuki-kasami",
+        "--seeds",
+        "20",
+        "--nodes",
+        "2..4",
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", text(&o.stderr));
+    assert!(stdout.contains("ricart-agrawala"), "{stdout}");
+    assert!(stdout.contains("suzuki-kasami"), "{stdout}");
+    assert!(stdout.contains("nothing found"), "{stdout}");
+    // Piped: no progress bar on stderr.
+    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn bad_input_exits_two_naming_the_flag() {
+    for (args, expected) in [
+        (vec!["--algo", "lamport"], "lamport-mutex"),
+        (
+            vec!["--algo", "central", "--faults", "earthquake"],
+            "--faults",
+        ),
+        (vec!["--algo", "central", "--nodes", "5..2"], "--nodes"),
+        (vec!["--algo", "central", "--seeds", "0"], "--seeds"),
+        (vec!["--algo", "central", "--check", "causal"], "--check"),
+        (vec!["--family", "locks"], "--family"),
+        (vec!["--algo", "central", "--jobs", "0"], "--jobs"),
+    ] {
+        let mut all = vec!["stress"];
+        all.extend(args.iter());
+        let o = distsync(&all);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -1,0 +1,207 @@
+//! The runaway guard: a storm monitor and hard caps that end a run which would otherwise grow
+//! without bound.
+//!
+//! - **storm**: the algorithm's own messages in flight (acknowledgements and heartbeats aside)
+//!   have grown to at least [`STORM_FLOOR_PER_NODE2`] x N² (and at least [`STORM_FLOOR`]) and to
+//!   [`STORM_GROWTH`] times what was in flight at the last progress (the last output of any
+//!   process: an entry, a leader, a delivery, an adjustment). Correct algorithms keep O(N²)
+//!   messages in flight at most; a storm is traffic that feeds itself (false suspicions that
+//!   start elections that cause more false suspicions, orphaned messages that multiply). The run
+//!   stops with a `storm` violation.
+//! - **max_pending**: more events pending in the simulator's queue than this (default
+//!   [`DEFAULT_MAX_PENDING`], a few hundred megabytes) ends the run with a `runaway` violation
+//!   instead of exhausting memory.
+//! - **max_events**: more events processed than this ends the run with a `runaway` violation
+//!   (no cap by default; `distsync stress` sets one so that every run ends quickly).
+//!
+//! A run stopped by the guard ends with `ended_by = "limit"`. The scenario's `[limits]` table
+//! sets them:
+//!
+//! ```toml
+//! [limits]
+//! max_events = 2000000     # stop after this many events (default: no cap)
+//! max_pending = 4000000    # stop when this many events are pending (default 4,000,000)
+//! storm = true             # the storm monitor (default on)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The default cap on pending events.
+pub const DEFAULT_MAX_PENDING: u64 = 4_000_000;
+/// A storm needs at least this many of the algorithm's messages in flight, times N².
+pub const STORM_FLOOR_PER_NODE2: u64 = 64;
+/// A storm needs at least this many of the algorithm's messages in flight.
+pub const STORM_FLOOR: u64 = 4096;
+/// A storm needs this many times the messages in flight at the last progress.
+pub const STORM_GROWTH: u64 = 8;
+/// The guard looks every this many events (a power of two).
+const EVERY: u64 = 1024;
+
+/// The scenario's `[limits]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Stop the run after this many events (no cap when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
+    /// Stop the run when this many events are pending (default [`DEFAULT_MAX_PENDING`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pending: Option<u64>,
+    /// The storm monitor (default on).
+    #[serde(default = "yes")]
+    pub storm: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for LimitsSpec {
+    fn default() -> Self {
+        LimitsSpec {
+            max_events: None,
+            max_pending: None,
+            storm: true,
+        }
+    }
+}
+
+/// What the guard watches, read from the engine every few events.
+pub(crate) struct Sample {
+    pub events: u64,
+    pub pending: u64,
+    pub in_flight_own: u64,
+    pub outputs: u64,
+    pub messages: u64,
+}
+
+/// The guard's state during one run.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    max_events: Option<u64>,
+    max_pending: u64,
+    storm: bool,
+    storm_floor: u64,
+    /// Outputs seen at the last look, and the algorithm's messages in flight then.
+    outputs: u64,
+    in_flight_at_progress: u64,
+    messages_at_progress: u64,
+}
+
+impl Guard {
+    pub(crate) fn new(spec: Option<&LimitsSpec>, nodes: usize) -> Guard {
+        let spec = spec.cloned().unwrap_or_default();
+        let n2 = (nodes as u64).saturating_mul(nodes as u64);
+        Guard {
+            max_events: spec.max_events,
+            max_pending: spec.max_pending.unwrap_or(DEFAULT_MAX_PENDING),
+            storm: spec.storm,
+            storm_floor: n2.saturating_mul(STORM_FLOOR_PER_NODE2).max(STORM_FLOOR),
+            outputs: 0,
+            in_flight_at_progress: 0,
+            messages_at_progress: 0,
+        }
+    }
+
+    /// Whether the engine should take a [`Sample`] after `events` events.
+    #[inline]
+    pub(crate) fn due(&self, events: u64) -> bool {
+        events & (EVERY - 1) == 0 || self.max_events.is_some_and(|m| events >= m)
+    }
+
+    /// `Some((property, detail))` when the run must stop now.
+    pub(crate) fn check(&mut self, s: &Sample) -> Option<(&'static str, String)> {
+        if let Some(max) = self.max_events {
+            if s.events >= max {
+                return Some((
+                    "runaway",
+                    format!(
+                        "the run was stopped after {} events (`[limits] max_events`): it had \
+                         not ended by itself; {} events were pending",
+                        s.events, s.pending
+                    ),
+                ));
+            }
+        }
+        if s.pending > self.max_pending {
+            return Some((
+                "runaway",
+                format!(
+                    "{} events were pending, more than `[limits] max_pending` = {}: the run \
+                     was stopped before it exhausted memory ({} messages sent so far)",
+                    s.pending, self.max_pending, s.messages
+                ),
+            ));
+        }
+        if s.outputs != self.outputs {
+            self.outputs = s.outputs;
+            self.in_flight_at_progress = s.in_flight_own;
+            self.messages_at_progress = s.messages;
+            return None;
+        }
+        if self.storm
+            && s.in_flight_own >= self.storm_floor
+            && s.in_flight_own >= self.in_flight_at_progress.saturating_mul(STORM_GROWTH)
+        {
+            return Some((
+                "storm",
+                format!(
+                    "a message storm: {} of the algorithm's messages in flight, up from {} at \
+                     the last progress (the last output of any process), with {} messages sent \
+                     since and no output; traffic grows without anything being achieved",
+                    s.in_flight_own,
+                    self.in_flight_at_progress,
+                    s.messages - self.messages_at_progress
+                ),
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(events: u64, pending: u64, in_flight_own: u64, outputs: u64) -> Sample {
+        Sample {
+            events,
+            pending,
+            in_flight_own,
+            outputs,
+            messages: events,
+        }
+    }
+
+    #[test]
+    fn growth_without_output_is_a_storm_and_output_resets_it() {
+        let mut g = Guard::new(None, 4);
+        assert_eq!(g.storm_floor, 4096);
+        assert!(g.check(&sample(1024, 10, 10, 1)).is_none());
+        assert!(g.check(&sample(2048, 5000, 4095, 1)).is_none());
+        let (p, d) = g.check(&sample(3072, 5000, 4096, 1)).unwrap();
+        assert_eq!(p, "storm");
+        assert!(d.contains("4096"), "{d}");
+        // An output (progress) takes the level in flight as the new base.
+        let mut g = Guard::new(None, 4);
+        assert!(g.check(&sample(1024, 5000, 5000, 3)).is_none());
+        assert!(g.check(&sample(2048, 5000, 39_999, 3)).is_none());
+        assert!(g.check(&sample(3072, 50_000, 40_000, 3)).is_some());
+    }
+
+    #[test]
+    fn caps_stop_the_run_and_storm_can_be_off() {
+        let spec = LimitsSpec {
+            max_events: Some(5000),
+            max_pending: Some(100),
+            storm: false,
+        };
+        let mut g = Guard::new(Some(&spec), 2);
+        assert!(g.due(5000) && !g.due(4999));
+        assert_eq!(g.check(&sample(1024, 101, 0, 0)).unwrap().0, "runaway");
+        assert!(g.check(&sample(2048, 100, 1_000_000, 0)).is_none());
+        let (p, d) = g.check(&sample(5000, 0, 0, 0)).unwrap();
+        assert_eq!(p, "runaway");
+        assert!(d.contains("max_events"), "{d}");
+    }
+}

@@ -1,0 +1,818 @@
+//! Stress: many randomized runs of each algorithm, looking for a violation, a hang or a storm.
+//!
+//! [`stress`] draws scenarios (sizes, delays, workloads, fault scripts) from its own seed, runs
+//! them in parallel (rayon) and gathers, per algorithm, the runs, the events, the runs that broke
+//! each monitored property and every failing scenario, smallest first, ready to be written to disk
+//! ([`write_failures`]) and reproduced with `distsync run FILE`. Each run's scenario depends only
+//! on the stress seed, the algorithm's name and the run's index, so the result is the same
+//! whatever the number of threads.
+//!
+//! By default each algorithm is stressed within the assumptions it states ([`claims`]): FIFO
+//! links where it needs them, no loss or duplication unless it claims to survive them, crashes
+//! only for algorithms that claim to survive crashes. Asking for faults explicitly
+//! ([`StressOptions::faults`]) applies exactly those, assumptions or not: that is how one sees
+//! an algorithm break.
+//!
+//! ```
+//! use distsync_sim::stress::{stress, StressOptions};
+//! let options = StressOptions::new(vec!["ricart-agrawala".into()], 4);
+//! let result = stress(&options, &|_, _| {}).unwrap();
+//! assert_eq!(result.algorithms[0].runs, 4);
+//! assert!(!result.found());
+//! ```
+
+use crate::guard::LimitsSpec;
+use crate::multicast::MulticastSpec;
+use crate::report::Violation;
+use crate::scenario::{
+    ClocksSpec, DelaySpec, Detect, EventSpec, NetworkSpec, NumberSpec, Scenario, SignedSpec,
+    WorkloadKind, WorkloadSpec,
+};
+use crate::{run, RunOptions, SimError};
+use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_core::multicast::Order;
+use distsync_core::NodeId;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A kind of fault (or freedom) the generator may put in a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// Random delays (constant, uniform or exponential) instead of a constant 1ms.
+    Delay,
+    /// Links that are not FIFO: messages overtake each other.
+    Reorder,
+    /// Messages lost with a probability of 1% to 15%.
+    Loss,
+    /// Messages delivered twice with a probability of 1% to 15%.
+    Duplicate,
+    /// Processes crash (and some recover).
+    Crash,
+    /// The network splits in two groups, then heals.
+    Partition,
+}
+
+impl Fault {
+    /// Every fault, in the order the command line lists them.
+    pub const ALL: [Fault; 6] = [
+        Fault::Delay,
+        Fault::Reorder,
+        Fault::Loss,
+        Fault::Duplicate,
+        Fault::Crash,
+        Fault::Partition,
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Delay => "delay",
+            Fault::Reorder => "reorder",
+            Fault::Loss => "loss",
+            Fault::Duplicate => "duplicate",
+            Fault::Crash => "crash",
+            Fault::Partition => "partition",
+        }
+    }
+
+    /// The fault named `name`.
+    pub fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// What an algorithm states it needs and survives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Claims {
+    /// It needs FIFO links (the registry's `needs_fifo`).
+    pub needs_fifo: bool,
+    /// It survives lost messages.
+    pub loss: bool,
+    /// It survives duplicated messages.
+    pub duplicate: bool,
+    /// It survives crashes (and recoveries) of processes.
+    pub crash: bool,
+    /// It survives partitions that heal.
+    pub partition: bool,
+    /// Properties it does not promise even within its assumptions (maekawa-basic can
+    /// deadlock): a run that breaks only these is counted as a known break, not a failure.
+    pub not_promised: &'static [&'static str],
+}
+
+impl Claims {
+    /// The faults a default stress applies: everything the algorithm claims to survive.
+    pub fn faults(&self) -> Vec<Fault> {
+        let mut f = vec![Fault::Delay];
+        if !self.needs_fifo {
+            f.push(Fault::Reorder);
+        }
+        for (claimed, fault) in [
+            (self.loss, Fault::Loss),
+            (self.duplicate, Fault::Duplicate),
+            (self.crash, Fault::Crash),
+            (self.partition, Fault::Partition),
+        ] {
+            if claimed {
+                f.push(fault);
+            }
+        }
+        f
+    }
+}
+
+/// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
+/// Every claim here is tested: a short stress of every algorithm under its claims runs in the
+/// test suite, and `distsync stress` over many seeds must find nothing.
+pub fn claims(entry: &Entry) -> Claims {
+    let base = Claims {
+        needs_fifo: entry.needs_fifo,
+        loss: false,
+        duplicate: false,
+        crash: false,
+        partition: false,
+        not_promised: &[],
+    };
+    match (entry.family, entry.name) {
+        // Seed 003 states the basic algorithm and its deadlock; `maekawa` is the repaired one.
+        (Family::Mutex, "maekawa-basic") => Claims {
+            not_promised: &["deadlock", "starvation"],
+            ..base
+        },
+        // The election algorithms skip crashed processes (the ring link, the bully's timeouts)
+        // and, with the failure detector, elect again when the coordinator crashes.
+        (Family::Election, _) => Claims {
+            crash: true,
+            ..base
+        },
+        // A REPLY echoes the timestamp of the REQUEST it answers: a duplicate counts once.
+        (Family::Mutex, "ricart-agrawala") => Claims {
+            duplicate: true,
+            ..base
+        },
+        // Berkeley elects a new master when its master crashes, and applies an Adjust once.
+        (Family::ClockSync, "berkeley") => Claims {
+            crash: true,
+            duplicate: true,
+            ..base
+        },
+        // The broadcasts deliver each message once: a duplicate is recognized and dropped.
+        (Family::Multicast, _) => Claims {
+            duplicate: true,
+            ..base
+        },
+        _ => base,
+    }
+}
+
+/// What to stress and how.
+#[derive(Clone, Debug)]
+pub struct StressOptions {
+    /// Registry names of the algorithms.
+    pub algorithms: Vec<String>,
+    /// Runs per algorithm.
+    pub seeds: u64,
+    /// The faults to apply to every algorithm; `None`: each algorithm's claims.
+    pub faults: Option<Vec<Fault>>,
+    /// The range of membership sizes; `None`: a range suited to each family.
+    pub nodes: Option<(u32, u32)>,
+    /// The seed every scenario is drawn from.
+    pub seed: u64,
+    /// Threads; `None`: one per core.
+    pub jobs: Option<usize>,
+    /// Multicast orders to monitor beyond those the algorithm promises.
+    pub check: Vec<Order>,
+    /// The most events one run may take before it is stopped as a runaway.
+    pub max_events: u64,
+    /// Run every scenario over reliable links (`[network] reliable = true`).
+    pub reliable: bool,
+}
+
+/// The default cap on one stress run's events.
+pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000;
+
+impl StressOptions {
+    /// `seeds` runs of each of `algorithms` under their claims, from seed 1.
+    pub fn new(algorithms: Vec<String>, seeds: u64) -> StressOptions {
+        StressOptions {
+            algorithms,
+            seeds,
+            faults: None,
+            nodes: None,
+            seed: 1,
+            jobs: None,
+            check: Vec::new(),
+            max_events: DEFAULT_MAX_EVENTS,
+            reliable: false,
+        }
+    }
+}
+
+/// One failing run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    /// The algorithm.
+    pub algorithm: String,
+    /// Its index among the algorithm's runs.
+    pub run: u64,
+    /// The membership size.
+    pub nodes: usize,
+    /// The scenario's seed.
+    pub seed: u64,
+    /// Events the run processed.
+    pub events: u64,
+    /// The properties that failed, each once, in the order first seen.
+    pub properties: Vec<String>,
+    /// The first violation.
+    pub first: Violation,
+    /// Where the scenario was written ([`write_failures`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The command that reproduces the failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<String>,
+    /// The scenario that failed.
+    #[serde(skip)]
+    pub scenario: Scenario,
+}
+
+/// One algorithm's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlgorithmResult {
+    /// The algorithm.
+    pub algorithm: String,
+    /// Its family.
+    pub family: String,
+    /// The faults its scenarios were drawn with.
+    pub faults: Vec<Fault>,
+    /// Runs made.
+    pub runs: u64,
+    /// Events processed over all runs.
+    pub events: u64,
+    /// Runs that broke each property (a run breaking two counts under both).
+    pub violations: BTreeMap<String, u64>,
+    /// Runs that hung: deadlock, starvation, no termination, an incomplete snapshot, an
+    /// undelivered multicast.
+    pub hangs: u64,
+    /// Runs stopped by the runaway guard (a storm, or a cap reached).
+    pub storms: u64,
+    /// Runs with any violation of a promised property.
+    pub failed: u64,
+    /// Runs that broke only properties the algorithm does not promise ([`Claims::not_promised`]),
+    /// by property.
+    pub known: BTreeMap<String, u64>,
+    /// Every failing run, the smallest membership first (then the fewest events).
+    pub failures: Vec<Failure>,
+}
+
+/// The result of a stress.
+#[derive(Clone, Debug, Serialize)]
+pub struct StressResult {
+    /// The stress seed.
+    pub seed: u64,
+    /// Runs per algorithm.
+    pub seeds: u64,
+    /// Per algorithm, in the order asked.
+    pub algorithms: Vec<AlgorithmResult>,
+}
+
+impl StressResult {
+    /// Whether any run of any algorithm failed.
+    pub fn found(&self) -> bool {
+        self.algorithms.iter().any(|a| a.failed > 0)
+    }
+}
+
+/// Properties whose breach means the run hung rather than did something wrong.
+pub const HANG_PROPERTIES: [&str; 5] = [
+    "deadlock",
+    "starvation",
+    "termination",
+    "snapshot-incomplete",
+    "undelivered",
+];
+/// Properties of the runaway guard.
+pub const STORM_PROPERTIES: [&str; 2] = ["storm", "runaway"];
+
+/// A stress that cannot be made.
+#[derive(Debug)]
+pub struct StressError(pub String);
+
+impl std::fmt::Display for StressError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StressError {}
+
+/// The seed of run `index` of `algorithm`: a mix of the stress seed, the name and the index.
+pub fn run_seed(stress_seed: u64, algorithm: &str, index: u64) -> u64 {
+    // FNV-1a of the name, then SplitMix64 finalization of the combination.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in algorithm.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = stress_seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(h)
+        .wrapping_add(index.wrapping_mul(0xbf58_476d_1ce4_e5b9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % 1_000_000_000_000
+}
+
+/// The membership sizes a family is stressed with by default.
+pub fn default_nodes(family: Family) -> (u32, u32) {
+    match family {
+        Family::Mutex => (2, 6),
+        Family::Election => (3, 7),
+        Family::ClockSync => (3, 6),
+        Family::Multicast => (2, 6),
+        Family::Snapshot => (2, 5),
+    }
+}
+
+fn ms(rng: &mut Xoshiro256PlusPlus, lo_us: u64, hi_us: u64) -> Duration {
+    Duration::from_micros(rng.gen_range(lo_us..=hi_us))
+}
+
+fn at(t: Duration) -> EventSpec {
+    EventSpec {
+        at: t,
+        ..EventSpec::default()
+    }
+}
+
+/// The smallest one-way delay a spec can produce.
+fn delay_floor(d: &DelaySpec) -> Duration {
+    match *d {
+        DelaySpec::Constant(d) => d,
+        DelaySpec::Uniform(lo, _) => lo,
+        DelaySpec::Exponential(_) => Duration::ZERO,
+    }
+}
+
+/// Draws the scenario of one run.
+pub fn generate(
+    entry: &Entry,
+    faults: &[Fault],
+    nodes: (u32, u32),
+    seed: u64,
+    options: &StressOptions,
+) -> Scenario {
+    let has = |f: Fault| faults.contains(&f);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n = rng.gen_range(nodes.0..=nodes.1.max(nodes.0));
+    let delay = if has(Fault::Delay) {
+        match rng.gen_range(0..3) {
+            0 => DelaySpec::Constant(ms(&mut rng, 100, 5_000)),
+            1 => {
+                let lo = ms(&mut rng, 100, 3_000);
+                DelaySpec::Uniform(lo, lo + ms(&mut rng, 0, 7_000))
+            }
+            _ => DelaySpec::Exponential(ms(&mut rng, 200, 3_000)),
+        }
+    } else {
+        DelaySpec::Constant(Duration::from_millis(1))
+    };
+    let network = NetworkSpec {
+        delay,
+        fifo: !has(Fault::Reorder),
+        loss: if has(Fault::Loss) {
+            rng.gen_range(0.01..0.15)
+        } else {
+            0.0
+        },
+        duplicate: if has(Fault::Duplicate) {
+            rng.gen_range(0.01..0.15)
+        } else {
+            0.0
+        },
+        reliable: options.reliable,
+    };
+    let bound = delay.bound();
+    // A timeout comfortably above the worst round trip, so that the algorithm runs within its
+    // assumptions (a shorter one is a fault of its own, not one this stress asked for).
+    let timeout = (bound * 3).max(Duration::from_millis(10));
+    let mut scenario = Scenario {
+        name: Some(format!("stress {} #{}", entry.name, seed)),
+        algorithm: entry.name.to_string(),
+        nodes: Some(n),
+        seed,
+        network,
+        limits: Some(LimitsSpec {
+            max_events: Some(options.max_events),
+            ..LimitsSpec::default()
+        }),
+        ..Scenario::default()
+    };
+    // The window in which faults are scripted.
+    let window = Duration::from_millis(300);
+    let mut events = Vec::new();
+    match entry.family {
+        Family::Mutex => {
+            let kind = match rng.gen_range(0..3) {
+                0 => WorkloadKind::Saturated,
+                1 => WorkloadKind::Poisson,
+                _ => WorkloadKind::Light,
+            };
+            scenario.workload = Some(WorkloadSpec {
+                kind,
+                rate: (kind == WorkloadKind::Poisson).then(|| rng.gen_range(2.0..50.0)),
+                cs: ms(&mut rng, 500, 10_000),
+                requests: Some(rng.gen_range(1..=5)),
+                gap: None,
+            });
+            match entry.name {
+                "central" => scenario.coordinator = Some(NodeId(rng.gen_range(0..n))),
+                "token-ring" | "ricart-agrawala-token" | "suzuki-kasami" | "raymond" => {
+                    scenario.holder = Some(NodeId(rng.gen_range(0..n)))
+                }
+                _ => {}
+            }
+            scenario.until = Some(Duration::from_secs(300));
+        }
+        Family::Election => {
+            let mut ids: Vec<u32> = (0..n).collect();
+            ids.shuffle(&mut rng);
+            scenario.nodes = None;
+            scenario.ids = Some(ids.iter().map(|&i| NodeId(i)).collect());
+            scenario.detect = Some(Detect::Timeout);
+            scenario.answer_timeout = Some(timeout);
+            scenario.heartbeat = Some(timeout);
+            let starters = rng.gen_range(1..=n);
+            for &id in ids.choose_multiple(&mut rng, starters as usize) {
+                let mut e = at(ms(&mut rng, 0, 2_000));
+                e.elect = Some(NodeId(id));
+                events.push(e);
+            }
+        }
+        Family::ClockSync => {
+            let drift = rng.gen_range(0.0..100.0);
+            let offset = ms(&mut rng, 1_000, 100_000).as_nanos() as i64;
+            scenario.clocks = Some(ClocksSpec {
+                offset: SignedSpec::Uniform(-offset, offset),
+                drift_ppm: NumberSpec::Uniform(-drift, drift),
+                adjust: if rng.gen_bool(0.5) {
+                    crate::clocks::Adjust::Step
+                } else {
+                    crate::clocks::Adjust::Slew
+                },
+                slew_ppm: 500.0,
+                node: Vec::new(),
+            });
+            scenario.sync_interval = Some(Duration::from_secs(1));
+            scenario.until = Some(Duration::from_millis(4_500));
+            match entry.name {
+                "cristian" => {
+                    scenario.min_delay = Some(delay_floor(&delay));
+                    scenario.max_drift_ppm = Some(drift.max(1.0));
+                }
+                "ntp" => scenario.max_drift_ppm = Some(drift.max(1.0)),
+                "berkeley" => scenario.answer_timeout = Some(timeout),
+                _ => {}
+            }
+        }
+        Family::Multicast => {
+            scenario.multicast = Some(MulticastSpec {
+                rate: Some(rng.gen_range(5.0..50.0)),
+                count: Some(rng.gen_range(2..=6)),
+                check: if options.check.is_empty() {
+                    None
+                } else {
+                    let mut orders: Vec<Order> =
+                        registry::visit_multicast(entry.name, Promised).unwrap_or_default();
+                    for o in &options.check {
+                        if !orders.contains(o) {
+                            orders.push(*o);
+                        }
+                    }
+                    Some(orders)
+                },
+            });
+            scenario.until = Some(Duration::from_secs(3600));
+        }
+        Family::Snapshot => {
+            scenario.app = Some(crate::app::AppSpec {
+                kind: crate::app::AppKind::Bank,
+                balance: Some(1000),
+                balances: None,
+                rate: Some(rng.gen_range(50.0..200.0)),
+                transfers: Some(rng.gen_range(5..=30)),
+                max_amount: Some(300),
+            });
+            for _ in 0..rng.gen_range(1..=3) {
+                let mut e = at(ms(&mut rng, 0, 200_000));
+                e.snapshot = Some(NodeId(rng.gen_range(0..n)));
+                events.push(e);
+            }
+            scenario.until = Some(Duration::from_secs(3600));
+        }
+    }
+    let ids: Vec<NodeId> = match &scenario.ids {
+        Some(ids) => ids.clone(),
+        None => (0..n).map(NodeId).collect(),
+    };
+    if has(Fault::Crash) && n >= 2 {
+        for _ in 0..rng.gen_range(1..=(n / 2).max(1)) {
+            let victim = *ids.choose(&mut rng).expect("members");
+            let down = ms(&mut rng, 0, window.as_micros() as u64);
+            let mut e = at(down);
+            e.crash = Some(victim);
+            events.push(e);
+            if rng.gen_bool(0.5) {
+                let mut e = at(down + ms(&mut rng, 1_000, 200_000));
+                e.recover = Some(victim);
+                events.push(e);
+            }
+        }
+    }
+    if has(Fault::Partition) && n >= 2 {
+        let mut shuffled = ids.clone();
+        shuffled.shuffle(&mut rng);
+        let cut = rng.gen_range(1..n as usize);
+        let start = ms(&mut rng, 0, window.as_micros() as u64);
+        let mut e = at(start);
+        e.partition = Some(vec![shuffled[..cut].to_vec(), shuffled[cut..].to_vec()]);
+        events.push(e);
+        let mut e = at(start + ms(&mut rng, 1_000, 200_000));
+        e.heal = Some(true);
+        events.push(e);
+    }
+    if entry.family == Family::Election {
+        // Long enough after the last scripted event for every election to settle, even one
+        // that waits out T' (4n T by default in the ring algorithms) twice.
+        let last = events.iter().map(|e| e.at).max().unwrap_or_default();
+        scenario.until = Some(last + Duration::from_secs(2) + timeout * (8 * n + 40));
+    }
+    events.sort_by_key(|e| e.at);
+    scenario.events = events;
+    scenario
+}
+
+/// The orders a multicast algorithm promises.
+struct Promised;
+impl registry::MulticastVisitor for Promised {
+    type Output = Vec<Order>;
+    fn visit<A: distsync_core::multicast::Multicast + 'static>(
+        self,
+        _entry: &'static Entry,
+    ) -> Vec<Order> {
+        A::guarantees().to_vec()
+    }
+}
+
+/// One run's outcome.
+struct Outcome {
+    events: u64,
+    violations: Vec<Violation>,
+}
+
+/// Resolves the names, checks the options, draws and runs every scenario; `progress(done, total)`
+/// is called as runs finish (from any thread).
+pub fn stress(
+    options: &StressOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<StressResult, StressError> {
+    if options.seeds == 0 {
+        return Err(StressError("--seeds: expected at least 1 run".into()));
+    }
+    if options.algorithms.is_empty() {
+        return Err(StressError("no algorithm to stress".into()));
+    }
+    let mut entries = Vec::new();
+    for name in &options.algorithms {
+        let Some(entry) = registry::lookup(name) else {
+            let hint = registry::suggest(name)
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(StressError(format!(
+                "--algo: unknown algorithm `{name}`{hint} (`distsync list` shows every algorithm)"
+            )));
+        };
+        if !entries.iter().any(|e: &&Entry| e.name == entry.name) {
+            entries.push(entry);
+        }
+    }
+    if !options.check.is_empty() {
+        if let Some(e) = entries.iter().find(|e| e.family != Family::Multicast) {
+            return Err(StressError(format!(
+                "--check: multicast orders apply to multicast algorithms, and `{}` is a {} algorithm",
+                e.name,
+                e.family.name()
+            )));
+        }
+    }
+    if let Some((lo, hi)) = options.nodes {
+        if lo == 0 || lo > hi {
+            return Err(StressError(format!(
+                "--nodes: expected a range A..B with 1 <= A <= B, got {lo}..{hi}"
+            )));
+        }
+    }
+    let plans: Vec<(&'static Entry, Vec<Fault>, (u32, u32))> = entries
+        .iter()
+        .map(|e| {
+            let faults = options.faults.clone().unwrap_or_else(|| {
+                let mut f = claims(e).faults();
+                if options.reliable {
+                    // Reliable FIFO links mask reordering, loss and duplication. Not loss for
+                    // algorithms that detect crashes by timeouts (elections, and Berkeley's
+                    // election of its master): a retransmission delays a message past any
+                    // timeout, so over lossy links they run outside their assumptions.
+                    let timed = e.family == Family::Election || e.name == "berkeley";
+                    for masked in [Fault::Reorder, Fault::Loss, Fault::Duplicate] {
+                        if timed && masked == Fault::Loss {
+                            continue;
+                        }
+                        if !f.contains(&masked) {
+                            f.push(masked);
+                        }
+                    }
+                    f.sort();
+                }
+                f
+            });
+            let nodes = options.nodes.unwrap_or_else(|| default_nodes(e.family));
+            (*e, faults, nodes)
+        })
+        .collect();
+    let jobs: Vec<(usize, u64)> = (0..plans.len())
+        .flat_map(|a| (0..options.seeds).map(move |i| (a, i)))
+        .collect();
+    let total = jobs.len() as u64;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let work = || -> Vec<Result<Outcome, String>> {
+        jobs.par_iter()
+            .map(|&(a, i)| {
+                let (entry, faults, nodes) = &plans[a];
+                let seed = run_seed(options.seed, entry.name, i);
+                let scenario = generate(entry, faults, *nodes, seed, options);
+                let result = run(
+                    &scenario,
+                    RunOptions {
+                        origin: format!("stress run {i} of {}", entry.name),
+                        ..RunOptions::default()
+                    },
+                );
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(n, total);
+                match result {
+                    Ok(report) => Ok(Outcome {
+                        events: report.events_processed,
+                        violations: report.violations,
+                    }),
+                    Err(SimError::Scenario(e)) => Err(e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .collect()
+    };
+    let outcomes = match options.jobs {
+        Some(j) => rayon::ThreadPoolBuilder::new()
+            .num_threads(j.max(1))
+            .build()
+            .map_err(|e| StressError(format!("--jobs: cannot start {j} threads: {e}")))?
+            .install(work),
+        None => work(),
+    };
+    let mut algorithms: Vec<AlgorithmResult> = plans
+        .iter()
+        .map(|(e, faults, _)| AlgorithmResult {
+            algorithm: e.name.to_string(),
+            family: e.family.name().to_string(),
+            faults: faults.clone(),
+            runs: 0,
+            events: 0,
+            violations: BTreeMap::new(),
+            hangs: 0,
+            storms: 0,
+            failed: 0,
+            known: BTreeMap::new(),
+            failures: Vec::new(),
+        })
+        .collect();
+    for (&(a, i), outcome) in jobs.iter().zip(outcomes) {
+        let r = &mut algorithms[a];
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(message) => {
+                // The generator drew a scenario the simulator refuses: for explicit faults the
+                // algorithm's family does not take (a crash in a snapshot), or sizes it does not
+                // run with; either way the user's options, not a finding.
+                return Err(StressError(format!(
+                    "{} cannot be stressed so: {message}",
+                    r.algorithm
+                )));
+            }
+        };
+        r.runs += 1;
+        r.events += outcome.events;
+        if outcome.violations.is_empty() {
+            continue;
+        }
+        let mut properties: Vec<String> = Vec::new();
+        for v in &outcome.violations {
+            if !properties.contains(&v.property) {
+                properties.push(v.property.clone());
+            }
+        }
+        let not_promised = claims(plans[a].0).not_promised;
+        if properties
+            .iter()
+            .all(|p| not_promised.contains(&p.as_str()))
+        {
+            for p in properties {
+                *r.known.entry(p).or_default() += 1;
+            }
+            continue;
+        }
+        r.failed += 1;
+        for p in &properties {
+            *r.violations.entry(p.clone()).or_default() += 1;
+        }
+        if properties
+            .iter()
+            .any(|p| HANG_PROPERTIES.contains(&p.as_str()))
+        {
+            r.hangs += 1;
+        }
+        if properties
+            .iter()
+            .any(|p| STORM_PROPERTIES.contains(&p.as_str()))
+        {
+            r.storms += 1;
+        }
+        let (entry, faults, nodes) = &plans[a];
+        let seed = run_seed(options.seed, entry.name, i);
+        let scenario = generate(entry, faults, *nodes, seed, options);
+        r.failures.push(Failure {
+            algorithm: r.algorithm.clone(),
+            run: i,
+            nodes: scenario
+                .ids
+                .as_ref()
+                .map_or(scenario.nodes.unwrap_or(0) as usize, |ids| ids.len()),
+            seed,
+            events: outcome.events,
+            properties,
+            first: outcome.violations[0].clone(),
+            file: None,
+            reproduce: None,
+            scenario,
+        });
+    }
+    for r in &mut algorithms {
+        r.failures.sort_by_key(|f| (f.nodes, f.events, f.run));
+    }
+    Ok(StressResult {
+        seed: options.seed,
+        seeds: options.seeds,
+        algorithms,
+    })
+}
+
+/// The scenario as a TOML file's text, with a comment saying where it came from.
+pub fn scenario_text(failure: &Failure) -> Result<String, StressError> {
+    let body = toml::to_string(&failure.scenario)
+        .map_err(|e| StressError(format!("cannot write a scenario as TOML: {e}")))?;
+    Ok(format!(
+        "# Found by `distsync stress`: run {} of {} broke {}.\n# {}\n{body}",
+        failure.run,
+        failure.algorithm,
+        failure.properties.join(", "),
+        failure.first.detail.replace('\n', " ")
+    ))
+}
+
+/// Writes the first `per_algorithm` failures of each algorithm (the smallest) to `dir` as
+/// scenario files, and fills in their `file` and `reproduce` fields.
+pub fn write_failures(
+    result: &mut StressResult,
+    dir: &Path,
+    per_algorithm: usize,
+) -> Result<(), StressError> {
+    if !result.found() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| StressError(format!("cannot create {}: {e}", dir.display())))?;
+    for a in &mut result.algorithms {
+        for f in a.failures.iter_mut().take(per_algorithm) {
+            let path: PathBuf = dir.join(format!("{}-n{}-run{}.toml", f.algorithm, f.nodes, f.run));
+            std::fs::write(&path, scenario_text(f)?)
+                .map_err(|e| StressError(format!("cannot write {}: {e}", path.display())))?;
+            f.reproduce = Some(format!("distsync run {}", path.display()));
+            f.file = Some(path.display().to_string());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! The runaway guard (storms, caps on events and pending events) and timeouts derived from the
+//! network's delay bound, with a warning when a given one is too short.
+
+use distsync_sim::{run, Report, RunOptions, Scenario};
+
+fn go(text: &str) -> Report {
+    let s = Scenario::from_toml(text, "test.toml").unwrap();
+    run(&s, RunOptions::default()).unwrap()
+}
+
+/// Duplicated tokens multiply and circulate with nobody entering: a storm, stopped early.
+const TOKEN_STORM: &str = r#"
+    algorithm = "token-ring"
+    nodes = 2
+    seed = 128488575661
+    until = "300s"
+    holder = 1
+    [network]
+    delay = { uniform = ["2.908ms", "3.82ms"] }
+    duplicate = 0.14797686113255984
+    [workload]
+    kind = "light"
+    cs = "9.791ms"
+    requests = 1
+"#;
+
+#[test]
+fn a_storm_of_duplicated_tokens_is_stopped_with_a_violation() {
+    let r = go(TOKEN_STORM);
+    assert_eq!(r.ended_by, "limit");
+    let v = r.violations.last().unwrap();
+    assert_eq!(v.property, "storm", "{v:?}");
+    assert!(v.detail.contains("in flight"), "{}", v.detail);
+    // Stopped well before the horizon and before the traffic became large.
+    assert!(r.end_time_ns < 10_000_000_000, "{}", r.end_time_ns);
+    assert!(r.events_processed < 200_000, "{}", r.events_processed);
+    // The monitor can be turned off: the same run then goes on (here capped by max_events).
+    let off = go(&format!(
+        "{TOKEN_STORM}\n[limits]\nstorm = false\nmax_events = 400000\n"
+    ));
+    assert!(off.violations.iter().all(|v| v.property != "storm"));
+    let last = off.violations.last().unwrap();
+    assert_eq!(last.property, "runaway");
+    assert!(last.detail.contains("max_events"), "{}", last.detail);
+    assert_eq!(off.events_processed, 400_000);
+}
+
+#[test]
+fn pending_events_are_capped_with_a_clear_message() {
+    let r = go(r#"
+        algorithm = "ricart-agrawala"
+        nodes = 40
+        [network]
+        delay = "1ms"
+        [workload]
+        kind = "saturated"
+        requests = 3
+        [limits]
+        max_pending = 500
+        storm = false
+        "#);
+    assert_eq!(r.ended_by, "limit");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.property == "runaway")
+        .expect("a runaway violation");
+    assert!(v.detail.contains("max_pending` = 500"), "{}", v.detail);
+    assert!(v.detail.contains("memory"), "{}", v.detail);
+    // Without the cap, the same run completes.
+    let r = go(r#"
+        algorithm = "ricart-agrawala"
+        nodes = 40
+        [network]
+        delay = "1ms"
+        [workload]
+        kind = "saturated"
+        requests = 3
+        "#);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.ended_by, "done");
+}
+
+#[test]
+fn limits_are_checked_fields() {
+    let e = Scenario::from_toml(
+        "algorithm = \"central\"\nnodes = 3\n[limits]\nmax_event = 5\n",
+        "t.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("max_event"), "{e}");
+}
+
+/// The issue's case: delays uniform 1..7ms (worst round trip 14ms) and elections.
+fn ring(extra: &str) -> String {
+    format!(
+        r#"
+        algorithm = "ring"
+        nodes = 6
+        until = "2s"
+        detect = "timeout"
+        {extra}
+        [network]
+        delay = {{ uniform = ["1ms", "7ms"] }}
+        [[event]]
+        at = "0ms"
+        elect = 0
+        [[event]]
+        at = "0ms"
+        elect = 3
+        "#
+    )
+}
+
+#[test]
+fn default_timeouts_follow_the_delay_bound() {
+    let r = go(&ring(""));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(r.election.as_ref().unwrap().agreed);
+    // The derived T is 3 x 7ms: the same run with it written out is the same run.
+    let explicit = go(&ring("answer_timeout = \"21ms\""));
+    assert_eq!(
+        serde_json::to_string(&explicit).unwrap(),
+        serde_json::to_string(&r).unwrap()
+    );
+    // On the default 1ms network, the default T stays 10ms.
+    let fast = ring("").replace(r#"{ uniform = ["1ms", "7ms"] }"#, r#""1ms""#);
+    let t10 =
+        ring("answer_timeout = \"10ms\"").replace(r#"{ uniform = ["1ms", "7ms"] }"#, r#""1ms""#);
+    assert_eq!(
+        serde_json::to_string(&go(&fast)).unwrap(),
+        serde_json::to_string(&go(&t10)).unwrap()
+    );
+}
+
+#[test]
+fn a_timeout_shorter_than_the_worst_round_trip_is_warned_about() {
+    // (Short runs: the warnings are about the setup, not about what happens.)
+    let short = |extra: &str| ring(extra).replace("until = \"2s\"", "until = \"20ms\"");
+    let r = go(&short("answer_timeout = \"10ms\""));
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    let w = &r.warnings[0];
+    assert!(w.contains("answer_timeout = 10ms"), "{w}");
+    assert!(w.contains("14ms"), "{w}");
+    assert!(w.contains("outside its assumptions"), "{w}");
+    let r = go(&short("heartbeat = \"10ms\"\nheartbeat_timeout = \"12ms\""));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("heartbeat_timeout = 12ms")),
+        "{:?}",
+        r.warnings
+    );
+    // Mutual exclusion has no timeouts to warn about.
+    let r = go(r#"
+        algorithm = "central"
+        nodes = 3
+        [network]
+        delay = { uniform = ["1ms", "70ms"] }
+        [workload]
+        kind = "saturated"
+        requests = 2
+        "#);
+    assert!(r.warnings.is_empty());
+}

@@ -1,0 +1,191 @@
+//! `stress`: every algorithm holds under what it claims to survive; stress finds the known
+//! breaks outside those claims, each with a scenario that reproduces it; the result does not
+//! depend on the number of threads.
+
+use distsync_algorithms::registry;
+use distsync_core::multicast::Order;
+use distsync_sim::stress::{self, claims, Fault, StressOptions, StressResult};
+use distsync_sim::{run, RunOptions, Scenario};
+
+/// Seeds per algorithm in the suite's stress of everything (the `stress` verb runs thousands).
+const SEEDS: u64 = 40;
+
+fn failures_text(result: &StressResult) -> String {
+    let mut s = String::new();
+    for a in &result.algorithms {
+        for f in a.failures.iter().take(3) {
+            s += &format!(
+                "\n  {} (faults {:?}): {} nodes, run {}, seed {}: {} at {}ns: {}\n    reproduce: distsync run {}",
+                a.algorithm,
+                a.faults,
+                f.nodes,
+                f.run,
+                f.seed,
+                f.first.property,
+                f.first.time_ns,
+                f.first.detail,
+                f.file.as_deref().unwrap_or("(not written)")
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn every_algorithm_holds_under_its_claims() {
+    let names: Vec<String> = registry::entries()
+        .into_iter()
+        .map(|e| e.name.to_string())
+        .collect();
+    let options = StressOptions::new(names.clone(), SEEDS);
+    let mut result = stress::stress(&options, &|_, _| {}).unwrap();
+    assert_eq!(result.algorithms.len(), names.len());
+    for a in &result.algorithms {
+        assert_eq!(a.runs, SEEDS, "{}", a.algorithm);
+        assert!(a.events > 0, "{} processed no event", a.algorithm);
+    }
+    let dir = std::env::temp_dir().join(format!("distsync-stress-claims-{}", std::process::id()));
+    stress::write_failures(&mut result, &dir, 3).unwrap();
+    assert!(
+        !result.found(),
+        "stress (seed {}) found violations under the algorithms' own claims:{}",
+        result.seed,
+        failures_text(&result)
+    );
+}
+
+#[test]
+fn claims_follow_the_registry_and_the_notes() {
+    let entry = |n: &str| registry::lookup(n).unwrap();
+    // FIFO where the registry says it is needed, and then no reordering.
+    let lamport = claims(entry("lamport-mutex"));
+    assert!(lamport.needs_fifo);
+    assert!(!lamport.faults().contains(&Fault::Reorder));
+    assert!(claims(entry("ricart-agrawala"))
+        .faults()
+        .contains(&Fault::Reorder));
+    // Crashes only for what claims to survive them.
+    assert!(claims(entry("bully")).faults().contains(&Fault::Crash));
+    assert!(!claims(entry("central")).faults().contains(&Fault::Crash));
+    assert!(!claims(entry("chandy-lamport"))
+        .faults()
+        .contains(&Fault::Crash));
+    // No loss anywhere without reliable links.
+    for e in registry::entries() {
+        assert!(!claims(e).faults().contains(&Fault::Loss), "{}", e.name);
+    }
+}
+
+#[test]
+fn lamport_mutex_without_fifo_breaks_mutual_exclusion_and_the_file_reproduces_it() {
+    let mut options = StressOptions::new(vec!["lamport-mutex".into()], 60);
+    options.faults = Some(vec![Fault::Delay, Fault::Reorder]);
+    let mut result = stress::stress(&options, &|_, _| {}).unwrap();
+    assert!(result.found());
+    let a = &result.algorithms[0];
+    assert!(a.violations.get("mutual-exclusion").copied().unwrap_or(0) > 0);
+    // Smallest first.
+    assert!(a.failures.windows(2).all(|w| w[0].nodes <= w[1].nodes));
+    let dir = std::env::temp_dir().join(format!("distsync-stress-lamport-{}", std::process::id()));
+    stress::write_failures(&mut result, &dir, 2).unwrap();
+    let f = &result.algorithms[0].failures[0];
+    let file = f.file.as_ref().expect("written");
+    assert_eq!(
+        f.reproduce.as_deref(),
+        Some(&*format!("distsync run {file}"))
+    );
+    // The file alone (its own seed) reproduces the same first violation.
+    let scenario = Scenario::load(std::path::Path::new(file)).unwrap();
+    let report = run(&scenario, RunOptions::default()).unwrap();
+    assert_eq!(report.violations.first(), Some(&f.first));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fifo_broadcast_is_not_causal_and_stress_shows_it_when_asked() {
+    let mut options = StressOptions::new(vec!["fifo-broadcast".into()], 40);
+    options.faults = Some(vec![Fault::Delay, Fault::Reorder]);
+    // What it promises (FIFO) holds...
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    assert!(!result.found(), "{}", failures_text(&result));
+    // ...and monitoring causal order too breaks it.
+    options.check = vec![Order::Causal];
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    assert!(result.algorithms[0].violations.contains_key("causal-order"));
+    assert!(!result.algorithms[0].violations.contains_key("fifo-order"));
+}
+
+#[test]
+fn duplicated_tokens_are_caught_as_storms_or_violations() {
+    let mut options = StressOptions::new(vec!["token-ring".into(), "central".into()], 40);
+    options.faults = Some(vec![Fault::Delay, Fault::Reorder, Fault::Duplicate]);
+    options.max_events = 200_000;
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    let ring = &result.algorithms[0];
+    assert!(ring.storms > 0, "{:?}", ring.violations);
+    // central: a duplicated GRANT or RELEASE leaves requests waiting forever (a hang).
+    let central = &result.algorithms[1];
+    assert!(central.hangs > 0, "{:?}", central.violations);
+}
+
+#[test]
+fn the_result_does_not_depend_on_the_number_of_threads() {
+    let mut options = StressOptions::new(
+        vec![
+            "ricart-agrawala".into(),
+            "lamport-mutex".into(),
+            "bully".into(),
+        ],
+        12,
+    );
+    options.faults = Some(vec![Fault::Delay, Fault::Reorder, Fault::Crash]);
+    options.seed = 99;
+    options.jobs = Some(1);
+    let one = serde_json::to_string(&stress::stress(&options, &|_, _| {}).unwrap()).unwrap();
+    options.jobs = Some(3);
+    let three = serde_json::to_string(&stress::stress(&options, &|_, _| {}).unwrap()).unwrap();
+    assert_eq!(one, three);
+    options.seed = 100;
+    let other = serde_json::to_string(&stress::stress(&options, &|_, _| {}).unwrap()).unwrap();
+    assert_ne!(one, other, "another stress seed draws other scenarios");
+}
+
+#[test]
+fn generated_scenarios_stay_within_the_options() {
+    let options = StressOptions::new(vec![], 1);
+    let entry = registry::lookup("ring").unwrap();
+    for seed in 0..50 {
+        let s = stress::generate(entry, &[Fault::Delay, Fault::Crash], (3, 5), seed, &options);
+        let n = s.ids.as_ref().unwrap().len();
+        assert!((3..=5).contains(&n));
+        assert!(s.network.fifo, "no reorder asked");
+        assert_eq!(s.network.loss, 0.0);
+        // The answer timeout covers the worst round trip.
+        assert!(s.answer_timeout.unwrap() >= s.network.delay.bound() * 2);
+        // The scenario survives a round trip through its TOML text.
+        let text = toml::to_string(&s).unwrap();
+        let back = Scenario::from_toml(&text, "t").unwrap();
+        assert_eq!(toml::to_string(&back).unwrap(), text);
+    }
+}
+
+#[test]
+fn bad_options_are_refused_with_the_flag_named() {
+    let e = stress::stress(&StressOptions::new(vec!["lamport".into()], 3), &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--algo") && e.contains("lamport-mutex"), "{e}");
+    let e = stress::stress(&StressOptions::new(vec!["central".into()], 0), &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--seeds"), "{e}");
+    let mut o = StressOptions::new(vec!["central".into()], 2);
+    o.check = vec![Order::Causal];
+    let e = stress::stress(&o, &|_, _| {}).unwrap_err().to_string();
+    assert!(e.contains("--check"), "{e}");
+    // A fault the family refuses is the user's option, named with the algorithm.
+    let mut o = StressOptions::new(vec!["chandy-lamport".into()], 2);
+    o.faults = Some(vec![Fault::Crash]);
+    let e = stress::stress(&o, &|_, _| {}).unwrap_err().to_string();
+    assert!(e.contains("chandy-lamport") && e.contains("crash"), "{e}");
+}
