@@ -62,7 +62,7 @@ pub enum Timer {
 }
 
 /// One process of Chang and Roberts' algorithm.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct ChangRoberts {
     uid: NodeId,
     participant: bool,

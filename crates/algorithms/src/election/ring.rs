@@ -60,7 +60,7 @@ pub enum Timer {
 }
 
 /// One process of the ring algorithm with id lists.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Ring {
     id: NodeId,
     coordinator: Option<NodeId>,

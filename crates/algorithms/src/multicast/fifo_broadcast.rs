@@ -31,7 +31,7 @@ impl Message for Msg {
 }
 
 /// One process.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct FifoBroadcast {
     id: NodeId,
     /// This process's multicasts so far.

@@ -51,7 +51,7 @@ impl Msg {
 }
 
 /// One site's state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct LamportMutex {
     id: NodeId,
     clock: LamportClock,

@@ -77,7 +77,7 @@ impl Message for Msg {
 }
 
 /// One process: requester and voter.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct MajorityVote {
     id: NodeId,
     clock: LamportClock,

@@ -35,7 +35,7 @@ impl Message for Msg {
 }
 
 /// One site's state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct RicartAgrawala {
     id: NodeId,
     clock: LamportClock,

@@ -31,7 +31,7 @@ impl Message for Msg {
 }
 
 /// One process of the ring.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct TokenRing {
     /// Whether this process holds the token now.
     token: bool,

@@ -8,7 +8,7 @@ use distsync_core::{NodeId, ParamError, Params, Peers};
 pub const DEFAULT_BALANCE: u64 = 1000;
 
 /// One account.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Bank {
     /// The balance now.
     pub balance: u64,
