@@ -163,6 +163,8 @@ where
     let mut frontier: Vec<(State<A, S::App>, u32)> = vec![(root, 0)];
     let mut depth = 0usize;
     let mut last_report = Instant::now();
+    // The memory is read, and progress reported, every 4096 new states or 200ms.
+    let mut next_check = 4096;
     let mut found: Option<(Violation, Vec<u32>)> = None;
     'levels: while !frontier.is_empty() {
         if depth >= bounds.max_depth {
@@ -213,7 +215,8 @@ where
                     }
                 }
             }
-            if c % 4 == 3 || last_report.elapsed().as_millis() >= 200 {
+            if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
+                next_check = stats.states + 4096;
                 last_report = Instant::now();
                 let rss = resident_bytes();
                 stats.peak_memory = stats.peak_memory.max(rss);

@@ -272,10 +272,12 @@ pub(crate) struct ElectionApp {
 }
 
 /// Elections start with a Start input at the configured processes (by default the lowest id),
-/// all in one election; every crash is noticed by the lowest live process, which is then given
-/// Start; a recovered process holds an election itself (the algorithms' rule).
+/// all in one election; a perfect failure detector gives Start to a live process that names a
+/// crashed leader (see [`ElectionSpec::suspects`]); a recovered process holds an election
+/// itself (the algorithms' rule).
 pub(crate) struct ElectionSpec<A> {
     starters: u64,
+    untimed: bool,
     ids: Vec<NodeId>,
     elects_highest: bool,
     _a: PhantomData<fn() -> A>,
@@ -297,6 +299,7 @@ impl<A: Election> ElectionSpec<A> {
         }
         Ok(ElectionSpec {
             starters,
+            untimed: config.untimed,
             ids: peers.ids().to_vec(),
             elects_highest: A::elects_highest(),
             _a: PhantomData,
@@ -341,6 +344,24 @@ impl<A: Election> ElectionSpec<A> {
         }
     }
 
+    /// The failure detector: a live process that is not electing and names a crashed leader
+    /// (or none) suspects it and is given Start, once nothing is in flight (timed) or at any
+    /// moment (untimed). It is perfect: it suspects only crashed processes, and eventually.
+    fn suspects(&self, w: &World<A>, pos: usize) -> bool {
+        let Some(p) = w.proc(pos) else { return false };
+        if p.electing() || p.pending() || (!self.untimed && !w.msgs.is_empty()) {
+            return false;
+        }
+        match p.leader() {
+            None => true,
+            Some(l) => self
+                .ids
+                .iter()
+                .position(|&i| i == l)
+                .is_some_and(|q| !w.alive(q)),
+        }
+    }
+
     fn highest_live(&self, w: &World<A>) -> Option<NodeId> {
         (0..self.ids.len())
             .filter(|&p| w.alive(p))
@@ -365,8 +386,8 @@ impl<A: Election> Spec<A> for ElectionSpec<A> {
         }
     }
 
-    fn inputs(&self, app: &Self::App, _w: &World<A>, pos: usize, out: &mut Vec<el::Input>) {
-        if (app.starts >> pos) & 1 == 1 {
+    fn inputs(&self, app: &Self::App, w: &World<A>, pos: usize, out: &mut Vec<el::Input>) {
+        if (app.starts >> pos) & 1 == 1 || self.suspects(w, pos) {
             out.push(el::Input::Start);
         }
     }
@@ -404,13 +425,8 @@ impl<A: Election> Spec<A> for ElectionSpec<A> {
         None
     }
 
-    fn crash(&self, app: &mut Self::App, w: &World<A>, pos: usize) {
+    fn crash(&self, app: &mut Self::App, w: &World<A>, _pos: usize) {
         Self::trigger(app, w, None);
-        // The crash is noticed by the lowest live process, which starts an election.
-        if let Some(lowest) = (0..self.ids.len()).find(|&p| p != pos && w.alive(p)) {
-            app.starts |= 1 << lowest;
-        }
-        app.starts &= !(1 << pos);
     }
 
     fn recover(&self, app: &mut Self::App, w: &World<A>, pos: usize) {

@@ -415,6 +415,7 @@ pub enum StepEffect {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Step {
     /// 1-based position in the trace (0 for what the processes did at start).
+    #[serde(rename = "step")]
     pub number: usize,
     /// What happened, typed.
     #[serde(flatten)]

@@ -2,7 +2,7 @@
 //! states; and the family's application model and properties as a [`Spec`].
 
 use crate::{Config, Property, Transition};
-use distsync_core::{Ctx, Effect, EffectOf, Message, NodeId, Peers, Process, Time};
+use distsync_core::{Ctx, Effect, EffectOf, NodeId, Peers, Process, Time};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fmt::Debug;
