@@ -31,9 +31,18 @@ struct Succ<A: distsync_core::Process, App> {
     /// Some move at all is enabled there.
     live: bool,
     goal: bool,
+    /// For liveness: the move's fairness identity, and the obligations of the state reached.
+    fair: u64,
+    waiting: u64,
 }
 
-fn expand<A, S>(model: &Model<'_, S>, state: &State<A, S::App>) -> Vec<Succ<A, S::App>>
+/// The successors of a state, and (for liveness) the fairness identities of its moves.
+struct Expanded<A: distsync_core::Process, App> {
+    succs: Vec<Succ<A, App>>,
+    enabled: Vec<u64>,
+}
+
+fn expand<A, S>(model: &Model<'_, S>, state: &State<A, S::App>) -> Expanded<A, S::App>
 where
     A: Checkable + Algorithm,
     S: Spec<A>,
@@ -42,9 +51,15 @@ where
     let mut inputs = Vec::new();
     let mut next_moves = Vec::new();
     model.enabled(state, &mut moves, &mut inputs);
+    let liveness = model.config.liveness;
     let mut out = Vec::with_capacity(moves.len());
+    let mut enabled = Vec::new();
     let mut sink = Effects::sink();
     for (k, &m) in moves.iter().enumerate() {
+        let fair = if liveness { model.fair_id(state, m) } else { 0 };
+        if fair != 0 && !enabled.contains(&fair) {
+            enabled.push(fair);
+        }
         let (next, on_move) = model.apply(state, m, &mut inputs, &mut sink);
         let fp = fingerprint(&next);
         let stuck = !model.progress_possible(&next, &mut inputs);
@@ -55,7 +70,14 @@ where
         });
         model.enabled(&next, &mut next_moves, &mut inputs);
         let goal = model.spec.goal(&next.app, &next.world);
+        let waiting = if liveness {
+            model.waiting_mask(&next)
+        } else {
+            0
+        };
         out.push(Succ {
+            fair,
+            waiting,
             k: k as u32,
             live: !next_moves.is_empty(),
             next,
@@ -66,7 +88,10 @@ where
             goal,
         });
     }
-    out
+    Expanded {
+        succs: out,
+        enabled,
+    }
 }
 
 /// What [`explore`] found: the verdict as moves, and the figures.
@@ -148,6 +173,18 @@ where
     // For the progress analysis: every edge between state indices, and the goal states.
     let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut goal: Vec<bool> = vec![model.spec.goal(&root.app, &root.world)];
+    // For liveness: per edge its fairness identity and move; per state its obligations and
+    // the identities of its enabled moves.
+    let mut live = Live {
+        edge_info: Vec::new(),
+        waiting: vec![if config.liveness {
+            model.waiting_mask(&root)
+        } else {
+            0
+        }],
+        enabled_at: vec![(0, 0)],
+        enabled: Vec::new(),
+    };
 
     let path = |parents: &Vec<(u32, u32)>, idx: u32, last: Option<u32>| {
         let mut moves: Vec<u32> = last.into_iter().collect();
@@ -174,14 +211,19 @@ where
         let mut next_level: Vec<(State<A, S::App>, u32)> = Vec::new();
         let level = std::mem::take(&mut frontier);
         for (c, chunk) in level.chunks(CHUNK).enumerate() {
-            let expanded: Vec<Vec<Succ<A, S::App>>> = if threads == 1 {
+            let expanded: Vec<Expanded<A, S::App>> = if threads == 1 {
                 chunk.iter().map(|(s, _)| expand(model, s)).collect()
             } else {
                 pool.install(|| chunk.par_iter().map(|(s, _)| expand(model, s)).collect())
             };
-            for ((_, idx), succs) in chunk.iter().zip(expanded) {
+            for ((_, idx), ex) in chunk.iter().zip(expanded) {
                 let idx = *idx;
-                for s in succs {
+                if config.liveness {
+                    live.enabled_at[idx as usize] =
+                        (live.enabled.len() as u32, ex.enabled.len() as u32);
+                    live.enabled.extend(ex.enabled);
+                }
+                for s in ex.succs {
                     stats.transitions += 1;
                     if let Some(v) = s.on_move {
                         stats.depth = stats.depth.max(depth + 1);
@@ -190,6 +232,9 @@ where
                     }
                     if let Some(&known) = visited.get(&s.fp) {
                         edges.push((idx, known));
+                        if config.liveness {
+                            live.edge_info.push((s.fair, s.k));
+                        }
                         continue;
                     }
                     if stats.states >= bounds.max_states {
@@ -201,6 +246,11 @@ where
                     parents.push((idx, s.k));
                     edges.push((idx, child));
                     goal.push(s.goal);
+                    if config.liveness {
+                        live.edge_info.push((s.fair, s.k));
+                        live.waiting.push(s.waiting);
+                        live.enabled_at.push((0, 0));
+                    }
                     stats.states += 1;
                     stats.depth = stats.depth.max(depth + 1);
                     if let Some(v) = s.on_state {
@@ -270,11 +320,226 @@ where
             });
         }
     }
+    if config.liveness && !stats.bound_hit {
+        if let Some((pos, state, cycle)) = fair_cycle(&edges, &live, goal.len(), model.n) {
+            let mut moves = path(&parents, state, None);
+            let loop_start = moves.len();
+            moves.extend(cycle);
+            let v = Violation::new(
+                Property::Liveness,
+                format!(
+                    "under weak fairness (every message, timer and input continuously possible \
+                     is eventually taken) node {} can wait for ever: {} (the last {} steps \
+                     repeat)",
+                    model.ids()[pos],
+                    model.spec.unreached(),
+                    moves.len() - loop_start
+                ),
+            );
+            stats.elapsed = start.elapsed();
+            return Ok(Found {
+                violation: Some((v, moves, Some(loop_start))),
+                stats,
+            });
+        }
+    }
     stats.elapsed = start.elapsed();
     Ok(Found {
         violation: None,
         stats,
     })
+}
+
+/// What liveness needs of the explored graph.
+struct Live {
+    /// Per edge (parallel to `edges`): its fairness identity (0: a fault) and its move.
+    edge_info: Vec<(u64, u32)>,
+    /// Per state: the positions with an obligation.
+    waiting: Vec<u64>,
+    /// Per state: where its enabled identities are in `enabled`.
+    enabled_at: Vec<(u32, u32)>,
+    enabled: Vec<u64>,
+}
+
+/// A fair cycle along which some position waits for ever: the position, a state of the cycle
+/// (the shallowest of its strongly connected component) and the cycle's moves from there.
+fn fair_cycle(
+    edges: &[(u32, u32)],
+    live: &Live,
+    n_states: usize,
+    n: usize,
+) -> Option<(usize, u32, Vec<u32>)> {
+    use std::collections::{HashMap, HashSet, VecDeque};
+    // Forward adjacency in compressed rows, edge indices.
+    let mut start = vec![0u32; n_states + 1];
+    for &(from, _) in edges {
+        start[from as usize + 1] += 1;
+    }
+    for i in 0..n_states {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut out = vec![0u32; edges.len()];
+    for (e, &(from, _)) in edges.iter().enumerate() {
+        out[fill[from as usize] as usize] = e as u32;
+        fill[from as usize] += 1;
+    }
+    let succ = |s: u32| &out[start[s as usize] as usize..start[s as usize + 1] as usize];
+    for pos in 0..n {
+        let inside = |s: u32| (live.waiting[s as usize] >> pos) & 1 == 1;
+        // Tarjan's strongly connected components of the states where `pos` waits, iteratively.
+        let mut index = vec![u32::MAX; n_states];
+        let mut low = vec![0u32; n_states];
+        let mut on_stack = vec![false; n_states];
+        let mut stack: Vec<u32> = Vec::new();
+        let mut next_index = 0u32;
+        for root in 0..n_states as u32 {
+            if !inside(root) || index[root as usize] != u32::MAX {
+                continue;
+            }
+            let mut call: Vec<(u32, usize)> = vec![(root, 0)];
+            index[root as usize] = next_index;
+            low[root as usize] = next_index;
+            next_index += 1;
+            stack.push(root);
+            on_stack[root as usize] = true;
+            while let Some(&mut (v, ref mut i)) = call.last_mut() {
+                let es = succ(v);
+                if *i < es.len() {
+                    let w = edges[es[*i] as usize].1;
+                    *i += 1;
+                    if !inside(w) {
+                        continue;
+                    }
+                    if index[w as usize] == u32::MAX {
+                        index[w as usize] = next_index;
+                        low[w as usize] = next_index;
+                        next_index += 1;
+                        stack.push(w);
+                        on_stack[w as usize] = true;
+                        call.push((w, 0));
+                    } else if on_stack[w as usize] {
+                        low[v as usize] = low[v as usize].min(index[w as usize]);
+                    }
+                    continue;
+                }
+                call.pop();
+                if let Some(&(u, _)) = call.last() {
+                    low[u as usize] = low[u as usize].min(low[v as usize]);
+                }
+                if low[v as usize] != index[v as usize] {
+                    continue;
+                }
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("on the stack");
+                    on_stack[w as usize] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                let members: HashSet<u32> = comp.iter().copied().collect();
+                let internal: Vec<u32> = comp
+                    .iter()
+                    .flat_map(|&s| succ(s).iter().copied())
+                    .filter(|&e| members.contains(&edges[e as usize].1))
+                    .collect();
+                if internal.is_empty() {
+                    continue;
+                }
+                // Weak fairness: every identity enabled in all the component's states is taken
+                // by an edge inside it.
+                let mut count: HashMap<u64, usize> = HashMap::new();
+                for &s in &comp {
+                    let (a, l) = live.enabled_at[s as usize];
+                    for &id in &live.enabled[a as usize..(a + l) as usize] {
+                        *count.entry(id).or_default() += 1;
+                    }
+                }
+                let taken: HashSet<u64> = internal
+                    .iter()
+                    .map(|&e| live.edge_info[e as usize].0)
+                    .collect();
+                let required: Vec<u64> = count
+                    .iter()
+                    .filter(|(_, &c)| c == comp.len())
+                    .map(|(&id, _)| id)
+                    .collect();
+                if required.iter().any(|id| !taken.contains(id)) {
+                    continue;
+                }
+                // A fair cycle: from the shallowest state, pass through every state of the
+                // component (so that nothing it does not take is continuously enabled along
+                // it), take an edge of each required identity, and come back.
+                let s0 = *comp.iter().min().expect("not empty");
+                let bfs = |from: u32, to_edge: &dyn Fn(u32) -> bool| -> Option<Vec<u32>> {
+                    // Edges from `from`, inside the component, ending with one accepted edge.
+                    let mut prev: HashMap<u32, u32> = HashMap::new();
+                    let mut queue = VecDeque::from([from]);
+                    let mut seen: HashSet<u32> = HashSet::from([from]);
+                    while let Some(s) = queue.pop_front() {
+                        for &e in succ(s) {
+                            let t = edges[e as usize].1;
+                            if !members.contains(&t) {
+                                continue;
+                            }
+                            if to_edge(e) {
+                                let mut path = vec![e];
+                                let mut cur = s;
+                                while cur != from {
+                                    let pe = prev[&cur];
+                                    path.push(pe);
+                                    cur = edges[pe as usize].0;
+                                }
+                                path.reverse();
+                                return Some(path);
+                            }
+                            if seen.insert(t) {
+                                prev.insert(t, e);
+                                queue.push_back(t);
+                            }
+                        }
+                    }
+                    None
+                };
+                let mut cycle: Vec<u32> = Vec::new();
+                let mut visited: HashSet<u32> = HashSet::from([s0]);
+                let mut cur = s0;
+                let mut states = comp.clone();
+                states.sort_unstable();
+                for t in states {
+                    if visited.contains(&t) {
+                        continue;
+                    }
+                    let p = bfs(cur, &|e| edges[e as usize].1 == t)?;
+                    visited.extend(p.iter().map(|&e| edges[e as usize].1));
+                    cur = t;
+                    cycle.extend(p);
+                }
+                let mut targets = required.clone();
+                targets.sort_unstable();
+                for id in targets {
+                    if cycle.iter().any(|&e| live.edge_info[e as usize].0 == id) {
+                        continue;
+                    }
+                    let p = bfs(cur, &|e| live.edge_info[e as usize].0 == id)?;
+                    cur = edges[*p.last().expect("an edge") as usize].1;
+                    cycle.extend(p);
+                }
+                if cycle.is_empty() || cur != s0 {
+                    let p = bfs(cur, &|e| edges[e as usize].1 == s0)?;
+                    cycle.extend(p);
+                }
+                let moves = cycle
+                    .iter()
+                    .map(|&e| live.edge_info[e as usize].1)
+                    .collect();
+                return Some((pos, s0, moves));
+            }
+        }
+    }
+    None
 }
 
 /// The first state (in BFS order, so one of the shallowest) from which no path reaches a goal

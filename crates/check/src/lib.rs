@@ -118,6 +118,8 @@ pub struct Config {
     pub orders: Option<Vec<Order>>,
     /// Worker threads; 0: every core.
     pub threads: usize,
+    /// Also check liveness under weak fairness (fair cycles where a process waits for ever).
+    pub liveness: bool,
 }
 
 impl Default for Config {
@@ -133,6 +135,7 @@ impl Default for Config {
             elect: Vec::new(),
             orders: None,
             threads: 1,
+            liveness: false,
         }
     }
 }
@@ -177,6 +180,10 @@ pub enum Property {
     /// Snapshot: no transfer recorded both as received and in transit, or as received but not
     /// sent (the recorded cut is consistent).
     SnapshotConsistency,
+    /// Under weak fairness (every message, timer and input continuously possible is eventually
+    /// taken), every obligation is eventually met: every request served, every election over,
+    /// every multicast delivered, the snapshot complete. Found as a fair cycle (a lasso).
+    Liveness,
 }
 
 impl Property {
@@ -197,6 +204,7 @@ impl Property {
             Property::TotalOrder => "total-order",
             Property::Conservation => "conservation",
             Property::SnapshotConsistency => "snapshot-consistency",
+            Property::Liveness => "liveness",
         }
     }
 }

@@ -194,21 +194,6 @@ pub(crate) enum Move {
     Heal,
 }
 
-impl Move {
-    /// Whether the move is a fault (never required by fairness).
-    pub fn is_fault(self) -> bool {
-        matches!(
-            self,
-            Move::Crash(_)
-                | Move::Recover(_)
-                | Move::Lose(_)
-                | Move::Duplicate(_)
-                | Move::Partition(_)
-                | Move::Heal
-        )
-    }
-}
-
 /// What one transition did, for counterexamples and traces.
 pub(crate) struct Effects<A: Process> {
     /// Whether to record anything (only for counterexamples and traces).
@@ -618,6 +603,41 @@ impl<'c, S> Model<'c, S> {
             }
         };
         (next, violation)
+    }
+
+    /// The identity of move `m` for weak fairness: the same message on the same link, the same
+    /// timer of the same process, the same input; 0 for faults (never required).
+    pub fn fair_id<A>(&self, state: &State<A, S::App>, m: Move) -> u64
+    where
+        A: Checkable,
+        S: Spec<A>,
+    {
+        let w = &state.world;
+        let id = match m {
+            Move::Deliver(i) => {
+                let f = &w.msgs[i as usize];
+                hash64(&(0u8, f.link, f.hash))
+            }
+            Move::Input(pos, k) => hash64(&(1u8, pos, k)),
+            Move::Timer(i) => {
+                let t = &w.timers[i as usize];
+                hash64(&(2u8, t.pos, t.hash))
+            }
+            _ => return 0,
+        };
+        id.max(1)
+    }
+
+    /// The positions with a liveness obligation in `state` (a request waiting, an election
+    /// not over), as bits.
+    pub fn waiting_mask<A>(&self, state: &State<A, S::App>) -> u64
+    where
+        A: Checkable,
+        S: Spec<A>,
+    {
+        (0..self.n)
+            .filter(|&p| self.spec.waiting(&state.app, &state.world, p))
+            .fold(0, |m, p| m | 1 << p)
     }
 
     /// The typed transition of move `m` in `state`.

@@ -75,6 +75,10 @@ pub struct CheckArgs {
     /// Multicast: the orders to check (default: those the algorithm promises).
     #[arg(long, value_delimiter = ',', value_parser = ["fifo", "causal", "total"])]
     order: Vec<String>,
+    /// Also check liveness under weak fairness: a fair cycle in which a request is never
+    /// served (an election never ends...) is printed as a prefix and a loop.
+    #[arg(long)]
+    liveness: bool,
     /// Worker threads (default: every core); the result is the same for any number.
     #[arg(long)]
     threads: Option<usize>,
@@ -111,6 +115,7 @@ struct CheckTable {
     duplicate: Option<u8>,
     partition: Option<bool>,
     untimed: Option<bool>,
+    liveness: Option<bool>,
     order: Option<Vec<Order>>,
     threads: Option<usize>,
 }
@@ -299,6 +304,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
         partition: args.partition || table.partition.unwrap_or(false),
     };
     config.untimed = args.untimed || table.untimed.unwrap_or(false);
+    config.liveness = args.liveness || table.liveness.unwrap_or(false);
     if !args.elect.is_empty() {
         config.elect = args.elect.iter().map(|&i| NodeId(i)).collect();
     }
@@ -447,6 +453,7 @@ fn to_json(o: &NamedOutcome, c: &Config) -> serde_json::Value {
         "requests": c.requests,
         "fifo": c.fifo,
         "timers": if c.untimed { "untimed" } else { "deadline" },
+        "liveness": c.liveness,
         "faults": {
             "crash": c.faults.crash,
             "recover": c.faults.recover,

@@ -268,7 +268,7 @@ fn a_scenario_file_with_a_check_table() {
     let v = json(&o);
     assert_eq!(v["algorithm"], "bully");
     assert_eq!(v["faults"]["partition"], true);
-    assert_eq!(v["violation"]["property"], "one-leader");
+    assert_eq!(v["violation"]["property"], "agreement");
     // An unknown field of the [check] table is named.
     std::fs::write(
         &path,
