@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// States expanded together in parallel before their successors are merged.
-const CHUNK: usize = 2048;
+const CHUNK: usize = 256;
 
 /// One successor of a state.
 struct Succ<A: distsync_core::Process, App> {
@@ -24,16 +24,48 @@ struct Succ<A: distsync_core::Process, App> {
     fp: u128,
     /// A property broken by the transition itself (an output).
     on_move: Option<Violation>,
-    /// A property broken by the state reached.
+    /// For liveness: the move's fairness identity.
+    fair: u64,
+}
+
+/// What is judged of a state reached for the first time.
+struct Judged {
+    /// A property broken by the state.
     on_state: Option<Violation>,
     /// No move but faults is enabled there.
     stuck: bool,
     /// Some move at all is enabled there.
     live: bool,
     goal: bool,
-    /// For liveness: the move's fairness identity, and the obligations of the state reached.
-    fair: u64,
+    /// For liveness: the positions with an obligation.
     waiting: u64,
+}
+
+fn judge<A, S>(model: &Model<'_, S>, next: &State<A, S::App>) -> Judged
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let mut inputs = Vec::new();
+    let mut next_moves = Vec::new();
+    let stuck = !model.progress_possible(next, &mut inputs);
+    let on_state = model.spec.check_state(&next.app, &next.world).or_else(|| {
+        stuck
+            .then(|| model.spec.check_terminal(&next.app, &next.world))
+            .flatten()
+    });
+    model.enabled(next, &mut next_moves, &mut inputs);
+    Judged {
+        on_state,
+        stuck,
+        live: !next_moves.is_empty(),
+        goal: model.spec.goal(&next.app, &next.world),
+        waiting: if model.config.liveness {
+            model.waiting_mask(next)
+        } else {
+            0
+        },
+    }
 }
 
 /// The successors of a state, and (for liveness) the fairness identities of its moves.
@@ -49,7 +81,6 @@ where
 {
     let mut moves = Vec::new();
     let mut inputs = Vec::new();
-    let mut next_moves = Vec::new();
     model.enabled(state, &mut moves, &mut inputs);
     let liveness = model.config.liveness;
     let mut out = Vec::with_capacity(moves.len());
@@ -62,30 +93,12 @@ where
         }
         let (next, on_move) = model.apply(state, m, &mut inputs, &mut sink);
         let fp = fingerprint(&next);
-        let stuck = !model.progress_possible(&next, &mut inputs);
-        let on_state = model.spec.check_state(&next.app, &next.world).or_else(|| {
-            stuck
-                .then(|| model.spec.check_terminal(&next.app, &next.world))
-                .flatten()
-        });
-        model.enabled(&next, &mut next_moves, &mut inputs);
-        let goal = model.spec.goal(&next.app, &next.world);
-        let waiting = if liveness {
-            model.waiting_mask(&next)
-        } else {
-            0
-        };
         out.push(Succ {
-            fair,
-            waiting,
             k: k as u32,
-            live: !next_moves.is_empty(),
             next,
             fp,
             on_move,
-            on_state,
-            stuck,
-            goal,
+            fair,
         });
     }
     Expanded {
@@ -216,7 +229,11 @@ where
             } else {
                 pool.install(|| chunk.par_iter().map(|(s, _)| expand(model, s)).collect())
             };
-            for ((_, idx), ex) in chunk.iter().zip(expanded) {
+            // Merge in order: known states become edges, new ones get the next indices.
+            let mut fresh: Vec<(State<A, S::App>, u32)> = Vec::new();
+            let mut move_violation: Option<(Violation, Vec<u32>)> = None;
+            let mut bound_hit = false;
+            'merge: for ((_, idx), ex) in chunk.iter().zip(expanded) {
                 let idx = *idx;
                 if config.liveness {
                     live.enabled_at[idx as usize] =
@@ -227,8 +244,8 @@ where
                     stats.transitions += 1;
                     if let Some(v) = s.on_move {
                         stats.depth = stats.depth.max(depth + 1);
-                        found = Some((v, path(&parents, idx, Some(s.k))));
-                        break 'levels;
+                        move_violation = Some((v, path(&parents, idx, Some(s.k))));
+                        break 'merge;
                     }
                     if let Some(&known) = visited.get(&s.fp) {
                         edges.push((idx, known));
@@ -238,32 +255,53 @@ where
                         continue;
                     }
                     if stats.states >= bounds.max_states {
-                        stats.bound = Some(Bound::States);
-                        break 'levels;
+                        bound_hit = true;
+                        break 'merge;
                     }
                     let child = parents.len() as u32;
                     visited.insert(s.fp, child);
                     parents.push((idx, s.k));
                     edges.push((idx, child));
-                    goal.push(s.goal);
+                    goal.push(false);
                     if config.liveness {
                         live.edge_info.push((s.fair, s.k));
-                        live.waiting.push(s.waiting);
+                        live.waiting.push(0);
                         live.enabled_at.push((0, 0));
                     }
                     stats.states += 1;
                     stats.depth = stats.depth.max(depth + 1);
-                    if let Some(v) = s.on_state {
-                        found = Some((v, path(&parents, child, None)));
-                        break 'levels;
-                    }
-                    if s.stuck {
-                        stats.terminal_states += 1;
-                    }
-                    if s.live {
-                        next_level.push((s.next, child));
-                    }
+                    fresh.push((s.next, child));
                 }
+            }
+            // Judge the new states (in parallel), then take them in order.
+            let judged: Vec<Judged> = if threads == 1 {
+                fresh.iter().map(|(s, _)| judge(model, s)).collect()
+            } else {
+                pool.install(|| fresh.par_iter().map(|(s, _)| judge(model, s)).collect())
+            };
+            for ((next, child), j) in fresh.into_iter().zip(judged) {
+                goal[child as usize] = j.goal;
+                if config.liveness {
+                    live.waiting[child as usize] = j.waiting;
+                }
+                if let Some(v) = j.on_state {
+                    found = Some((v, path(&parents, child, None)));
+                    break 'levels;
+                }
+                if j.stuck {
+                    stats.terminal_states += 1;
+                }
+                if j.live {
+                    next_level.push((next, child));
+                }
+            }
+            if let Some(m) = move_violation {
+                found = Some(m);
+                break 'levels;
+            }
+            if bound_hit {
+                stats.bound = Some(Bound::States);
+                break 'levels;
             }
             if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
                 next_check = stats.states + 4096;
