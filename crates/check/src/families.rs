@@ -967,8 +967,8 @@ impl<A: GlobalSnapshot> SnapshotSpec<A> {
                     ));
                 }
             }
-            for p in 0..n {
-                let orphan = received & sent_by(p) & !before[p].0;
+            for (p, (sent_before, _)) in before.iter().enumerate() {
+                let orphan = received & sent_by(p) & !sent_before;
                 if orphan != 0 {
                     return Some(Violation::new(
                         Property::SnapshotConsistency,

@@ -536,6 +536,13 @@ pub struct Outcome<M, T, I = Input> {
     pub stats: Stats,
 }
 
+/// The outcome of exploring algorithm `A`.
+pub type OutcomeOf<A> = Outcome<
+    <A as distsync_core::Process>::Msg,
+    <A as distsync_core::Process>::Timer,
+    <A as distsync_core::Process>::Input,
+>;
+
 /// A report of progress, given to the caller's callback now and then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
@@ -660,7 +667,7 @@ pub fn check<A: MutualExclusion + Checkable>(
 pub fn check_election<A: Election + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome<A::Msg, A::Timer, A::Input>, CheckError> {
+) -> Result<OutcomeOf<A>, CheckError> {
     let model = model_of::<A, _>(config, "election", |p| {
         families::ElectionSpec::<A>::new(config, p)
     })?;
@@ -672,7 +679,7 @@ pub fn check_election<A: Election + Checkable>(
 pub fn check_multicast<A: Multicast + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome<A::Msg, A::Timer, A::Input>, CheckError> {
+) -> Result<OutcomeOf<A>, CheckError> {
     let model = model_of::<A, _>(config, "multicast", |p| {
         families::MulticastSpec::<A>::new(config, p)
     })?;
@@ -684,7 +691,7 @@ pub fn check_multicast<A: Multicast + Checkable>(
 pub fn check_snapshot<A: GlobalSnapshot + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome<A::Msg, A::Timer, A::Input>, CheckError> {
+) -> Result<OutcomeOf<A>, CheckError> {
     let model = model_of::<A, _>(config, "snapshot", |p| {
         families::SnapshotSpec::<A>::new(config, p)
     })?;
