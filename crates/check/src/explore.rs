@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// States expanded together in parallel before their successors are merged.
-const CHUNK: usize = 256;
+const CHUNK: usize = 64;
 
 /// One successor of a state.
 struct Succ<A: distsync_core::Process, App> {
