@@ -1,654 +1,589 @@
-//! The breadth-first explorer of the mutual-exclusion family.
+//! The breadth-first explorer, shared by every family: level by level, each level's states
+//! expanded in parallel chunks and merged in a fixed order, so that the result (verdict, state
+//! count, counterexample) is the same on one thread as on many.
 
-use crate::fingerprint::{self, Fp, FpMap};
+use crate::fingerprint::{fingerprint, FpMap};
+use crate::model::{Checkable, Eff, Effects, Model, Spec, State, Violation};
 use crate::{
-    CheckError, Config, Counterexample, Outcome, Progress, Property, Stats, Step, Transition,
-    Verdict,
+    Action, Bound, CheckError, Counterexample, Outcome, Progress, Property, Stats, Step,
+    StepEffect, Transition, Verdict,
 };
-use distsync_core::mutex::{Input, MutualExclusion, Output};
-use distsync_core::{Ctx, Effect, EffectOf, NodeId, Peers, Process, Time};
-use rand_core::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
-use std::fmt::Debug;
-use std::hash::{Hash, Hasher};
-use std::rc::Rc;
+use distsync_core::{Algorithm, Message, NodeId};
+use rayon::prelude::*;
+use serde::Serialize;
 use std::time::Instant;
 
-/// What the checker needs of an algorithm: the mutual-exclusion view, and `Clone + Debug` to
-/// copy states and fingerprint them. Implemented for every such type.
-pub trait Checkable: MutualExclusion + Clone + Debug + 'static {}
-impl<A: MutualExclusion + Clone + Debug + 'static> Checkable for A {}
+/// States expanded together in parallel before their successors are merged.
+const CHUNK: usize = 64;
 
-/// States are numbered with `u32`; far more than memory allows anyway.
-const MAX_STATES: usize = u32::MAX as usize - 1;
-
-type Tr<A> = Transition<<A as Process>::Msg, <A as Process>::Timer>;
-
-/// The application's view of one process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Phase {
-    /// Not asking; may request if it competes and has requests left.
-    Idle,
-    /// Asked, waits for Enter.
-    Waiting,
-    /// Entered; may release.
-    InCs,
-    /// Released, waits for Exit.
-    Releasing,
+/// One successor of a state.
+struct Succ<A: distsync_core::Process, App> {
+    /// The move's position in the parent's enabled list.
+    k: u32,
+    next: State<A, App>,
+    fp: u128,
+    /// A property broken by the transition itself (an output).
+    on_move: Option<Violation>,
+    /// For liveness: the move's fairness identity.
+    fair: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct App {
-    competes: bool,
-    phase: Phase,
-    /// Requests still to make.
-    left: u32,
-    /// Enter outputs seen.
-    enters: u32,
-    /// Exit outputs seen.
-    exits: u32,
+/// What is judged of a state reached for the first time.
+struct Judged {
+    /// A property broken by the state.
+    on_state: Option<Violation>,
+    /// No move but faults is enabled there.
+    stuck: bool,
+    /// Some move at all is enabled there.
+    live: bool,
+    goal: bool,
+    /// For liveness: the positions with an obligation.
+    waiting: u64,
 }
 
-/// One state of the model.
-#[derive(Clone)]
-struct State<A: Process> {
-    procs: Vec<Rc<A>>,
-    /// Fingerprint of each process's `Debug` rendering.
-    proc_fps: Vec<u128>,
-    /// In-flight messages with their hashes (computed once, at the send), link `from * n + to`.
-    links: Vec<Vec<(u64, A::Msg)>>,
-    /// Pending timers by process.
-    timers: Vec<Vec<A::Timer>>,
-    app: Vec<App>,
-}
-
-/// A property broken by a transition or a state.
-struct Violation {
-    property: Property,
-    detail: String,
-}
-
-/// What one transition did, for rendering.
-struct Effects<A: Process> {
-    outputs: Vec<(NodeId, Output)>,
-    sent: Vec<(NodeId, NodeId, A::Msg)>,
-}
-
-struct Model<'c> {
-    config: &'c Config,
-    peers: Peers,
-    n: usize,
-}
-
-impl<'c> Model<'c> {
-    fn new<A: Checkable>(config: &'c Config) -> Result<Model<'c>, CheckError> {
-        if config.nodes == 0 {
-            return Err(CheckError::new("nodes", "at least one node is needed"));
-        }
-        if config.nodes > 64 {
-            return Err(CheckError::new(
-                "nodes",
-                format!(
-                    "{} nodes is far beyond what exhaustive exploration can cover; use 2 to 6",
-                    config.nodes
-                ),
-            ));
-        }
-        if config.requests == 0 {
-            return Err(CheckError::new(
-                "requests",
-                "each competitor must request the critical section at least once",
-            ));
-        }
-        if config.bounds.max_states == 0 || config.bounds.max_states > MAX_STATES {
-            return Err(CheckError::new(
-                "max-states",
-                format!("the state bound must be between 1 and {MAX_STATES}"),
-            ));
-        }
-        let ids = (0..config.nodes as u32).map(NodeId).collect();
-        let peers = Peers::new(ids).map_err(|e| CheckError::new("nodes", e.to_string()))?;
-        A::validate(&config.params, &peers).map_err(|e| CheckError::new(e.field, e.message))?;
-        Ok(Model {
-            config,
-            n: config.nodes,
-            peers,
-        })
-    }
-
-    fn pos(&self, id: NodeId) -> Option<usize> {
-        self.peers.position(id)
-    }
-
-    /// The initial state: every process built and started, in membership order.
-    fn initial<A: Checkable>(&self) -> (State<A>, Effects<A>, Option<Violation>) {
-        let competitors = A::competitors(&self.peers, &self.config.params);
-        let ids = self.peers.ids();
-        let mut state = State::<A> {
-            procs: ids
-                .iter()
-                .map(|&id| Rc::new(A::new(id, &self.peers, &self.config.params)))
-                .collect(),
-            proc_fps: vec![0; self.n],
-            links: vec![Vec::new(); self.n * self.n],
-            timers: vec![Vec::new(); self.n],
-            app: ids
-                .iter()
-                .map(|id| {
-                    let competes = competitors.contains(id);
-                    App {
-                        competes,
-                        phase: Phase::Idle,
-                        left: if competes { self.config.requests } else { 0 },
-                        enters: 0,
-                        exits: 0,
-                    }
-                })
-                .collect(),
-        };
-        let mut effects = Effects {
-            outputs: Vec::new(),
-            sent: Vec::new(),
-        };
-        let mut violation = None;
-        for pos in 0..self.n {
-            state.proc_fps[pos] = fingerprint::of_debug(&*state.procs[pos]);
-            let v = self.call(&mut state, pos, &mut effects, |p, ctx| p.on_start(ctx));
-            violation = violation.or(v);
-        }
-        (state, effects, violation)
-    }
-
-    /// Runs one handler of process `pos` and carries out its effects.
-    fn call<A: Checkable>(
-        &self,
-        state: &mut State<A>,
-        pos: usize,
-        record: &mut Effects<A>,
-        handler: impl FnOnce(&mut A, &mut Ctx<'_, A>),
-    ) -> Option<Violation> {
-        let id = self.peers.ids()[pos];
-        let mut effects: Vec<EffectOf<A>> = Vec::new();
-        // Each call gets the same fresh generator: a call depends on the process state alone.
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
-        {
-            let process = Rc::make_mut(&mut state.procs[pos]);
-            let mut ctx = Ctx::new(id, &self.peers, Time::ZERO, false, &mut rng, &mut effects);
-            handler(process, &mut ctx);
-        }
-        state.proc_fps[pos] = fingerprint::of_debug(&*state.procs[pos]);
-        let mut violation = None;
-        for effect in effects {
-            match effect {
-                Effect::Send { to, msg } => match self.pos(to) {
-                    Some(t) if t != pos => {
-                        record.sent.push((id, to, msg.clone()));
-                        state.links[pos * self.n + t].push((fingerprint::of_hash(&msg), msg));
-                    }
-                    _ => {
-                        violation = violation.or(Some(Violation {
-                            property: Property::OutputContract,
-                            detail: format!("node {id} sent {msg:?} to {to}, not another member"),
-                        }));
-                    }
-                },
-                Effect::SetTimer { timer, .. } => {
-                    let timers = &mut state.timers[pos];
-                    timers.retain(|t| *t != timer);
-                    timers.push(timer);
-                }
-                Effect::CancelTimer { timer } => state.timers[pos].retain(|t| *t != timer),
-                Effect::Output(output) => {
-                    record.outputs.push((id, output));
-                    let app = &mut state.app[pos];
-                    let expected = match output {
-                        Output::Enter => Phase::Waiting,
-                        Output::Exit => Phase::Releasing,
-                    };
-                    if app.phase == expected {
-                        match output {
-                            Output::Enter => {
-                                app.phase = Phase::InCs;
-                                app.enters += 1;
-                            }
-                            Output::Exit => {
-                                app.phase = Phase::Idle;
-                                app.exits += 1;
-                            }
-                        }
-                    } else {
-                        violation = violation.or(Some(Violation {
-                            property: Property::OutputContract,
-                            detail: format!(
-                                "node {id} output {output:?} while its application was {:?}",
-                                app.phase
-                            ),
-                        }));
-                    }
-                }
-            }
-        }
-        violation
-    }
-
-    /// Every transition enabled in `state`, in a fixed order.
-    fn enabled<A: Checkable>(&self, state: &State<A>) -> Vec<Tr<A>> {
-        let ids = self.peers.ids();
-        let mut out = Vec::new();
-        for (link, msgs) in state.links.iter().enumerate() {
-            let (from, to) = (ids[link / self.n], ids[link % self.n]);
-            if self.config.fifo {
-                if let Some((_, msg)) = msgs.first() {
-                    out.push(Transition::Deliver {
-                        from,
-                        to,
-                        msg: msg.clone(),
-                    });
-                }
-            } else {
-                for (i, (h, msg)) in msgs.iter().enumerate() {
-                    // Equal messages on one link lead to the same state: deliver one of them.
-                    if !msgs[..i].iter().any(|(g, m)| g == h && m == msg) {
-                        out.push(Transition::Deliver {
-                            from,
-                            to,
-                            msg: msg.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        for (pos, app) in state.app.iter().enumerate() {
-            let node = ids[pos];
-            match app.phase {
-                Phase::Idle if app.competes && app.left > 0 => out.push(Transition::Input {
-                    node,
-                    input: Input::Request,
-                }),
-                Phase::InCs => out.push(Transition::Input {
-                    node,
-                    input: Input::Release,
-                }),
-                _ => {}
-            }
-            for timer in &state.timers[pos] {
-                out.push(Transition::Timer {
-                    node,
-                    timer: timer.clone(),
-                });
-            }
-        }
-        out
-    }
-
-    /// Whether any transition is enabled (cheaper than [`Model::enabled`]).
-    fn any_enabled<A: Checkable>(&self, state: &State<A>) -> bool {
-        state.links.iter().any(|l| !l.is_empty())
-            || state.timers.iter().any(|t| !t.is_empty())
-            || state.app.iter().any(|a| {
-                a.phase == Phase::InCs || (a.phase == Phase::Idle && a.competes && a.left > 0)
-            })
-    }
-
-    /// Takes transition `t` from `state`; `None` if it is not enabled there.
-    fn apply<A: Checkable>(
-        &self,
-        state: &State<A>,
-        t: &Tr<A>,
-    ) -> Option<(State<A>, Effects<A>, Option<Violation>)> {
-        let mut next = state.clone();
-        let mut effects = Effects {
-            outputs: Vec::new(),
-            sent: Vec::new(),
-        };
-        let violation = match t {
-            Transition::Deliver { from, to, msg } => {
-                let (f, r) = (self.pos(*from)?, self.pos(*to)?);
-                let link = &mut next.links[f * self.n + r];
-                let i = if self.config.fifo {
-                    (link.first().map(|(_, m)| m) == Some(msg)).then_some(0)?
-                } else {
-                    link.iter().position(|(_, m)| m == msg)?
-                };
-                let (_, msg) = link.remove(i);
-                let from = *from;
-                self.call(&mut next, r, &mut effects, |p, ctx| {
-                    p.on_message(from, msg, ctx)
-                })
-            }
-            Transition::Input { node, input } => {
-                let pos = self.pos(*node)?;
-                let app = &mut next.app[pos];
-                match input {
-                    Input::Request if app.phase == Phase::Idle && app.competes && app.left > 0 => {
-                        app.phase = Phase::Waiting;
-                        app.left -= 1;
-                    }
-                    Input::Release if app.phase == Phase::InCs => app.phase = Phase::Releasing,
-                    _ => return None,
-                }
-                let input = *input;
-                self.call(&mut next, pos, &mut effects, |p, ctx| {
-                    p.on_input(input, ctx)
-                })
-            }
-            Transition::Timer { node, timer } => {
-                let pos = self.pos(*node)?;
-                let i = next.timers[pos].iter().position(|x| x == timer)?;
-                let timer = next.timers[pos].remove(i);
-                self.call(&mut next, pos, &mut effects, |p, ctx| {
-                    p.on_timer(timer, ctx)
-                })
-            }
-        };
-        Some((next, effects, violation))
-    }
-
-    /// The safety properties of one state.
-    fn check_state<A: Checkable>(&self, state: &State<A>) -> Option<Violation> {
-        let ids = self.peers.ids();
-        let inside: Vec<NodeId> = (0..self.n)
-            .filter(|&p| state.procs[p].in_critical_section())
-            .map(|p| ids[p])
-            .collect();
-        if inside.len() > 1 {
-            return Some(Violation {
-                property: Property::MutualExclusion,
-                detail: format!(
-                    "nodes {} are in the critical section at once",
-                    list(&inside)
-                ),
-            });
-        }
-        let entered: Vec<NodeId> = (0..self.n)
-            .filter(|&p| state.app[p].phase == Phase::InCs)
-            .map(|p| ids[p])
-            .collect();
-        if entered.len() > 1 {
-            return Some(Violation {
-                property: Property::MutualExclusion,
-                detail: format!(
-                    "nodes {} were told Enter and not yet released",
-                    list(&entered)
-                ),
-            });
-        }
-        for (p, app) in state.app.iter().enumerate() {
-            let in_cs = state.procs[p].in_critical_section();
-            let ok = match app.phase {
-                Phase::InCs => in_cs,
-                Phase::Releasing => true,
-                Phase::Idle | Phase::Waiting => !in_cs,
-            };
-            if !ok {
-                return Some(Violation {
-                    property: Property::OutputContract,
-                    detail: format!(
-                        "node {} says in_critical_section() = {in_cs} while its application is {:?}",
-                        ids[p], app.phase
-                    ),
-                });
-            }
-        }
-        None
-    }
-
-    /// Whether every competitor made all its requests and left the critical section each time.
-    fn all_served<A: Checkable>(&self, state: &State<A>) -> bool {
-        state
-            .app
-            .iter()
-            .all(|a| a.left == 0 && a.phase == Phase::Idle)
-    }
-
-    /// The properties of a state where nothing is enabled.
-    fn check_terminal<A: Checkable>(&self, state: &State<A>) -> Option<Violation> {
-        let ids = self.peers.ids();
-        let waiting: Vec<NodeId> = (0..self.n)
-            .filter(|&p| matches!(state.app[p].phase, Phase::Waiting | Phase::Releasing))
-            .map(|p| ids[p])
-            .collect();
-        if !waiting.is_empty() {
-            return Some(Violation {
-                property: Property::Deadlock,
-                detail: format!(
-                    "nothing can happen (no message in flight, no timer, no input) while \
-                     nodes {} wait for the critical section",
-                    list(&waiting)
-                ),
-            });
-        }
-        for (p, app) in state.app.iter().enumerate() {
-            let asked = if app.competes {
-                self.config.requests
-            } else {
-                0
-            };
-            if app.enters != asked || app.exits != asked || app.left != 0 {
-                return Some(Violation {
-                    property: Property::Completion,
-                    detail: format!(
-                        "the run ended with node {} entered {} and left {} times of {asked} \
-                         requested",
-                        ids[p], app.enters, app.exits
-                    ),
-                });
-            }
-        }
-        None
-    }
-
-    fn fingerprint<A: Checkable>(&self, state: &State<A>) -> u128 {
-        let mut fp = Fp::new();
-        for f in &state.proc_fps {
-            fp.write_u128(*f);
-        }
-        let mut hashes = Vec::new();
-        for link in &state.links {
-            fp.write_usize(link.len());
-            hashes.clear();
-            hashes.extend(link.iter().map(|(h, _)| *h));
-            if !self.config.fifo {
-                hashes.sort_unstable();
-            }
-            for h in &hashes {
-                fp.write_u64(*h);
-            }
-        }
-        for timers in &state.timers {
-            hashes.clear();
-            hashes.extend(timers.iter().map(fingerprint::of_hash));
-            hashes.sort_unstable();
-            fp.write_usize(hashes.len());
-            for h in &hashes {
-                fp.write_u64(*h);
-            }
-        }
-        state.app.hash(&mut fp);
-        fp.finish128()
-    }
-
-    fn step_of<A: Checkable>(&self, number: usize, t: &Tr<A>, effects: &Effects<A>) -> Step {
-        Step {
-            number,
-            transition: t.to_string(),
-            outputs: effects
-                .outputs
-                .iter()
-                .map(|(id, o)| format!("{o:?} at {id}"))
-                .collect(),
-            sent: effects
-                .sent
-                .iter()
-                .map(|(f, t, m)| format!("{m:?} {f}->{t}"))
-                .collect(),
-        }
-    }
-}
-
-/// "0", "0 and 1", "0, 1 and 2".
-fn list(ids: &[NodeId]) -> String {
-    let names: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.concat(),
-    }
-}
-
-/// Explores every interleaving of `config` for algorithm `A`, breadth first, until a property
-/// breaks, every reachable state is visited, or a bound is reached. `progress` is called every
-/// few thousand states.
-pub fn check<A: Checkable>(
-    config: &Config,
-    progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome<A::Msg, A::Timer>, CheckError> {
-    let start = Instant::now();
-    let model = Model::new::<A>(config)?;
-    let mut stats = Stats::default();
-
-    let (root, _, violation) = model.initial::<A>();
-    // Parent index and the transition that led here, by state index.
-    let mut parents: Vec<(u32, Option<Tr<A>>)> = vec![(u32::MAX, None)];
-    let mut visited: FpMap<u32> = FpMap::default();
-    visited.insert(model.fingerprint(&root), 0);
-    stats.states = 1;
-    // For the progress analysis: every edge (from, to) between state indices, and which states
-    // have every request served.
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    let mut done: Vec<bool> = vec![model.all_served(&root)];
-
-    let found = |parents: &Vec<(u32, Option<Tr<A>>)>, idx: u32, last: Option<Tr<A>>| {
-        let mut trace: Vec<Tr<A>> = last.into_iter().collect();
-        let mut i = idx;
-        while let (p, Some(t)) = &parents[i as usize] {
-            trace.push(t.clone());
-            i = *p;
-        }
-        trace.reverse();
-        trace
-    };
-
-    let violation = violation.or_else(|| model.check_state(&root)).or_else(|| {
-        (!model.any_enabled(&root))
-            .then(|| model.check_terminal(&root))
+fn judge<A, S>(model: &Model<'_, S>, next: &State<A, S::App>) -> Judged
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let mut inputs = Vec::new();
+    let mut next_moves = Vec::new();
+    let stuck = !model.progress_possible(next, &mut inputs);
+    let on_state = model.spec.check_state(&next.app, &next.world).or_else(|| {
+        stuck
+            .then(|| model.spec.check_terminal(&next.app, &next.world))
             .flatten()
     });
+    model.enabled(next, &mut next_moves, &mut inputs);
+    Judged {
+        on_state,
+        stuck,
+        live: !next_moves.is_empty(),
+        goal: model.spec.goal(&next.app, &next.world),
+        waiting: if model.config.liveness {
+            model.waiting_mask(next)
+        } else {
+            0
+        },
+    }
+}
+
+/// The successors of a state, and (for liveness) the fairness identities of its moves.
+struct Expanded<A: distsync_core::Process, App> {
+    succs: Vec<Succ<A, App>>,
+    enabled: Vec<u64>,
+}
+
+fn expand<A, S>(model: &Model<'_, S>, state: &State<A, S::App>) -> Expanded<A, S::App>
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let mut moves = Vec::new();
+    let mut inputs = Vec::new();
+    model.enabled(state, &mut moves, &mut inputs);
+    let liveness = model.config.liveness;
+    let mut out = Vec::with_capacity(moves.len());
+    let mut enabled = Vec::new();
+    let mut sink = Effects::sink();
+    for (k, &m) in moves.iter().enumerate() {
+        let fair = if liveness { model.fair_id(state, m) } else { 0 };
+        if fair != 0 && !enabled.contains(&fair) {
+            enabled.push(fair);
+        }
+        let (next, on_move) = model.apply(state, m, &mut inputs, &mut sink);
+        let fp = fingerprint(&next);
+        out.push(Succ {
+            k: k as u32,
+            next,
+            fp,
+            on_move,
+            fair,
+        });
+    }
+    Expanded {
+        succs: out,
+        enabled,
+    }
+}
+
+/// What [`explore`] found: the verdict as moves, and the figures.
+pub(crate) struct Found {
+    pub violation: Option<(Violation, Vec<u32>, Option<usize>)>,
+    pub stats: Stats,
+}
+
+/// The resident set size of this process, in bytes (Linux; 0 elsewhere).
+pub(crate) fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+/// The machine's memory, in bytes (Linux; `None` elsewhere).
+pub(crate) fn machine_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Explores `model` breadth first until a property breaks, every reachable state is visited,
+/// or a bound is reached.
+pub(crate) fn explore<A, S>(
+    model: &Model<'_, S>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Found, CheckError>
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let start = Instant::now();
+    let config = model.config;
+    let bounds = config.bounds;
+    let max_memory = bounds.max_memory.unwrap_or_else(crate::default_max_memory);
+    let threads = if config.threads == 0 {
+        rayon::current_num_threads().max(1)
+    } else {
+        config.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| CheckError::new("threads", e.to_string()))?;
+    let mut stats = Stats {
+        threads,
+        ..Stats::default()
+    };
+    let mut inputs = Vec::new();
+
+    let (root, violation) = model.initial::<A>(&mut Effects::sink());
+    let root_stuck = !model.progress_possible(&root, &mut inputs);
+    let violation = violation
+        .or_else(|| model.spec.check_state(&root.app, &root.world))
+        .or_else(|| {
+            root_stuck
+                .then(|| model.spec.check_terminal(&root.app, &root.world))
+                .flatten()
+        });
+    stats.states = 1;
     if let Some(v) = violation {
         stats.elapsed = start.elapsed();
-        return Ok(Outcome {
-            verdict: Verdict::Violated(Box::new(counterexample::<A>(&model, v, Vec::new()))),
+        return Ok(Found {
+            violation: Some((v, Vec::new(), None)),
             stats,
         });
     }
-    if !model.any_enabled(&root) {
+    if root_stuck {
         stats.terminal_states += 1;
     }
+    // Parent index and the move (its position in the parent's enabled list), by state index.
+    let mut parents: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
+    let mut visited: FpMap<u32> = FpMap::default();
+    visited.insert(fingerprint(&root), 0);
+    // For the progress analysis: every edge between state indices, and the goal states.
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut goal: Vec<bool> = vec![model.spec.goal(&root.app, &root.world)];
+    // For liveness: per edge its fairness identity and move; per state its obligations and
+    // the identities of its enabled moves.
+    let mut live = Live {
+        edge_info: Vec::new(),
+        waiting: vec![if config.liveness {
+            model.waiting_mask(&root)
+        } else {
+            0
+        }],
+        enabled_at: vec![(0, 0)],
+        enabled: Vec::new(),
+    };
 
-    let mut queue: VecDeque<(State<A>, u32, usize)> = VecDeque::from([(root, 0, 0)]);
-    let mut next_report = 4096;
-    'explore: while let Some((state, idx, depth)) = queue.pop_front() {
-        if depth >= config.bounds.max_depth {
-            if model.any_enabled(&state) {
-                stats.bound_hit = true;
-            }
-            continue;
+    let path = |parents: &Vec<(u32, u32)>, idx: u32, last: Option<u32>| {
+        let mut moves: Vec<u32> = last.into_iter().collect();
+        let mut i = idx;
+        while parents[i as usize].0 != u32::MAX {
+            moves.push(parents[i as usize].1);
+            i = parents[i as usize].0;
         }
-        for t in model.enabled(&state) {
-            stats.transitions += 1;
-            let Some((next, _, violation)) = model.apply(&state, &t) else {
-                continue;
-            };
-            // A transition's own violation counts even when it leads to a known state.
-            if let Some(v) = violation {
-                let trace = found(&parents, idx, Some(t));
-                stats.depth = stats.depth.max(depth + 1);
-                stats.elapsed = start.elapsed();
-                return Ok(Outcome {
-                    verdict: Verdict::Violated(Box::new(counterexample::<A>(&model, v, trace))),
-                    stats,
-                });
-            }
-            let fp = model.fingerprint(&next);
-            if let Some(&known) = visited.get(&fp) {
-                edges.push((idx, known));
-                continue;
-            }
-            if stats.states >= config.bounds.max_states {
-                stats.bound_hit = true;
-                break 'explore;
-            }
-            let child = parents.len() as u32;
-            visited.insert(fp, child);
-            edges.push((idx, child));
-            done.push(model.all_served(&next));
-            parents.push((idx, Some(t)));
-            stats.states += 1;
-            stats.depth = stats.depth.max(depth + 1);
-            let terminal = !model.any_enabled(&next);
-            let violation = model
-                .check_state(&next)
-                .or_else(|| terminal.then(|| model.check_terminal(&next)).flatten());
-            if let Some(v) = violation {
-                let trace = found(&parents, child, None);
-                stats.elapsed = start.elapsed();
-                return Ok(Outcome {
-                    verdict: Verdict::Violated(Box::new(counterexample::<A>(&model, v, trace))),
-                    stats,
-                });
-            }
-            if terminal {
-                stats.terminal_states += 1;
+        moves.reverse();
+        moves
+    };
+
+    let mut frontier: Vec<(State<A, S::App>, u32)> = vec![(root, 0)];
+    let mut depth = 0usize;
+    let mut last_report = Instant::now();
+    // The memory is read, and progress reported, every 4096 new states or 200ms.
+    let mut next_check = 4096;
+    let mut found: Option<(Violation, Vec<u32>)> = None;
+    'levels: while !frontier.is_empty() {
+        if depth >= bounds.max_depth {
+            stats.bound = Some(Bound::Depth);
+            break;
+        }
+        let mut next_level: Vec<(State<A, S::App>, u32)> = Vec::new();
+        let level = std::mem::take(&mut frontier);
+        for (c, chunk) in level.chunks(CHUNK).enumerate() {
+            let expanded: Vec<Expanded<A, S::App>> = if threads == 1 {
+                chunk.iter().map(|(s, _)| expand(model, s)).collect()
             } else {
-                queue.push_back((next, child, depth + 1));
+                pool.install(|| chunk.par_iter().map(|(s, _)| expand(model, s)).collect())
+            };
+            // Merge in order: known states become edges, new ones get the next indices.
+            let mut fresh: Vec<(State<A, S::App>, u32)> = Vec::new();
+            let mut move_violation: Option<(Violation, Vec<u32>)> = None;
+            let mut bound_hit = false;
+            'merge: for ((_, idx), ex) in chunk.iter().zip(expanded) {
+                let idx = *idx;
+                if config.liveness {
+                    live.enabled_at[idx as usize] =
+                        (live.enabled.len() as u32, ex.enabled.len() as u32);
+                    live.enabled.extend(ex.enabled);
+                }
+                for s in ex.succs {
+                    stats.transitions += 1;
+                    if let Some(v) = s.on_move {
+                        stats.depth = stats.depth.max(depth + 1);
+                        move_violation = Some((v, path(&parents, idx, Some(s.k))));
+                        break 'merge;
+                    }
+                    if let Some(&known) = visited.get(&s.fp) {
+                        edges.push((idx, known));
+                        if config.liveness {
+                            live.edge_info.push((s.fair, s.k));
+                        }
+                        continue;
+                    }
+                    if stats.states >= bounds.max_states {
+                        bound_hit = true;
+                        break 'merge;
+                    }
+                    let child = parents.len() as u32;
+                    visited.insert(s.fp, child);
+                    parents.push((idx, s.k));
+                    edges.push((idx, child));
+                    goal.push(false);
+                    if config.liveness {
+                        live.edge_info.push((s.fair, s.k));
+                        live.waiting.push(0);
+                        live.enabled_at.push((0, 0));
+                    }
+                    stats.states += 1;
+                    stats.depth = stats.depth.max(depth + 1);
+                    fresh.push((s.next, child));
+                }
             }
-            if stats.states >= next_report {
-                next_report += 4096;
+            // Judge the new states (in parallel), then take them in order.
+            let judged: Vec<Judged> = if threads == 1 {
+                fresh.iter().map(|(s, _)| judge(model, s)).collect()
+            } else {
+                pool.install(|| fresh.par_iter().map(|(s, _)| judge(model, s)).collect())
+            };
+            for ((next, child), j) in fresh.into_iter().zip(judged) {
+                goal[child as usize] = j.goal;
+                if config.liveness {
+                    live.waiting[child as usize] = j.waiting;
+                }
+                if let Some(v) = j.on_state {
+                    found = Some((v, path(&parents, child, None)));
+                    break 'levels;
+                }
+                if j.stuck {
+                    stats.terminal_states += 1;
+                }
+                if j.live {
+                    next_level.push((next, child));
+                }
+            }
+            if let Some(m) = move_violation {
+                found = Some(m);
+                break 'levels;
+            }
+            if bound_hit {
+                stats.bound = Some(Bound::States);
+                break 'levels;
+            }
+            if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
+                next_check = stats.states + 4096;
+                last_report = Instant::now();
+                let rss = resident_bytes();
+                stats.peak_memory = stats.peak_memory.max(rss);
                 progress(&Progress {
                     states: stats.states,
                     depth,
-                    frontier: queue.len(),
-                    max_states: config.bounds.max_states,
+                    frontier: level.len() - ((c + 1) * CHUNK).min(level.len()) + next_level.len(),
+                    max_states: bounds.max_states,
+                    elapsed: start.elapsed(),
+                    memory: rss,
                 });
+                if rss > max_memory {
+                    stats.bound = Some(Bound::Memory);
+                    break 'levels;
+                }
             }
         }
+        frontier = next_level;
+        depth += 1;
+    }
+    stats.peak_memory = stats.peak_memory.max(resident_bytes());
+    stats.bound_hit = stats.bound.is_some();
+    drop(frontier);
+    if let Some((v, moves)) = found {
+        stats.elapsed = start.elapsed();
+        return Ok(Found {
+            violation: Some((v, moves, None)),
+            stats,
+        });
     }
     if !stats.bound_hit {
-        if let Some(stuck) = cannot_finish(&edges, &done) {
-            let trace = found(&parents, stuck, None);
-            let v = Violation {
-                property: Property::Progress,
-                detail: format!(
-                    "{} no continuation serves every request: the processes can keep \
-                     exchanging messages but some request is never granted",
-                    if trace.is_empty() {
+        drop(visited);
+        if let Some(stuck) = cannot_finish(&edges, &goal) {
+            let moves = path(&parents, stuck, None);
+            let v = Violation::new(
+                Property::Progress,
+                format!(
+                    "{} no continuation reaches the goal: the processes can keep going, but {}",
+                    if moves.is_empty() {
                         "from the initial state".to_string()
                     } else {
-                        format!("after these {} steps", trace.len())
-                    }
+                        format!("after these {} steps", moves.len())
+                    },
+                    model.spec.unreached()
                 ),
-            };
+            );
             stats.elapsed = start.elapsed();
-            return Ok(Outcome {
-                verdict: Verdict::Violated(Box::new(counterexample::<A>(&model, v, trace))),
+            return Ok(Found {
+                violation: Some((v, moves, None)),
+                stats,
+            });
+        }
+    }
+    if config.liveness && !stats.bound_hit {
+        if let Some((pos, state, cycle)) = fair_cycle(&edges, &live, goal.len(), model.n) {
+            let mut moves = path(&parents, state, None);
+            let loop_start = moves.len();
+            moves.extend(cycle);
+            let v = Violation::new(
+                Property::Liveness,
+                format!(
+                    "under weak fairness (every message, timer and input continuously possible \
+                     is eventually taken) node {} can wait for ever: {} (the last {} steps \
+                     repeat)",
+                    model.ids()[pos],
+                    model.spec.unreached(),
+                    moves.len() - loop_start
+                ),
+            );
+            stats.elapsed = start.elapsed();
+            return Ok(Found {
+                violation: Some((v, moves, Some(loop_start))),
                 stats,
             });
         }
     }
     stats.elapsed = start.elapsed();
-    let verdict = if stats.bound_hit {
-        Verdict::HoldsWithinBound
-    } else {
-        Verdict::Proved
-    };
-    Ok(Outcome { verdict, stats })
+    Ok(Found {
+        violation: None,
+        stats,
+    })
 }
 
-/// The first state (in BFS order, so one of the shallowest) from which no path reaches a state
-/// where every request is served, or `None` if every state can still finish.
+/// What liveness needs of the explored graph.
+struct Live {
+    /// Per edge (parallel to `edges`): its fairness identity (0: a fault) and its move.
+    edge_info: Vec<(u64, u32)>,
+    /// Per state: the positions with an obligation.
+    waiting: Vec<u64>,
+    /// Per state: where its enabled identities are in `enabled`.
+    enabled_at: Vec<(u32, u32)>,
+    enabled: Vec<u64>,
+}
+
+/// A fair cycle along which some position waits for ever: the position, a state of the cycle
+/// (the shallowest of its strongly connected component) and the cycle's moves from there.
+fn fair_cycle(
+    edges: &[(u32, u32)],
+    live: &Live,
+    n_states: usize,
+    n: usize,
+) -> Option<(usize, u32, Vec<u32>)> {
+    use std::collections::{HashMap, HashSet, VecDeque};
+    // Forward adjacency in compressed rows, edge indices.
+    let mut start = vec![0u32; n_states + 1];
+    for &(from, _) in edges {
+        start[from as usize + 1] += 1;
+    }
+    for i in 0..n_states {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut out = vec![0u32; edges.len()];
+    for (e, &(from, _)) in edges.iter().enumerate() {
+        out[fill[from as usize] as usize] = e as u32;
+        fill[from as usize] += 1;
+    }
+    let succ = |s: u32| &out[start[s as usize] as usize..start[s as usize + 1] as usize];
+    for pos in 0..n {
+        let inside = |s: u32| (live.waiting[s as usize] >> pos) & 1 == 1;
+        // Tarjan's strongly connected components of the states where `pos` waits, iteratively.
+        let mut index = vec![u32::MAX; n_states];
+        let mut low = vec![0u32; n_states];
+        let mut on_stack = vec![false; n_states];
+        let mut stack: Vec<u32> = Vec::new();
+        let mut next_index = 0u32;
+        for root in 0..n_states as u32 {
+            if !inside(root) || index[root as usize] != u32::MAX {
+                continue;
+            }
+            let mut call: Vec<(u32, usize)> = vec![(root, 0)];
+            index[root as usize] = next_index;
+            low[root as usize] = next_index;
+            next_index += 1;
+            stack.push(root);
+            on_stack[root as usize] = true;
+            while let Some(&mut (v, ref mut i)) = call.last_mut() {
+                let es = succ(v);
+                if *i < es.len() {
+                    let w = edges[es[*i] as usize].1;
+                    *i += 1;
+                    if !inside(w) {
+                        continue;
+                    }
+                    if index[w as usize] == u32::MAX {
+                        index[w as usize] = next_index;
+                        low[w as usize] = next_index;
+                        next_index += 1;
+                        stack.push(w);
+                        on_stack[w as usize] = true;
+                        call.push((w, 0));
+                    } else if on_stack[w as usize] {
+                        low[v as usize] = low[v as usize].min(index[w as usize]);
+                    }
+                    continue;
+                }
+                call.pop();
+                if let Some(&(u, _)) = call.last() {
+                    low[u as usize] = low[u as usize].min(low[v as usize]);
+                }
+                if low[v as usize] != index[v as usize] {
+                    continue;
+                }
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("on the stack");
+                    on_stack[w as usize] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                let members: HashSet<u32> = comp.iter().copied().collect();
+                let internal: Vec<u32> = comp
+                    .iter()
+                    .flat_map(|&s| succ(s).iter().copied())
+                    .filter(|&e| members.contains(&edges[e as usize].1))
+                    .collect();
+                if internal.is_empty() {
+                    continue;
+                }
+                // Weak fairness: every identity enabled in all the component's states is taken
+                // by an edge inside it.
+                let mut count: HashMap<u64, usize> = HashMap::new();
+                for &s in &comp {
+                    let (a, l) = live.enabled_at[s as usize];
+                    for &id in &live.enabled[a as usize..(a + l) as usize] {
+                        *count.entry(id).or_default() += 1;
+                    }
+                }
+                let taken: HashSet<u64> = internal
+                    .iter()
+                    .map(|&e| live.edge_info[e as usize].0)
+                    .collect();
+                let required: Vec<u64> = count
+                    .iter()
+                    .filter(|(_, &c)| c == comp.len())
+                    .map(|(&id, _)| id)
+                    .collect();
+                if required.iter().any(|id| !taken.contains(id)) {
+                    continue;
+                }
+                // A fair cycle: from the shallowest state, pass through every state of the
+                // component (so that nothing it does not take is continuously enabled along
+                // it), take an edge of each required identity, and come back.
+                let s0 = *comp.iter().min().expect("not empty");
+                let bfs = |from: u32, to_edge: &dyn Fn(u32) -> bool| -> Option<Vec<u32>> {
+                    // Edges from `from`, inside the component, ending with one accepted edge.
+                    let mut prev: HashMap<u32, u32> = HashMap::new();
+                    let mut queue = VecDeque::from([from]);
+                    let mut seen: HashSet<u32> = HashSet::from([from]);
+                    while let Some(s) = queue.pop_front() {
+                        for &e in succ(s) {
+                            let t = edges[e as usize].1;
+                            if !members.contains(&t) {
+                                continue;
+                            }
+                            if to_edge(e) {
+                                let mut path = vec![e];
+                                let mut cur = s;
+                                while cur != from {
+                                    let pe = prev[&cur];
+                                    path.push(pe);
+                                    cur = edges[pe as usize].0;
+                                }
+                                path.reverse();
+                                return Some(path);
+                            }
+                            if seen.insert(t) {
+                                prev.insert(t, e);
+                                queue.push_back(t);
+                            }
+                        }
+                    }
+                    None
+                };
+                let mut cycle: Vec<u32> = Vec::new();
+                let mut visited: HashSet<u32> = HashSet::from([s0]);
+                let mut cur = s0;
+                let mut states = comp.clone();
+                states.sort_unstable();
+                for t in states {
+                    if visited.contains(&t) {
+                        continue;
+                    }
+                    let p = bfs(cur, &|e| edges[e as usize].1 == t)?;
+                    visited.extend(p.iter().map(|&e| edges[e as usize].1));
+                    cur = t;
+                    cycle.extend(p);
+                }
+                let mut targets = required.clone();
+                targets.sort_unstable();
+                for id in targets {
+                    if cycle.iter().any(|&e| live.edge_info[e as usize].0 == id) {
+                        continue;
+                    }
+                    let p = bfs(cur, &|e| live.edge_info[e as usize].0 == id)?;
+                    cur = edges[*p.last().expect("an edge") as usize].1;
+                    cycle.extend(p);
+                }
+                if cycle.is_empty() || cur != s0 {
+                    let p = bfs(cur, &|e| edges[e as usize].1 == s0)?;
+                    cycle.extend(p);
+                }
+                let moves = cycle
+                    .iter()
+                    .map(|&e| live.edge_info[e as usize].1)
+                    .collect();
+                return Some((pos, s0, moves));
+            }
+        }
+    }
+    None
+}
+
+/// The first state (in BFS order, so one of the shallowest) from which no path reaches a goal
+/// state, or `None` if the goal stays reachable from everywhere.
 fn cannot_finish(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
     let n = done.len();
-    // Reverse adjacency in compressed rows: for each state, the states with an edge into it.
     let mut start = vec![0u32; n + 1];
     for &(_, to) in edges {
         start[to as usize + 1] += 1;
@@ -675,224 +610,245 @@ fn cannot_finish(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
     reaches.iter().position(|&r| !r).map(|i| i as u32)
 }
 
-/// Builds the counterexample for `trace` by replaying it.
-fn counterexample<A: Checkable>(
-    model: &Model<'_>,
-    v: Violation,
-    trace: Vec<Tr<A>>,
-) -> Counterexample<A::Msg, A::Timer> {
-    let replayed = replay_model::<A>(model, &trace);
-    let (steps, final_states) = match replayed {
-        Ok(r) => (r.steps, r.final_states),
-        // The trace was built from the explored transitions: replaying it cannot fail.
-        Err(e) => (Vec::new(), vec![format!("replay failed: {e}")]),
-    };
-    Counterexample {
-        property: v.property,
-        detail: v.detail,
-        trace,
-        steps,
-        final_states,
-    }
+fn json<T: Serialize + ?Sized>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
-/// The result of replaying a trace.
-#[derive(Clone, Debug)]
-pub struct Replayed {
-    /// The trace, rendered with outputs and sends; preceded by a step 0 when processes sent
-    /// messages or output something at start.
-    pub steps: Vec<Step>,
-    /// The first property broken on the way (`None` if every state kept them), with its detail
-    /// and the step number after which it broke (0: the initial state).
-    pub violation: Option<(Property, String, usize)>,
-    /// Every process's state at the end, by membership position.
-    pub final_states: Vec<String>,
-    /// Which processes are in the critical section at the end, by `in_critical_section()`.
-    pub in_critical_section: Vec<NodeId>,
-}
-
-/// Runs `trace` from the initial state of `config`, checking every transition is enabled where
-/// it is taken and every property after each step: an independent confirmation of a
-/// counterexample.
-pub fn replay<A: Checkable>(config: &Config, trace: &[Tr<A>]) -> Result<Replayed, CheckError> {
-    let model = Model::new::<A>(config)?;
-    replay_model::<A>(&model, trace)
-}
-
-fn replay_model<A: Checkable>(model: &Model<'_>, trace: &[Tr<A>]) -> Result<Replayed, CheckError> {
-    let (mut state, start, v) = model.initial::<A>();
+/// Replays `moves` from the initial state, rendering each step and checking every property on
+/// the way. Returns the typed transitions, the steps, the first violation met (with the step
+/// after which it broke) and the final state.
+#[allow(clippy::type_complexity)]
+pub(crate) fn replay_moves<A, S>(
+    model: &Model<'_, S>,
+    moves: &[u32],
+) -> Result<
+    (
+        Vec<Transition<A::Msg, A::Timer, A::Input>>,
+        Vec<Step>,
+        Option<(Violation, usize)>,
+        State<A, S::App>,
+    ),
+    CheckError,
+>
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let mut effects = Effects::new();
+    let (mut state, v) = model.initial::<A>(&mut effects);
+    let mut inputs = Vec::new();
     let mut violation = v
-        .or_else(|| model.check_state(&state))
-        .map(|v| (v.property, v.detail, 0));
+        .or_else(|| model.spec.check_state(&state.app, &state.world))
+        .map(|v| (v, 0));
     let mut steps = Vec::new();
-    if !start.sent.is_empty() || !start.outputs.is_empty() {
-        let mut step = model.step_of::<A>(
+    if !effects.items.is_empty() || !effects.dropped.is_empty() {
+        steps.push(step_of::<A>(
             0,
-            &Transition::Input {
-                node: model.peers.ids()[0],
-                input: Input::Request,
-            },
-            &start,
-        );
-        step.transition = "start (every process's on_start)".to_string();
-        steps.push(step);
+            Action::Start,
+            "start (every process's on_start)".into(),
+            &effects,
+        ));
     }
-    for (i, t) in trace.iter().enumerate() {
-        if !model.enabled(&state).contains(t) {
-            return Err(CheckError::new(
-                "trace",
-                format!("step {} ({t}) is not enabled there", i + 1),
-            ));
-        }
-        let (next, effects, v) = model
-            .apply(&state, t)
-            .ok_or_else(|| CheckError::new("trace", format!("step {} ({t}) failed", i + 1)))?;
-        steps.push(model.step_of::<A>(i + 1, t, &effects));
+    let mut transitions = Vec::new();
+    let mut enabled = Vec::new();
+    for (i, &k) in moves.iter().enumerate() {
+        model.enabled(&state, &mut enabled, &mut inputs);
+        let m = *enabled.get(k as usize).ok_or_else(|| {
+            CheckError::new("trace", format!("step {} is not enabled there", i + 1))
+        })?;
+        let t = model.transition(&state, m, &mut inputs);
+        let mut effects = Effects::new();
+        let (next, v) = model.apply(&state, m, &mut inputs, &mut effects);
+        steps.push(step_of::<A>(
+            i + 1,
+            action_of::<A>(&t),
+            t.to_string(),
+            &effects,
+        ));
+        transitions.push(t);
         state = next;
         if violation.is_none() {
+            let stuck = !model.progress_possible(&state, &mut inputs);
             violation = v
-                .or_else(|| model.check_state(&state))
+                .or_else(|| model.spec.check_state(&state.app, &state.world))
                 .or_else(|| {
-                    (!model.any_enabled(&state))
-                        .then(|| model.check_terminal(&state))
+                    stuck
+                        .then(|| model.spec.check_terminal(&state.app, &state.world))
                         .flatten()
                 })
-                .map(|v| (v.property, v.detail, i + 1));
+                .map(|v| (v, i + 1));
         }
     }
-    if trace.is_empty() && violation.is_none() && !model.any_enabled(&state) {
-        violation = model
-            .check_terminal(&state)
-            .map(|v| (v.property, v.detail, 0));
-    }
-    let ids = model.peers.ids();
-    Ok(Replayed {
-        steps,
-        violation,
-        final_states: state.procs.iter().map(|p| format!("{p:?}")).collect(),
-        in_critical_section: (0..model.n)
-            .filter(|&p| state.procs[p].in_critical_section())
-            .map(|p| ids[p])
-            .collect(),
-    })
+    Ok((transitions, steps, violation, state))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use distsync_algorithms::mutex::{Central, RicartAgrawala};
+/// The moves of a typed trace, checked to be enabled where they are taken.
+pub(crate) fn moves_of<A, S>(
+    model: &Model<'_, S>,
+    trace: &[Transition<A::Msg, A::Timer, A::Input>],
+) -> Result<Vec<u32>, CheckError>
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+    A::Input: PartialEq,
+{
+    let (mut state, _) = model.initial::<A>(&mut Effects::sink());
+    let mut inputs = Vec::new();
+    let mut enabled = Vec::new();
+    let mut out = Vec::new();
+    for (i, t) in trace.iter().enumerate() {
+        model.enabled(&state, &mut enabled, &mut inputs);
+        let k = enabled
+            .iter()
+            .position(|&m| model.transition(&state, m, &mut inputs) == *t)
+            .ok_or_else(|| {
+                CheckError::new(
+                    "trace",
+                    format!("step {} ({t}) is not enabled there", i + 1),
+                )
+            })?;
+        out.push(k as u32);
+        state = model
+            .apply(&state, enabled[k], &mut inputs, &mut Effects::sink())
+            .0;
+    }
+    Ok(out)
+}
 
-    fn config(nodes: usize, requests: u32, fifo: bool) -> Config {
-        Config {
-            nodes,
-            requests,
-            fifo,
-            ..Config::default()
+pub(crate) fn action_of<A: distsync_core::Process>(
+    t: &Transition<A::Msg, A::Timer, A::Input>,
+) -> Action {
+    match t {
+        Transition::Deliver { from, to, msg } => Action::Deliver {
+            from: *from,
+            to: *to,
+            kind: msg.kind().to_string(),
+            msg: json(msg),
+        },
+        Transition::Input { node, input } => Action::Input {
+            node: *node,
+            input: json(input),
+        },
+        Transition::Timer { node, timer } => Action::Timer {
+            node: *node,
+            timer: json(timer),
+        },
+        Transition::Crash { node } => Action::Crash { node: *node },
+        Transition::Recover { node } => Action::Recover { node: *node },
+        Transition::Lose { from, to, msg } => Action::Lose {
+            from: *from,
+            to: *to,
+            kind: msg.kind().to_string(),
+            msg: json(msg),
+        },
+        Transition::Duplicate { from, to, msg } => Action::Duplicate {
+            from: *from,
+            to: *to,
+            kind: msg.kind().to_string(),
+            msg: json(msg),
+        },
+        Transition::Partition { groups } => Action::Partition {
+            groups: groups.to_vec(),
+        },
+        Transition::Heal => Action::Heal,
+    }
+}
+
+fn step_of<A: distsync_core::Process>(
+    number: usize,
+    action: Action,
+    transition: String,
+    effects: &Effects<A>,
+) -> Step {
+    let mut sent = Vec::new();
+    let mut outputs = Vec::new();
+    let mut typed = Vec::new();
+    for e in &effects.items {
+        match e {
+            Eff::Send(f, t, m) => {
+                sent.push(format!("{m:?} {f}->{t}"));
+                typed.push(StepEffect::Send {
+                    from: *f,
+                    to: *t,
+                    kind: m.kind().to_string(),
+                    msg: json(m),
+                });
+            }
+            Eff::Output(at, o) => {
+                outputs.push(format!("{o:?} at {at}"));
+                typed.push(StepEffect::Output {
+                    node: *at,
+                    output: json(o),
+                });
+            }
         }
     }
+    for (f, t, m, reason) in &effects.dropped {
+        sent.push(format!("{m:?} {f}->{t} (dropped: {reason})"));
+        typed.push(StepEffect::Dropped {
+            from: *f,
+            to: *t,
+            kind: m.kind().to_string(),
+            msg: json(m),
+            reason: (*reason).to_string(),
+        });
+    }
+    Step {
+        number,
+        action,
+        transition,
+        outputs,
+        sent,
+        effects: typed,
+    }
+}
 
-    #[test]
-    fn non_fifo_links_are_fingerprinted_as_multisets() {
-        let cfg = config(3, 1, false);
-        let model = Model::new::<RicartAgrawala>(&cfg).unwrap();
-        let (root, _, _) = model.initial::<RicartAgrawala>();
-        let mut a = root.clone();
-        let mut b = root.clone();
-        // Two different messages queued on one link, in both orders.
-        let m1 = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply { ts: 1 };
-        let (s0, s1) = {
-            let t = Transition::Input {
-                node: NodeId(0),
-                input: Input::Request,
+/// Builds the outcome of an exploration: the counterexample replayed and rendered.
+pub(crate) fn outcome<A, S>(
+    model: &Model<'_, S>,
+    found: Found,
+) -> Outcome<A::Msg, A::Timer, A::Input>
+where
+    A: Checkable + Algorithm,
+    S: Spec<A>,
+{
+    let stats = found.stats;
+    let verdict = match found.violation {
+        None if stats.bound.is_some() => Verdict::HoldsWithinBound,
+        None => Verdict::Proved,
+        Some((v, moves, loop_start)) => {
+            let (trace, steps, final_states) = match replay_moves::<A, S>(model, &moves) {
+                Ok((trace, steps, _, state)) => (
+                    trace,
+                    steps,
+                    state
+                        .world
+                        .procs
+                        .iter()
+                        .map(|p| match p {
+                            Some(p) => format!("{p:?}"),
+                            None => "crashed".to_string(),
+                        })
+                        .collect(),
+                ),
+                // The moves were taken from the exploration: replaying them cannot fail.
+                Err(e) => (Vec::new(), Vec::new(), vec![format!("replay failed: {e}")]),
             };
-            let (s, _, _) = model.apply(&root, &t).unwrap();
-            (s.links[1].clone(), s)
-        };
-        let m1 = (fingerprint::of_hash(&m1), m1);
-        a.links[1] = vec![s0[0].clone(), m1.clone()];
-        b.links[1] = vec![m1, s0[0].clone()];
-        assert_eq!(model.fingerprint(&a), model.fingerprint(&b));
-        let fifo = config(3, 1, true);
-        let fifo_model = Model::new::<RicartAgrawala>(&fifo).unwrap();
-        assert_ne!(fifo_model.fingerprint(&a), fifo_model.fingerprint(&b));
-        // A request changes the state.
-        assert_ne!(model.fingerprint(&root), model.fingerprint(&s1));
-    }
-
-    #[test]
-    fn fifo_delivers_only_the_head_and_non_fifo_any_distinct_message() {
-        let m = distsync_algorithms::mutex::ricart_agrawala::Msg::Reply { ts: 1 };
-        for (fifo, expected) in [(true, 1), (false, 1)] {
-            let cfg = config(2, 1, fifo);
-            let model = Model::new::<RicartAgrawala>(&cfg).unwrap();
-            let (mut s, _, _) = model.initial::<RicartAgrawala>();
-            let m = (fingerprint::of_hash(&m), m.clone());
-            s.links[1] = vec![m.clone(), m];
-            let delivers = model
-                .enabled(&s)
-                .iter()
-                .filter(|t| matches!(t, Transition::Deliver { .. }))
-                .count();
-            assert_eq!(delivers, expected, "equal messages give one transition");
+            Verdict::Violated(Box::new(Counterexample {
+                property: v.property,
+                detail: v.detail,
+                trace,
+                steps,
+                final_states,
+                loop_start,
+            }))
         }
-    }
+    };
+    Outcome { verdict, stats }
+}
 
-    #[test]
-    fn inputs_follow_the_application_contract() {
-        let cfg = config(2, 1, false);
-        let model = Model::new::<Central>(&cfg).unwrap();
-        let (root, _, _) = model.initial::<Central>();
-        // Node 1 is the coordinator and does not compete.
-        let enabled = model.enabled(&root);
-        assert_eq!(
-            enabled,
-            vec![Transition::Input {
-                node: NodeId(0),
-                input: Input::Request
-            }]
-        );
-        let release = Transition::Input {
-            node: NodeId(0),
-            input: Input::Release,
-        };
-        assert!(
-            model.apply(&root, &release).is_none(),
-            "no Release before Enter"
-        );
-    }
-
-    #[test]
-    fn node_lists_read_as_english() {
-        assert_eq!(list(&[NodeId(3)]), "3");
-        assert_eq!(list(&[NodeId(0), NodeId(1)]), "0 and 1");
-        assert_eq!(list(&[NodeId(0), NodeId(1), NodeId(2)]), "0, 1 and 2");
-    }
-
-    #[test]
-    fn bad_configurations_name_the_field() {
-        let err = |c: Config| check::<Central>(&c, &mut |_| {}).unwrap_err().field;
-        assert_eq!(err(config(0, 1, false)), "nodes");
-        assert_eq!(err(config(2, 0, false)), "requests");
-        let mut c = config(2, 1, false);
-        c.bounds.max_states = 0;
-        assert_eq!(err(c), "max-states");
-        let mut c = config(2, 1, false);
-        c.params.coordinator = Some(NodeId(7));
-        assert_eq!(err(c), "coordinator");
-    }
-
-    #[test]
-    fn a_tiny_bound_gives_no_proof() {
-        let mut c = config(3, 1, false);
-        c.bounds.max_states = 5;
-        let o = check::<RicartAgrawala>(&c, &mut |_| {}).unwrap();
-        assert!(matches!(o.verdict, Verdict::HoldsWithinBound));
-        assert!(o.stats.bound_hit);
-        assert_eq!(o.stats.states, 5);
-        let mut c = config(3, 1, false);
-        c.bounds.max_depth = 2;
-        let o = check::<RicartAgrawala>(&c, &mut |_| {}).unwrap();
-        assert!(matches!(o.verdict, Verdict::HoldsWithinBound));
-        assert_eq!(o.stats.depth, 2);
-    }
+/// The ids of a model, for the trace writer.
+#[allow(dead_code)]
+pub(crate) fn ids_of<S>(model: &Model<'_, S>) -> Vec<NodeId> {
+    model.ids().to_vec()
 }

@@ -1,57 +1,48 @@
-//! 128-bit fingerprints of states: two SipHash streams with different salts, fed the same
-//! canonical bytes. Two distinct states collide with probability about n^2 / 2^129 for n states.
+//! 128-bit fingerprints of states: the state's derived `Hash` writes its bytes into a reusable
+//! buffer, digested once by XXH3-128. Two distinct states collide with probability about
+//! n^2 / 2^129 for n states.
 
-use std::collections::hash_map::DefaultHasher;
-use std::fmt;
+use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 
-/// A hasher producing a 128-bit digest.
-pub(crate) struct Fp {
-    a: DefaultHasher,
-    b: DefaultHasher,
-}
+/// A `Hasher` that only collects the bytes it is fed.
+struct Bytes<'a>(&'a mut Vec<u8>);
 
-impl Fp {
-    pub(crate) fn new() -> Fp {
-        let a = DefaultHasher::new();
-        let mut b = DefaultHasher::new();
-        b.write_u64(0x9e37_79b9_7f4a_7c15);
-        Fp { a, b }
-    }
-
-    /// The digest of everything written so far.
-    pub(crate) fn finish128(&self) -> u128 {
-        (u128::from(self.a.finish()) << 64) | u128::from(self.b.finish())
-    }
-}
-
-impl Hasher for Fp {
+impl Hasher for Bytes<'_> {
     fn write(&mut self, bytes: &[u8]) {
-        self.a.write(bytes);
-        self.b.write(bytes);
+        self.0.extend_from_slice(bytes);
     }
-
+    fn write_u8(&mut self, i: u8) {
+        self.0.push(i);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0.extend_from_slice(&i.to_le_bytes());
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0.extend_from_slice(&(i as u64).to_le_bytes());
+    }
     fn finish(&self) -> u64 {
-        self.a.finish()
+        0
     }
 }
 
 thread_local! {
-    /// A reusable buffer for renderings: hashing one long string is much faster than hashing
-    /// the many small pieces `Debug` writes.
-    static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The fingerprint of a value's `Debug` rendering.
-pub(crate) fn of_debug<T: fmt::Debug + ?Sized>(value: &T) -> u128 {
+/// The fingerprint of a value's structural hash.
+pub(crate) fn fingerprint<T: Hash + ?Sized>(value: &T) -> u128 {
     BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
         buffer.clear();
-        // Writing into a String cannot fail.
-        let _ = fmt::write(&mut *buffer, format_args!("{value:?}"));
-        let mut fp = Fp::new();
-        fp.write(buffer.as_bytes());
-        fp.finish128()
+        value.hash(&mut Bytes(&mut buffer));
+        xxhash_rust::xxh3::xxh3_128(&buffer)
     })
 }
 
@@ -77,31 +68,23 @@ impl Hasher for PassThrough {
     }
 }
 
-/// A set of fingerprints.
+/// A map keyed by fingerprints.
 pub(crate) type FpMap<V> =
     std::collections::HashMap<u128, V, std::hash::BuildHasherDefault<PassThrough>>;
-
-/// A 64-bit hash of a value, used to order the messages of a non-FIFO link canonically.
-pub(crate) fn of_hash<T: Hash + ?Sized>(value: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn equal_renderings_have_equal_fingerprints_and_different_ones_differ() {
-        assert_eq!(of_debug(&vec![1, 2, 3]), of_debug(&vec![1, 2, 3]));
-        assert_ne!(of_debug(&vec![1, 2, 3]), of_debug(&vec![1, 3, 2]));
-        assert_ne!(of_debug("ab"), of_debug("ba"));
-        let fp = of_debug(&(1u8, "x"));
+    fn equal_values_have_equal_fingerprints_and_different_ones_differ() {
+        assert_eq!(fingerprint(&vec![1, 2, 3]), fingerprint(&vec![1, 2, 3]));
+        assert_ne!(fingerprint(&vec![1, 2, 3]), fingerprint(&vec![1, 3, 2]));
+        assert_ne!(fingerprint("ab"), fingerprint("ba"));
+        // Lengths are part of the structure: ([1], [2, 3]) is not ([1, 2], [3]).
         assert_ne!(
-            fp >> 64,
-            fp & u128::from(u64::MAX),
-            "the two halves are distinct streams"
+            fingerprint(&(vec![1u8], vec![2u8, 3])),
+            fingerprint(&(vec![1u8, 2], vec![3u8]))
         );
     }
 }

@@ -18,7 +18,7 @@ impl Message for Msg {
 }
 
 /// How the broken algorithm misbehaves.
-trait Flaw: Clone + std::fmt::Debug + 'static {
+trait Flaw: Clone + std::fmt::Debug + std::hash::Hash + Send + Sync + 'static {
     /// Bounce a message back and forth for ever instead of answering.
     const BOUNCE: bool = false;
     /// Enter at once on Request, asking nobody.
@@ -27,21 +27,21 @@ trait Flaw: Clone + std::fmt::Debug + 'static {
     const STUTTER: bool;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Greedy;
 impl Flaw for Greedy {
     const GREEDY: bool = true;
     const STUTTER: bool = false;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Mute;
 impl Flaw for Mute {
     const GREEDY: bool = false;
     const STUTTER: bool = false;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Bounce;
 impl Flaw for Bounce {
     const BOUNCE: bool = true;
@@ -49,14 +49,14 @@ impl Flaw for Bounce {
     const STUTTER: bool = false;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Stutter;
 impl Flaw for Stutter {
     const GREEDY: bool = true;
     const STUTTER: bool = true;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Broken<F> {
     in_cs: bool,
     flaw: PhantomData<F>,
@@ -168,6 +168,7 @@ fn a_request_bounced_for_ever_breaks_progress_not_deadlock() {
         bounds: distsync_check::Bounds {
             max_states: 3,
             max_depth: 100,
+            max_memory: None,
         },
         ..Config::default()
     };

@@ -1,34 +1,91 @@
-//! `distsync check`: explore every interleaving of a small mutual-exclusion configuration, and
-//! prove mutual exclusion, absence of deadlock and completion there, or print a shortest trace
-//! that breaks one of them.
+//! `distsync check`: explore every interleaving (and, within bounds, every fault) of a small
+//! configuration of any family, and prove its properties there or print a shortest trace that
+//! breaks one of them.
 
 use crate::progress::Progress;
 use crate::{InputError, Outcome};
-use distsync_check::{check_named, Bounds, CheckError, Config, NamedOutcome, Property};
+use distsync_check::{
+    check_named, write_trace, Bound, Bounds, CheckError, Config, FaultBounds, NamedOutcome,
+};
+use distsync_core::multicast::Order;
 use distsync_core::{NodeId, Params, QuorumKind};
+use serde::Deserialize;
 use serde_json::json;
+use std::path::PathBuf;
+
+/// Exit code of a result that is no proof: a bound stopped the exploration first.
+pub const EXIT_BOUNDED: u8 = 3;
+/// Exit code of a bounded result under `--require-proof`.
+pub const EXIT_NO_PROOF: u8 = 4;
 
 /// Arguments of `distsync check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// The algorithm (a mutual-exclusion name from `distsync list`).
+    /// A scenario file: its algorithm, ids, parameters, links and `elect` events, with bounds,
+    /// workload and faults from its `[check]` table (flags given here override them).
+    scenario: Option<PathBuf>,
+    /// The algorithm (a name from `distsync list`), when no scenario file is given.
     #[arg(long)]
-    algo: String,
-    /// Number of processes (ids 0..N-1); exhaustive exploration is for small N (2 to 4).
+    algo: Option<String>,
+    /// Number of processes (ids 0..N-1), 1 to 8; exhaustive exploration is for 2 to 4.
     #[arg(long)]
-    nodes: usize,
-    /// How many times each competing process requests the critical section, one at a time.
-    #[arg(long, default_value_t = 1)]
-    requests: u32,
+    nodes: Option<usize>,
+    /// Mutual exclusion: requests per competitor; multicast: multicasts per process; snapshot:
+    /// transfers per process (default 1).
+    #[arg(long)]
+    requests: Option<u32>,
     /// Let messages on a link overtake each other (the default is FIFO links).
     #[arg(long)]
     no_fifo: bool,
     /// Stop after this many distinct states (the result is then no proof).
-    #[arg(long, default_value_t = Bounds::default().max_states)]
-    max_states: usize,
+    #[arg(long)]
+    max_states: Option<usize>,
     /// Do not explore beyond this many transitions from the start (the result is then no proof).
-    #[arg(long, default_value_t = Bounds::default().max_depth)]
-    max_depth: usize,
+    #[arg(long)]
+    max_depth: Option<usize>,
+    /// Stop when the checker's memory exceeds this (e.g. 2GiB, 500MB; default half the
+    /// machine's memory); the result is then no proof.
+    #[arg(long)]
+    max_memory: Option<String>,
+    /// A result that is no proof (a bound was hit) fails with exit code 4.
+    #[arg(long)]
+    require_proof: bool,
+    /// Up to K crashes, of any process at any moment.
+    #[arg(long, value_name = "K")]
+    crash: Option<u8>,
+    /// Up to K recoveries of crashed processes (at most --crash).
+    #[arg(long, value_name = "K")]
+    recover: Option<u8>,
+    /// Up to K messages lost.
+    #[arg(long, value_name = "K")]
+    loss: Option<u8>,
+    /// Up to K messages duplicated.
+    #[arg(long, value_name = "K")]
+    duplicate: Option<u8>,
+    /// One partition in two groups (any split) at any moment, and its heal.
+    #[arg(long)]
+    partition: bool,
+    /// Any pending timer may fire at any moment (the default: only when no message is in
+    /// flight, earliest deadline first).
+    #[arg(long)]
+    untimed: bool,
+    /// Elections: the processes given the Start input (default: the lowest id).
+    #[arg(long, value_delimiter = ',')]
+    elect: Vec<u32>,
+    /// Multicast: the orders to check (default: those the algorithm promises).
+    #[arg(long, value_delimiter = ',', value_parser = ["fifo", "causal", "total"])]
+    order: Vec<String>,
+    /// Also check liveness under weak fairness: a fair cycle in which a request is never
+    /// served (an election never ends...) is printed as a prefix and a loop.
+    #[arg(long)]
+    liveness: bool,
+    /// Worker threads (default: every core); the result is the same for any number.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write the shortest counterexample to FILE in the trace format (JSON Lines), for
+    /// `distsync trace render` and `distsync clocks`.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// The central algorithm's coordinator (default: the highest id).
     #[arg(long)]
     coordinator: Option<u32>,
@@ -43,58 +100,265 @@ pub struct CheckArgs {
     json: bool,
 }
 
-const PROPERTIES: [Property; 5] = [
-    Property::MutualExclusion,
-    Property::Deadlock,
-    Property::Completion,
-    Property::Progress,
-    Property::OutputContract,
-];
+/// The `[check]` table of a scenario file.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CheckTable {
+    requests: Option<u32>,
+    max_states: Option<usize>,
+    max_depth: Option<usize>,
+    max_memory: Option<String>,
+    require_proof: Option<bool>,
+    crash: Option<u8>,
+    recover: Option<u8>,
+    loss: Option<u8>,
+    duplicate: Option<u8>,
+    partition: Option<bool>,
+    untimed: Option<bool>,
+    liveness: Option<bool>,
+    order: Option<Vec<Order>>,
+    threads: Option<usize>,
+}
 
 fn input_error(e: CheckError) -> InputError {
     let flag = match e.field.as_str() {
-        "algo" | "nodes" | "requests" | "max-states" | "coordinator" | "holder" | "quorums" => {
+        "algo" | "nodes" | "requests" | "max-states" | "max-memory" | "coordinator" | "holder"
+        | "quorums" | "crash" | "recover" | "partition" | "elect" | "threads" => {
             format!("--{}", e.field)
         }
-        other => other.to_string(),
+        other => format!("`{other}`"),
     };
     InputError(format!("{flag}: {}", e.message))
 }
 
+/// "2GiB", "500MB", "1g", "1048576": a size in bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (write it like 2GiB or 500MB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "kib" => 1024.0,
+        "m" | "mb" => 1e6,
+        "mib" => 1024.0 * 1024.0,
+        "g" | "gb" => 1e9,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" => 1e12,
+        "tib" => 1024f64.powi(4),
+        other => {
+            return Err(format!(
+                "`{other}` is not a size unit (use B, KB, MB, GB, KiB, MiB or GiB)"
+            ))
+        }
+    };
+    let bytes = value * scale;
+    if bytes < 1.0 {
+        return Err(format!("`{text}` must be more than zero"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The configuration and algorithm of a scenario file with its `[check]` table.
+fn from_scenario(
+    path: &PathBuf,
+) -> Result<(String, Config, CheckTable, Option<String>), InputError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError(format!("{origin}: cannot read it: {e}")))?;
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e| InputError(format!("{origin}: {e}")))?;
+    let check: CheckTable = match table.remove("check") {
+        Some(v) => v
+            .try_into()
+            .map_err(|e| InputError(format!("{origin}: `check`: {e}")))?,
+        None => CheckTable::default(),
+    };
+    let rest = toml::to_string(&table).map_err(|e| InputError(format!("{origin}: {e}")))?;
+    let scenario = distsync_sim::scenario::Scenario::from_toml(&rest, &origin)
+        .map_err(|e| InputError(e.to_string()))?;
+    let checked = scenario
+        .check(&origin)
+        .map_err(|e| InputError(e.to_string()))?;
+    let ids = checked.peers.ids();
+    if ids.iter().enumerate().any(|(i, id)| id.0 != i as u32) {
+        return Err(InputError(format!(
+            "{origin}: `ids`: the checker numbers processes 0..N-1 in order; give `nodes = {}`",
+            ids.len()
+        )));
+    }
+    let mut elect = Vec::new();
+    let mut ignored = 0;
+    for (_, _, action) in &checked.actions {
+        match action {
+            distsync_sim::scenario::Action::Elect(n) => elect.push(*n),
+            _ => ignored += 1,
+        }
+    }
+    let note = (ignored > 0).then(|| {
+        format!(
+            "note: {origin}: the checker ignores the {ignored} timed event(s) other than `elect`; \
+             faults are choices bounded by the [check] table (crash, loss, duplicate, partition)"
+        )
+    });
+    let config = Config {
+        nodes: ids.len(),
+        fifo: scenario.network.fifo,
+        params: scenario.params(),
+        elect,
+        ..Config::default()
+    };
+    Ok((scenario.algorithm.clone(), config, check, note))
+}
+
 /// Runs `distsync check`.
 pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
-    let params = Params {
-        coordinator: args.coordinator.map(NodeId),
-        holder: args.holder.map(NodeId),
-        quorums: args.quorums.as_deref().map(|q| match q {
-            "grid" => QuorumKind::Grid,
-            _ => QuorumKind::Plane,
-        }),
-        ..Params::default()
+    let (algo, mut config, table) = match (&args.scenario, &args.algo) {
+        (Some(path), None) => {
+            let (algo, config, table, note) = from_scenario(path)?;
+            if let Some(note) = note {
+                eprintln!("{note}");
+            }
+            if args.nodes.is_some() {
+                return Err(InputError(
+                    "--nodes: the scenario file gives the processes".to_string(),
+                ));
+            }
+            (algo, config, table)
+        }
+        (None, Some(algo)) => {
+            let nodes = args.nodes.ok_or_else(|| {
+                InputError("--nodes: how many processes to explore (2 to 4 is usual)".into())
+            })?;
+            let params = Params {
+                coordinator: args.coordinator.map(NodeId),
+                holder: args.holder.map(NodeId),
+                quorums: args.quorums.as_deref().map(|q| match q {
+                    "grid" => QuorumKind::Grid,
+                    _ => QuorumKind::Plane,
+                }),
+                ..Params::default()
+            };
+            let config = Config {
+                nodes,
+                params,
+                fifo: true,
+                ..Config::default()
+            };
+            (algo.clone(), config, CheckTable::default())
+        }
+        (Some(_), Some(_)) => {
+            return Err(InputError(
+                "--algo: give either a scenario file or --algo, not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(InputError(
+                "--algo: which algorithm to check (or a scenario file)".into(),
+            ))
+        }
     };
-    let config = Config {
-        nodes: args.nodes,
-        requests: args.requests,
-        fifo: !args.no_fifo,
-        params,
-        bounds: Bounds {
-            max_states: args.max_states,
-            max_depth: args.max_depth,
-        },
+    if args.scenario.is_some() {
+        for (given, flag) in [
+            (args.coordinator.is_some(), "--coordinator"),
+            (args.holder.is_some(), "--holder"),
+            (args.quorums.is_some(), "--quorums"),
+        ] {
+            if given {
+                return Err(InputError(format!(
+                    "{flag}: the scenario file gives the algorithm's parameters"
+                )));
+            }
+        }
+    }
+    if args.no_fifo {
+        config.fifo = false;
+    }
+    config.requests = args.requests.or(table.requests).unwrap_or(1);
+    let max_memory = match args.max_memory.as_ref().or(table.max_memory.as_ref()) {
+        Some(text) => Some(parse_size(text).map_err(|e| InputError(format!("--max-memory: {e}")))?),
+        None => None,
     };
+    config.bounds = Bounds {
+        max_states: args
+            .max_states
+            .or(table.max_states)
+            .unwrap_or(Bounds::default().max_states),
+        max_depth: args
+            .max_depth
+            .or(table.max_depth)
+            .unwrap_or(Bounds::default().max_depth),
+        max_memory,
+    };
+    config.faults = FaultBounds {
+        crash: args.crash.or(table.crash).unwrap_or(0),
+        recover: args.recover.or(table.recover).unwrap_or(0),
+        loss: args.loss.or(table.loss).unwrap_or(0),
+        duplicate: args.duplicate.or(table.duplicate).unwrap_or(0),
+        partition: args.partition || table.partition.unwrap_or(false),
+    };
+    config.untimed = args.untimed || table.untimed.unwrap_or(false);
+    config.liveness = args.liveness || table.liveness.unwrap_or(false);
+    if !args.elect.is_empty() {
+        config.elect = args.elect.iter().map(|&i| NodeId(i)).collect();
+    }
+    if !args.order.is_empty() {
+        config.orders = Some(
+            args.order
+                .iter()
+                .map(|o| match o.as_str() {
+                    "fifo" => Order::Fifo,
+                    "causal" => Order::Causal,
+                    _ => Order::Total,
+                })
+                .collect(),
+        );
+    } else if let Some(o) = table.order {
+        config.orders = Some(o);
+    }
+    config.threads = args.threads.or(table.threads).unwrap_or(0);
+    let require_proof = args.require_proof || table.require_proof.unwrap_or(false);
+    check_family_flags(&algo, &args, &config)?;
+
     let progress = Progress::new(
         args.json,
-        args.max_states as u64,
-        "{spinner} checking {bar:40} {pos}/{len} states, {msg} [{elapsed}]",
+        0,
+        "{spinner} checking: {human_pos} states ({per_sec}), {msg} [{elapsed}]",
     );
-    let result = check_named(&args.algo, &config, &mut |p| {
+    let result = check_named(&algo, &config, &mut |p| {
         if let Some(bar) = progress.bar() {
             bar.set_position(p.states as u64);
-            bar.set_message(format!("depth {}, frontier {}", p.depth, p.frontier));
+            bar.set_message(format!(
+                "depth {}, frontier {}, {} MB",
+                p.depth,
+                p.frontier,
+                p.memory >> 20
+            ));
         }
     });
     drop(progress);
     let outcome = result.map_err(input_error)?;
+    if let Some(path) = &args.trace {
+        if outcome.violation.is_some() {
+            let mut file = std::fs::File::create(path).map_err(|e| {
+                InputError(format!("--trace: cannot write {}: {e}", path.display()))
+            })?;
+            write_trace(&mut file, &outcome).map_err(|e| {
+                InputError(format!("--trace: cannot write {}: {e}", path.display()))
+            })?;
+        } else {
+            eprintln!(
+                "note: no counterexample, so nothing was written to {}",
+                path.display()
+            );
+        }
+    }
     if args.json {
         println!("{}", to_json(&outcome, &config));
     } else {
@@ -102,9 +366,51 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     }
     Ok(if outcome.violation.is_some() {
         Outcome::Violation
-    } else {
+    } else if outcome.proved {
         Outcome::Ok
+    } else if require_proof {
+        eprintln!(
+            "error: --require-proof: {} stopped the exploration, so nothing is proved",
+            outcome.stats.bound.map_or("a bound", Bound::flag)
+        );
+        Outcome::Code(EXIT_NO_PROOF)
+    } else {
+        Outcome::Code(EXIT_BOUNDED)
     })
+}
+
+/// Flags that do not apply to the algorithm's family are refused.
+fn check_family_flags(algo: &str, args: &CheckArgs, config: &Config) -> Result<(), InputError> {
+    let Some(family) = distsync_check::family_of(algo) else {
+        return Ok(()); // check_named names the unknown algorithm
+    };
+    use distsync_algorithms::registry::Family;
+    let refuse = |flag: &str, wants: &str| {
+        Err(InputError(format!(
+            "{flag}: applies to {wants}; {algo} is in the {} family",
+            family.name()
+        )))
+    };
+    if !args.elect.is_empty() && family != Family::Election {
+        return refuse("--elect", "elections");
+    }
+    if !args.order.is_empty() && family != Family::Multicast {
+        return refuse("--order", "multicast");
+    }
+    if args.requests.is_some() && family == Family::Election {
+        return refuse(
+            "--requests",
+            "mutual exclusion, multicast and snapshots (elections start with --elect)",
+        );
+    }
+    if (args.coordinator.is_some() && !matches!(algo, "central")) && family != Family::Election {
+        return refuse("--coordinator", "central and the election algorithms");
+    }
+    if args.quorums.is_some() && !algo.starts_with("maekawa") {
+        return refuse("--quorums", "maekawa and maekawa-basic");
+    }
+    let _ = config;
+    Ok(())
 }
 
 fn result_name(o: &NamedOutcome) -> &'static str {
@@ -115,46 +421,75 @@ fn result_name(o: &NamedOutcome) -> &'static str {
     }
 }
 
+fn faults_text(c: &Config) -> String {
+    let f = &c.faults;
+    let mut parts = Vec::new();
+    for (k, name) in [
+        (f.crash, "crash"),
+        (f.recover, "recovery"),
+        (f.loss, "loss"),
+        (f.duplicate, "duplication"),
+    ] {
+        if k > 0 {
+            parts.push(format!("up to {k} {name}{}", if k == 1 { "" } else { "s" }));
+        }
+    }
+    if f.partition {
+        parts.push("one partition and heal".into());
+    }
+    if parts.is_empty() {
+        "no faults".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 fn to_json(o: &NamedOutcome, c: &Config) -> serde_json::Value {
     let s = &o.stats;
     json!({
         "algorithm": o.algorithm,
+        "family": o.family.name(),
         "nodes": c.nodes,
         "requests": c.requests,
         "fifo": c.fifo,
+        "timers": if c.untimed { "untimed" } else { "deadline" },
+        "liveness": c.liveness,
+        "faults": {
+            "crash": c.faults.crash,
+            "recover": c.faults.recover,
+            "loss": c.faults.loss,
+            "duplicate": c.faults.duplicate,
+            "partition": c.faults.partition,
+        },
         "result": result_name(o),
-        "properties": PROPERTIES.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "states": s.states,
         "transitions": s.transitions,
         "depth": s.depth,
         "terminal_states": s.terminal_states,
         "bound_hit": s.bound_hit,
+        "bound": s.bound,
         "max_states": c.bounds.max_states,
         "max_depth": c.bounds.max_depth,
+        "threads": s.threads,
+        "peak_memory_bytes": s.peak_memory,
         "elapsed_ms": s.elapsed.as_secs_f64() * 1e3,
-        "violation": o.violation.as_ref().map(|(property, detail, steps, finals)| json!({
-            "property": property.name(),
-            "detail": detail,
-            "steps": steps.iter().map(|st| json!({
-                "step": st.number,
-                "transition": st.transition,
-                "sent": st.sent,
-                "outputs": st.outputs,
-            })).collect::<Vec<_>>(),
-            "final_states": finals,
-        })),
+        "violation": o.violation,
     })
 }
 
 fn print_text(o: &NamedOutcome, c: &Config) {
     let s = &o.stats;
     println!(
-        "checking {}: {} nodes, {} request{} each, {} links",
+        "checking {}: {} nodes, {} links, {}, timers {}",
         o.algorithm,
         c.nodes,
-        c.requests,
-        if c.requests == 1 { "" } else { "s" },
-        if c.fifo { "FIFO" } else { "non-FIFO" }
+        if c.fifo { "FIFO" } else { "non-FIFO" },
+        faults_text(c),
+        if c.untimed {
+            "at any moment (untimed)"
+        } else {
+            "by deadline"
+        }
     );
     if o.needs_fifo && !c.fifo {
         println!(
@@ -163,43 +498,64 @@ fn print_text(o: &NamedOutcome, c: &Config) {
         );
     }
     let figures = format!(
-        "{} states, {} transitions, depth {}, {} terminal, {:.2?}",
-        s.states, s.transitions, s.depth, s.terminal_states, s.elapsed
+        "{} states, {} transitions, depth {}, {} terminal, {:.2?}, {} thread{}, {} MB",
+        s.states,
+        s.transitions,
+        s.depth,
+        s.terminal_states,
+        s.elapsed,
+        s.threads,
+        if s.threads == 1 { "" } else { "s" },
+        s.peak_memory >> 20
     );
     match &o.violation {
-        Some((property, detail, steps, finals)) => {
-            println!("VIOLATION of {property}: {detail}");
+        Some(v) => {
+            println!("VIOLATION of {}: {}", v.property, v.detail);
             println!(
                 "shortest trace ({} step{}):",
-                steps.len(),
-                if steps.len() == 1 { "" } else { "s" }
+                v.steps.len(),
+                if v.steps.len() == 1 { "" } else { "s" }
             );
-            for step in steps {
+            for (i, step) in v.steps.iter().enumerate() {
+                if v.loop_start == Some(i) {
+                    println!("  -- loop: from here the run repeats for ever --");
+                }
                 println!("{step}");
             }
             println!("process states at the end:");
-            for (i, f) in finals.iter().enumerate() {
+            for (i, f) in v.final_states.iter().enumerate() {
                 println!("  {i}: {f}");
             }
             println!("({figures})");
         }
         None if o.proved => {
-            println!(
-                "PROVED: mutual exclusion, no deadlock, completion, progress and the output \
-                 contract hold in every reachable state ({figures})"
-            );
+            println!("PROVED: every property holds in every reachable state ({figures})");
             if s.terminal_states == 0 {
                 println!(
-                    "note: no run terminates (messages circulate for ever), so deadlock and \
-                     completion hold vacuously; progress (every request can still be served \
+                    "note: no run terminates (messages circulate for ever), so the properties \
+                     of terminal states hold vacuously; progress (the goal stays reachable \
                      from every state) is what speaks for liveness here"
                 );
             }
         }
         None => println!(
-            "NO VIOLATION within the bound (max-states {}, max-depth {}); this is not a proof, \
+            "NO VIOLATION within the bound: {} stopped the exploration; this is not a proof, \
              and progress was not checked ({figures})",
-            c.bounds.max_states, c.bounds.max_depth
+            s.bound.map_or("a bound", Bound::flag)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_read_with_their_units() {
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("500MB"), Ok(500_000_000));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert!(parse_size("2 parsecs").unwrap_err().contains("parsecs"));
+        assert!(parse_size("0").is_err());
     }
 }

@@ -57,7 +57,7 @@ pub trait Algorithm: Process + Sized {
 }
 
 /// One thing a process asked the runtime to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Effect<M, O, T> {
     /// Send `msg` to `to`.
     Send { to: NodeId, msg: M },

@@ -6,7 +6,7 @@ use crate::api::{parse_body, scenario_error, ApiError, State};
 use crate::session_api::{store, view_json, Window};
 use axum::body::Bytes;
 use axum::Json;
-use distsync_check::{check_named, Bounds, Config, Step};
+use distsync_check::{check_named, Bounds, Config, NamedViolation, Step};
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use serde::Deserialize;
@@ -63,8 +63,9 @@ pub fn config_of(scenario: &Scenario, origin: &str) -> Result<Config, ApiError> 
         params: scenario.params(),
         bounds: Bounds {
             max_states: MAX_CHECK_STATES,
-            max_depth: Bounds::default().max_depth,
+            ..Bounds::default()
         },
+        ..Config::default()
     })
 }
 
@@ -231,7 +232,14 @@ pub async fn check(
         "properties": ["mutual-exclusion", "deadlock", "completion", "progress", "output-contract"],
         "violation": Value::Null,
     });
-    let Some((property, detail, steps, final_states)) = outcome.violation else {
+    let Some(NamedViolation {
+        property,
+        detail,
+        steps,
+        final_states,
+        ..
+    }) = outcome.violation
+    else {
         return Ok(Json(answer));
     };
     answer["violation"] = json!({

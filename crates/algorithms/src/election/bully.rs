@@ -62,7 +62,7 @@ pub enum Timer {
 }
 
 /// Where a process stands in an election.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum State {
     /// Not electing; `coordinator` says who leads.
     Normal,
@@ -73,7 +73,7 @@ pub enum State {
 }
 
 /// One process of the bully algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Bully {
     id: NodeId,
     /// The coordinator this process believes in.

@@ -70,7 +70,7 @@ pub enum Timer {
 }
 
 /// One process of Chang and Roberts' algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct ChangRoberts {
     uid: NodeId,
     participant: bool,

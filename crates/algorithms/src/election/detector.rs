@@ -75,6 +75,21 @@ pub struct Detector<A: Process> {
     scratch: Vec<EffectOf<A>>,
 }
 
+// The state, for the checker's fingerprints; `scratch` is empty between handler calls.
+impl<A: Process + std::hash::Hash> std::hash::Hash for Detector<A> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (
+            &self.inner,
+            self.id,
+            self.heartbeat,
+            self.timeout,
+            self.beating,
+            self.watched,
+        )
+            .hash(state);
+    }
+}
+
 impl<A: Election> Algorithm for Detector<A> {
     fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
         A::validate(params, peers)

@@ -64,7 +64,7 @@ pub enum Timer {
 }
 
 /// What a process does in the current epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Role {
     /// Outside any election (before the first, or after the Elected message).
     Idle,
@@ -78,7 +78,7 @@ pub enum Role {
 type Early = (u32, bool, NodeId);
 
 /// One process of Peterson's algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Peterson {
     id: NodeId,
     role: Role,

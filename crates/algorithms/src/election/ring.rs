@@ -77,7 +77,7 @@ pub enum Timer {
 }
 
 /// One process of the ring algorithm with id lists.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Ring {
     id: NodeId,
     coordinator: Option<NodeId>,

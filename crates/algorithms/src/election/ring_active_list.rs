@@ -61,7 +61,7 @@ pub enum Timer {
 }
 
 /// One process of the ring algorithm with active lists.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct RingActiveList {
     i: NodeId,
     /// The election this process takes part in, or last took part in.

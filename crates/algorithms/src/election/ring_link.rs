@@ -24,7 +24,7 @@ use distsync_core::{
     Algorithm, Ctx, Effect, EffectOf, Message, NodeId, ParamError, Params, Peers, Process,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A wrapped message, or the acknowledgement of one.
@@ -68,10 +68,18 @@ pub struct RingLink<A: Process> {
     incarnation: u64,
     next_seq: u64,
     /// Messages sent and not yet acknowledged: to whom, and what.
-    #[serde(serialize_with = "crate::state::sorted")]
-    unacked: HashMap<u64, (NodeId, A::Msg)>,
+    #[serde(serialize_with = "crate::state::pairs")]
+    unacked: BTreeMap<u64, (NodeId, A::Msg)>,
     #[serde(skip)]
     scratch: Vec<EffectOf<A>>,
+}
+
+// The state, for the checker's fingerprints; `scratch` is empty between handler calls.
+impl<A: Process + std::hash::Hash> std::hash::Hash for RingLink<A> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let link = (self.id, self.t, self.incarnation, self.next_seq);
+        (&self.inner, link, &self.unacked).hash(state);
+    }
 }
 
 impl<A: Election> Algorithm for RingLink<A> {
@@ -86,7 +94,7 @@ impl<A: Election> Algorithm for RingLink<A> {
             t: election::answer_timeout(params),
             incarnation: 0,
             next_seq: 0,
-            unacked: HashMap::new(),
+            unacked: BTreeMap::new(),
             scratch: Vec::new(),
         }
     }

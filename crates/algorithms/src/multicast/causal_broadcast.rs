@@ -33,7 +33,7 @@ impl Message for Msg {
 }
 
 /// One process.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct CausalBroadcast {
     id: NodeId,
     /// VT: by membership position, how many multicasts of each process have been delivered here

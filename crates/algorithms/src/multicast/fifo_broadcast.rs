@@ -31,7 +31,7 @@ impl Message for Msg {
 }
 
 /// One process.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct FifoBroadcast {
     id: NodeId,
     /// This process's multicasts so far.

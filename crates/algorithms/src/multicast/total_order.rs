@@ -43,7 +43,7 @@ impl Message for Msg {
 }
 
 /// A queued update, or the acknowledgements of one not received yet.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 struct Queued {
     payload: Option<u64>,
     /// By membership position.
@@ -51,7 +51,7 @@ struct Queued {
 }
 
 /// One process (a replica).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct TotalOrder {
     id: NodeId,
     clock: LamportClock,

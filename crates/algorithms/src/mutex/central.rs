@@ -42,7 +42,7 @@ impl Message for Msg {
 }
 
 /// A client's view of its own request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum ClientState {
     /// Not interested.
     Idle,
@@ -55,7 +55,7 @@ pub enum ClientState {
 }
 
 /// A process of the central algorithm: the coordinator, or a client.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub enum Central {
     /// The lock manager.
     Coordinator {

@@ -51,7 +51,7 @@ impl Msg {
 }
 
 /// One site's state.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct LamportMutex {
     id: NodeId,
     clock: LamportClock,

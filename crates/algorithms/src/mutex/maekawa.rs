@@ -69,7 +69,7 @@ impl Message for Msg {
 }
 
 /// One site: requester with request set R_i, and arbiter for the sites whose sets contain it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Maekawa {
     id: NodeId,
     clock: LamportClock,

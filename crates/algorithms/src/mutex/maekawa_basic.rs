@@ -46,7 +46,7 @@ impl Message for Msg {
 
 /// One site: a requester with request set R_i, and an arbiter for the sites whose request sets
 /// contain it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct MaekawaBasic {
     id: NodeId,
     /// R_i, this site included.

@@ -77,7 +77,7 @@ impl Message for Msg {
 }
 
 /// One process: requester and voter.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct MajorityVote {
     id: NodeId,
     clock: LamportClock,

@@ -11,7 +11,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One message on its way.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Flight<M> {
     pub from: NodeId,
     pub to: NodeId,

@@ -48,7 +48,7 @@ impl Message for Msg {
 }
 
 /// One entry of `request_q`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct Entry {
     /// Where the token goes for this entry: the neighbour the request came from, or this node.
     pub from: NodeId,
@@ -57,7 +57,7 @@ pub struct Entry {
 }
 
 /// One node of the tree.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Raymond {
     id: NodeId,
     /// The neighbour toward the token; `id` itself at the root.

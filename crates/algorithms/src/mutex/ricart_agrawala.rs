@@ -41,7 +41,7 @@ impl Message for Msg {
 }
 
 /// One site's state.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct RicartAgrawala {
     id: NodeId,
     clock: LamportClock,

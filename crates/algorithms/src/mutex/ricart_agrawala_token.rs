@@ -43,7 +43,7 @@ impl Message for Msg {
 }
 
 /// A process's state with respect to the token, as the notes name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum State {
     /// NO-TOKEN.
     NoToken,
@@ -54,7 +54,7 @@ pub enum State {
 }
 
 /// One process P_i.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct RicartAgrawalaToken {
     /// i: this process's position in the membership order.
     i: usize,

@@ -52,7 +52,7 @@ impl Message for Msg {
 }
 
 /// One site S_i.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct SuzukiKasami {
     /// This site's position in the membership order.
     i: usize,

@@ -31,7 +31,7 @@ impl Message for Msg {
 }
 
 /// One process of the ring.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct TokenRing {
     /// Whether this process holds the token now.
     token: bool,

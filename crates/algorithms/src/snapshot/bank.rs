@@ -9,7 +9,7 @@ use serde::Serialize;
 pub const DEFAULT_BALANCE: u64 = 1000;
 
 /// One account.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Bank {
     /// The balance now.
     pub balance: u64,

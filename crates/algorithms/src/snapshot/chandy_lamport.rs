@@ -46,7 +46,7 @@ impl Message for Msg {
 }
 
 /// The recording of one incoming channel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 enum Channel {
     /// Transfers arriving are recorded (its marker has not arrived).
     Recording(Vec<u64>),
@@ -55,7 +55,7 @@ enum Channel {
 }
 
 /// This process's part of one snapshot under way.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 struct Recording {
     /// The recorded state.
     balance: u64,
@@ -67,7 +67,7 @@ struct Recording {
 }
 
 /// One process: a bank account and the snapshot algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct ChandyLamport {
     id: NodeId,
     bank: Bank,

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use distsync_check::{check, Bounds, Checkable, Config, Outcome, Verdict};
+use distsync_core::mutex::MutualExclusion;
 use distsync_core::Process;
 
 /// A configuration of `nodes` processes, each requesting `requests` times.
@@ -14,13 +15,17 @@ pub fn config(nodes: usize, requests: u32, fifo: bool) -> Config {
         bounds: Bounds {
             max_states: 3_000_000,
             max_depth: 10_000,
+            max_memory: None,
         },
         ..Config::default()
     }
 }
 
 /// Explores and prints the figures (visible with `--nocapture`).
-pub fn run<A: Checkable>(name: &str, c: &Config) -> Outcome<A::Msg, <A as Process>::Timer> {
+pub fn run<A: Checkable + MutualExclusion>(
+    name: &str,
+    c: &Config,
+) -> Outcome<A::Msg, <A as Process>::Timer> {
     let o = check::<A>(c, &mut |_| {}).expect("a valid configuration");
     eprintln!(
         "{name} N={} R={} fifo={}: {} states, {} transitions, depth {}, {} terminal, bound hit {}, {:?}",
@@ -38,7 +43,7 @@ pub fn run<A: Checkable>(name: &str, c: &Config) -> Outcome<A::Msg, <A as Proces
 }
 
 /// Asserts the configuration is proved: every reachable state explored, no violation.
-pub fn assert_proved<A: Checkable>(
+pub fn assert_proved<A: Checkable + MutualExclusion>(
     name: &str,
     c: &Config,
 ) -> Outcome<A::Msg, <A as Process>::Timer> {
