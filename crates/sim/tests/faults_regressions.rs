@@ -496,6 +496,9 @@ fn poisson_lossy_over_reliable_links_serves_every_request() {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let m = r.mutex.as_ref().unwrap();
     assert_eq!((m.entries, m.unserved_requests), (200, 0));
-    let link = r.link.as_ref().expect("a link section with reliable = true");
+    let link = r
+        .link
+        .as_ref()
+        .expect("a link section with reliable = true");
     assert!(link.retransmissions > 0 && link.duplicates_discarded > 0);
 }
