@@ -577,8 +577,9 @@ fn a_checker_counterexample_replays_step_by_step_in_a_session() {
         ..Config::default()
     };
     let outcome = check_named("lamport-mutex", &config, &mut |_| {}).unwrap();
-    let (property, _, steps, _) = outcome.violation.expect("non-FIFO Lamport breaks");
-    assert_eq!(property.name(), "mutual-exclusion");
+    let violation = outcome.violation.expect("non-FIFO Lamport breaks");
+    assert_eq!(violation.property.name(), "mutual-exclusion");
+    let steps = violation.steps;
     let s = scenario(
         r#"
         algorithm = "lamport-mutex"
