@@ -1,6 +1,6 @@
 //! `POST /api/check`: the exhaustive checker (crates/check) on the page's current small
-//! mutual-exclusion configuration, and its shortest counterexample loaded into a new session as
-//! the learner's choices, to step through.
+//! configuration (any family the checker explores), and its shortest counterexample loaded into
+//! a new session as the learner's choices, to step through.
 
 use crate::api::{parse_body, scenario_error, ApiError, State};
 use crate::session_api::{store, view_json, Window};
@@ -73,14 +73,11 @@ pub fn config_of(scenario: &Scenario, origin: &str) -> Result<Config, ApiError> 
 /// workload of its own (requests come from the counterexample), no scripted events, no loss.
 pub fn stepping_scenario(scenario: &Scenario) -> Scenario {
     let mut s = scenario.clone();
-    s.workload = Some(WorkloadSpec {
+    // Only a family with a workload (mutual exclusion) gets one; the others' scenarios refuse it.
+    s.workload = scenario.workload.as_ref().map(|w| WorkloadSpec {
         kind: WorkloadKind::None,
         rate: None,
-        cs: scenario
-            .workload
-            .as_ref()
-            .map(|w| w.cs)
-            .unwrap_or(std::time::Duration::from_millis(10)),
+        cs: w.cs,
         requests: None,
         gap: None,
     });
@@ -135,6 +132,12 @@ pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, Stri
             .map_err(|_| format!("cannot read the node of checker step `{t}`"))?;
         if what.starts_with("Request") {
             return Ok(Some(Choice::Request {
+                node: distsync_core::NodeId(node),
+            }));
+        }
+        if what.starts_with("Start") {
+            // An election's start: the same input the page's "start an election" gives.
+            return Ok(Some(Choice::Elect {
                 node: distsync_core::NodeId(node),
             }));
         }
@@ -209,6 +212,24 @@ pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, Stri
     Err(format!("cannot read checker step `{t}`"))
 }
 
+/// The properties the checker holds the family's algorithms to (docs/check.md).
+fn properties_of(family: distsync_algorithms::registry::Family) -> Vec<&'static str> {
+    use distsync_algorithms::registry::Family;
+    match family {
+        Family::Mutex => vec![
+            "mutual-exclusion",
+            "deadlock",
+            "completion",
+            "progress",
+            "output-contract",
+        ],
+        Family::Election => vec!["one-leader", "agreement", "validity", "termination"],
+        Family::Multicast => vec!["fifo-order", "causal-order", "total-order", "completion"],
+        Family::Snapshot => vec!["conservation", "snapshot-consistency"],
+        Family::ClockSync => Vec::new(),
+    }
+}
+
 pub async fn check(
     axum::extract::State(state): State,
     body: Bytes,
@@ -229,7 +250,7 @@ pub async fn check(
         "states": outcome.stats.states,
         "transitions": outcome.stats.transitions,
         "bound_hit": outcome.stats.bound_hit,
-        "properties": ["mutual-exclusion", "deadlock", "completion", "progress", "output-contract"],
+        "properties": properties_of(outcome.family),
         "violation": Value::Null,
     });
     let Some(NamedViolation {
@@ -259,13 +280,13 @@ pub async fn check(
         for step in &steps {
             if let Some(choice) = choice_for(step, &session)? {
                 let request = match choice {
-                    Choice::Request { node } => Some(node),
+                    Choice::Request { node } | Choice::Elect { node } => Some(node),
                     _ => None,
                 };
                 session.apply(choice.clone()).map_err(|e| e.to_string())?;
                 choices.push(choice);
-                // A request reaches the process as an input event: take it now, as the checker's
-                // step does.
+                // A request or an election's start reaches the process as an input event: take
+                // it now, as the checker's step does.
                 if let Some(node) = request {
                     let input = session
                         .view()

@@ -382,12 +382,24 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
     );
     assert_eq!(status, 400);
     assert_eq!(v["field"], "nodes", "{v}");
-    // Another family: the checker explores mutual exclusion only.
-    let (status, v) = c.post(
+    // Another family: bully's election among three processes is proved, and the answer names
+    // the election properties the checker held it to.
+    let v = c.ok(
         "/api/check",
         json!({ "toml": "algorithm = \"bully\"\nnodes = 3\n" }),
     );
+    assert_eq!(v["proved"], true, "{v}");
+    assert_eq!(
+        v["properties"],
+        json!(["one-leader", "agreement", "validity", "termination"])
+    );
+    // Clock synchronization reads continuous clock values: the checker refuses it, saying why.
+    let (status, v) = c.post(
+        "/api/check",
+        json!({ "toml": "algorithm = \"cristian\"\nnodes = 3\n" }),
+    );
     assert_eq!(status, 400, "{v}");
+    assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
 }
 
 #[test]
