@@ -100,8 +100,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
-            let mut chunk = [0u8; 8192];
-            let n = self.io.read(&mut chunk).await?;
+            // Read into the buffer's spare room (no zeroed chunk to copy from).
+            self.buf.reserve(8192);
+            let n = self.io.read_buf(&mut self.buf).await?;
             if n == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
@@ -109,7 +110,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     Err(ConnError::Truncated)
                 };
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
     }
 }
@@ -137,10 +137,10 @@ impl FrameReader<OwnedReadHalf> {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
-            let mut chunk = [0u8; 8192];
-            match self.io.try_read(&mut chunk) {
+            self.buf.reserve(8192);
+            match self.io.try_read_buf(&mut self.buf) {
                 Ok(0) => return Err(ConnError::Truncated),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) => return Err(ConnError::Io(e)),
             }
