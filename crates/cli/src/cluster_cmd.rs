@@ -190,9 +190,9 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
             || a.election
                 .as_ref()
                 .is_some_and(|e| *e != cluster.file.election)
-            || a.clock.as_ref().is_some_and(|c| {
-                cluster.file.clock.as_ref().map(|k| &k.algorithm) != Some(c)
-            });
+            || a.clock
+                .as_ref()
+                .is_some_and(|c| cluster.file.clock.as_ref().map(|k| &k.algorithm) != Some(c));
         if differs {
             return Err(InputError(format!(
                 "{} already describes a cluster of {} nodes, mutex {}, election {}: `cluster up` \
