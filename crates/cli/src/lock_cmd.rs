@@ -358,21 +358,29 @@ mod tests {
 
     #[test]
     fn stdin_lines_parse_or_say_why_not() {
-        assert_eq!(
-            parse_line("lock a"),
-            Ok(Some(Line::Lock("a".into(), None)))
-        );
+        assert_eq!(parse_line("lock a"), Ok(Some(Line::Lock("a".into(), None))));
         assert_eq!(
             parse_line("  lock a 1.5 "),
-            Ok(Some(Line::Lock("a".into(), Some(Duration::from_millis(1500)))))
+            Ok(Some(Line::Lock(
+                "a".into(),
+                Some(Duration::from_millis(1500))
+            )))
         );
         assert_eq!(parse_line("trylock b"), Ok(Some(Line::TryLock("b".into()))));
         assert_eq!(parse_line("unlock b"), Ok(Some(Line::Unlock("b".into()))));
         assert_eq!(parse_line(""), Ok(None));
-        assert!(parse_line("lock").unwrap_err().contains("expected a lock name"));
-        assert!(parse_line("unlock a b").unwrap_err().contains("too many words"));
-        assert!(parse_line("lock a soon").unwrap_err().contains("TIME \"soon\""));
-        assert!(parse_line("grab a").unwrap_err().contains("unknown command \"grab\""));
+        assert!(parse_line("lock")
+            .unwrap_err()
+            .contains("expected a lock name"));
+        assert!(parse_line("unlock a b")
+            .unwrap_err()
+            .contains("too many words"));
+        assert!(parse_line("lock a soon")
+            .unwrap_err()
+            .contains("TIME \"soon\""));
+        assert!(parse_line("grab a")
+            .unwrap_err()
+            .contains("unknown command \"grab\""));
         assert!(parse_line(&format!("lock {}", "x".repeat(129)))
             .unwrap_err()
             .contains("1 to 128 bytes"));

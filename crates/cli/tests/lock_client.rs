@@ -7,8 +7,8 @@
 mod lock_common;
 
 use distsync_net::lock_client::{LockClient, LockError};
-use distsync_net::Cluster;
 use distsync_net::tokio;
+use distsync_net::Cluster;
 use lock_common::*;
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -35,8 +35,12 @@ fn many_locks_over_one_connection_exclude_each_other_and_tokens_grow() {
     rt().block_on(async {
         let mut tasks = Vec::new();
         for i in 0..4u32 {
-            let (cluster, inside, last, entries) =
-                (cluster.clone(), inside.clone(), last.clone(), entries.clone());
+            let (cluster, inside, last, entries) = (
+                cluster.clone(),
+                inside.clone(),
+                last.clone(),
+                entries.clone(),
+            );
             tasks.push(tokio::spawn(async move {
                 let node = distsync_core::NodeId(i % 3);
                 let mut locks = LockClient::connect_to(&cluster, node).await.unwrap();
@@ -205,12 +209,18 @@ fn lock_stdin_serves_lines() {
         .output()
         .unwrap();
     assert_eq!(other.status.code(), Some(124), "{other:?}");
-    assert_eq!(ask("trylock a"), "error a: already held through this connection");
+    assert_eq!(
+        ask("trylock a"),
+        "error a: already held through this connection"
+    );
     assert_eq!(ask("unlock a"), "released a");
     assert!(ask("trylock a").starts_with("granted a "));
     assert_eq!(ask("unlock nothing"), "error nothing: not held");
     let bad = ask("frobnicate x");
-    assert!(bad.starts_with("error: line 46: unknown command \"frobnicate\""), "{bad}");
+    assert!(
+        bad.starts_with("error: line 46: unknown command \"frobnicate\""),
+        "{bad}"
+    );
     drop(input);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");

@@ -170,7 +170,8 @@ pub fn session_keys(
         Side::Initiator => (i_to_r, r_to_i),
         Side::Responder => (r_to_i, i_to_r),
     };
-    let keyed = |k: [u8; 32]| HmacSha256::new_from_slice(&k).expect("HMAC takes keys of any length");
+    let keyed =
+        |k: [u8; 32]| HmacSha256::new_from_slice(&k).expect("HMAC takes keys of any length");
     (
         Sealer {
             keyed: keyed(send),
@@ -236,8 +237,7 @@ impl Opener {
         let mut mac = self.keyed.clone();
         mac.update(&self.seq.to_be_bytes());
         mac.update(payload);
-        mac.verify_slice(tag)
-            .map_err(|_| BadMac)?;
+        mac.verify_slice(tag).map_err(|_| BadMac)?;
         self.seq += 1;
         Ok(payload)
     }

@@ -300,11 +300,14 @@ pub async fn initiate(
             ));
         }
         let (sealer, opener) = auth::session_keys(&secret, Side::Initiator, &nonce_i, &nonce_r);
-        Ok((Reader { frames, opener }, Writer {
+        Ok((
+            Reader { frames, opener },
+            Writer {
                 io: w,
                 sealer,
                 out: Vec::new(),
-            }))
+            },
+        ))
     })
     .await
     .map_err(|_| ConnError::Timeout)?

@@ -147,7 +147,10 @@ struct Shared {
 
 impl Shared {
     fn forget(&self, name: &str) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
     }
 
     /// Notes a node's notice or a reply nobody waits for.
@@ -509,7 +512,12 @@ async fn keep_alive(shared: Weak<Shared>) {
         if !woken {
             msgs.push(ClientRequest::Ping);
         }
-        let mut failed = conn.writer.send_many(&msgs).await.err().map(|e| e.to_string());
+        let mut failed = conn
+            .writer
+            .send_many(&msgs)
+            .await
+            .err()
+            .map(|e| e.to_string());
         // Read what has already arrived (Pong, Released, Revoked), without waiting.
         while failed.is_none() {
             match conn.reader.try_recv::<ClientReply>() {
