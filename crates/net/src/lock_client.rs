@@ -37,7 +37,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The crate's test `tests/lock_client.rs` runs this against real node processes.
+//! `crates/cli/tests/lock_client.rs` runs this against real node processes.
 
 use crate::auth::Role;
 use crate::config::Cluster;
