@@ -48,6 +48,12 @@ Exit status: the command's (128+N if signal N ended it); 123 lock lost while the
 reachable, request refused); 126 command not executable; 127 command not found; 2 bad input
 (nothing was run).
 
+With --stdin, `lock` keeps one connection and reads requests from stdin, answering each with
+one line on stdout: `lock NAME [TIME]` -> `granted NAME TOKEN HOLDER` or `timeout NAME`;
+`trylock NAME` -> `granted ...` or `busy NAME`; `unlock NAME` -> `released NAME` or `lost NAME:
+WHY` (the lock was lost while held); a failed request -> `error NAME: WHY`, a bad line -> `error:
+line N: WHY`. At end of input every lock still held is released and `lock` exits 0.
+
 Examples: distsync lock backup -- ./backup.sh
           DISTSYNC_CLUSTER=/etc/distsync/cluster.toml distsync lock -w 10 deploy -c 'make deploy'")]
 pub struct LockArgs {
@@ -80,6 +86,11 @@ pub struct LockArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
+    /// Keep one connection and serve lock requests read from stdin, one per line, answering
+    /// each on stdout (for scripts taking many locks; see docs/net.md "lock --stdin"):
+    /// `lock NAME [TIME]`, `trylock NAME`, `unlock NAME`.
+    #[arg(long, conflicts_with_all = ["lock_name", "name", "timeout", "nonblock", "shell", "command"])]
+    stdin: bool,
 }
 
 fn parse_wait(s: &str) -> Result<Duration, String> {
@@ -106,6 +117,9 @@ pub fn watchdog(args: WatchdogArgs) -> Result<Outcome, InputError> {
 
 /// Acquires, runs, releases; the exit code is the command's.
 pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
+    if args.stdin {
+        return serve_stdin(cluster_path(args.cluster), args.node.map(NodeId));
+    }
     let name = match (args.lock_name, args.name) {
         (Some(_), Some(_)) => {
             return Err(InputError(
@@ -206,5 +220,169 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
             eprintln!("distsync: {e}");
             Ok(Outcome::Code(EXIT_SERVICE))
         }
+    }
+}
+
+/// One request line of `lock --stdin`.
+#[derive(Debug, PartialEq)]
+enum Line {
+    Lock(String, Option<Duration>),
+    TryLock(String),
+    Unlock(String),
+}
+
+fn parse_line(line: &str) -> Result<Option<Line>, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let name = |w: Option<&&str>| -> Result<String, String> {
+        match w {
+            Some(n) if n.len() <= distsync_net::wire::MAX_NAME => Ok(n.to_string()),
+            Some(_) => Err(format!(
+                "a lock name has 1 to {} bytes",
+                distsync_net::wire::MAX_NAME
+            )),
+            None => Err("expected a lock name".into()),
+        }
+    };
+    match words.as_slice() {
+        [] => Ok(None),
+        ["lock", rest @ ..] if rest.len() <= 2 => {
+            let wait = match rest.get(1) {
+                Some(t) => Some(parse_wait(t).map_err(|e| format!("TIME {t:?}: {e}"))?),
+                None => None,
+            };
+            Ok(Some(Line::Lock(name(rest.first())?, wait)))
+        }
+        ["trylock", rest @ ..] if rest.len() <= 1 => Ok(Some(Line::TryLock(name(rest.first())?))),
+        ["unlock", rest @ ..] if rest.len() <= 1 => Ok(Some(Line::Unlock(name(rest.first())?))),
+        [w @ ("lock" | "trylock" | "unlock"), ..] => Err(format!("too many words after {w:?}")),
+        [w, ..] => Err(format!(
+            "unknown command {w:?} (expected lock NAME [TIME], trylock NAME or unlock NAME)"
+        )),
+    }
+}
+
+/// `distsync lock --stdin`: one connection, many locks, one answer line per request line.
+fn serve_stdin(path: PathBuf, node: Option<NodeId>) -> Result<Outcome, InputError> {
+    use distsync_net::lock_client::{Guard, LockClient, LockError};
+    use std::collections::HashMap;
+    use std::io::{BufRead, Write};
+    let cluster = Cluster::load(&path)?;
+    if let Some(n) = node {
+        if !cluster.peers.contains(n) {
+            return Err(InputError(format!(
+                "--node {n}: {} has no node with that id (ids: {:?})",
+                cluster.origin,
+                cluster.peers.ids()
+            )));
+        }
+    }
+    let rt = distsync_net::runtime()?;
+    let r: Result<(), String> = rt.block_on(async {
+        let mut client = match node {
+            Some(n) => LockClient::connect_to(&cluster, n).await,
+            None => LockClient::connect(&cluster).await,
+        }
+        .map_err(|e| e.to_string())?;
+        let mut held: HashMap<String, Guard> = HashMap::new();
+        // Reading stdin blocks this thread only: it runs nothing but this loop (the connection's
+        // keep-alive task runs on the runtime's workers).
+        let stdin = std::io::stdin();
+        let mut out = std::io::stdout().lock();
+        let mut number = 0u64;
+        for line in stdin.lock().lines() {
+            let line = line.map_err(|e| format!("stdin: {e}"))?;
+            number += 1;
+            let granted = |g: &Guard| format!("granted {} {} {}", g.name(), g.token(), g.holder());
+            let answer = match parse_line(&line) {
+                Ok(None) => continue,
+                Err(e) => format!("error: line {number}: {e}"),
+                Ok(Some(Line::Unlock(n))) => match held.remove(&n) {
+                    None => format!("error {n}: not held"),
+                    Some(g) => match g.lost() {
+                        Some(why) => format!("lost {n}: {why}"),
+                        None => match g.release().await {
+                            Ok(()) => format!("released {n}"),
+                            Err(e) => format!("lost {n}: {e}"),
+                        },
+                    },
+                },
+                Ok(Some(Line::Lock(n, _) | Line::TryLock(n))) if held.contains_key(&n) => {
+                    format!("error {n}: already held through this connection")
+                }
+                Ok(Some(Line::Lock(n, wait))) => {
+                    let r = match wait {
+                        Some(w) => client.lock_timeout(&n, w).await,
+                        None => client.lock(&n).await,
+                    };
+                    match r {
+                        Ok(g) => {
+                            let a = granted(&g);
+                            held.insert(n, g);
+                            a
+                        }
+                        Err(LockError::Timeout { .. }) => format!("timeout {n}"),
+                        Err(e) => format!("error {n}: {e}"),
+                    }
+                }
+                Ok(Some(Line::TryLock(n))) => match client.try_lock(&n).await {
+                    Ok(Some(g)) => {
+                        let a = granted(&g);
+                        held.insert(n, g);
+                        a
+                    }
+                    Ok(None) => format!("busy {n}"),
+                    Err(e) => format!("error {n}: {e}"),
+                },
+            };
+            writeln!(out, "{answer}")
+                .and_then(|()| out.flush())
+                .map_err(|e| format!("stdout: {e}"))?;
+        }
+        for (_, g) in held.drain() {
+            let _ = g.release().await;
+        }
+        Ok(())
+    });
+    match r {
+        Ok(()) => Ok(Outcome::Code(0)),
+        Err(e) => {
+            eprintln!("distsync: lock --stdin: {e}");
+            Ok(Outcome::Code(EXIT_SERVICE))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdin_lines_parse_or_say_why_not() {
+        assert_eq!(parse_line("lock a"), Ok(Some(Line::Lock("a".into(), None))));
+        assert_eq!(
+            parse_line("  lock a 1.5 "),
+            Ok(Some(Line::Lock(
+                "a".into(),
+                Some(Duration::from_millis(1500))
+            )))
+        );
+        assert_eq!(parse_line("trylock b"), Ok(Some(Line::TryLock("b".into()))));
+        assert_eq!(parse_line("unlock b"), Ok(Some(Line::Unlock("b".into()))));
+        assert_eq!(parse_line(""), Ok(None));
+        assert!(parse_line("lock")
+            .unwrap_err()
+            .contains("expected a lock name"));
+        assert!(parse_line("unlock a b")
+            .unwrap_err()
+            .contains("too many words"));
+        assert!(parse_line("lock a soon")
+            .unwrap_err()
+            .contains("TIME \"soon\""));
+        assert!(parse_line("grab a")
+            .unwrap_err()
+            .contains("unknown command \"grab\""));
+        assert!(parse_line(&format!("lock {}", "x".repeat(129)))
+            .unwrap_err()
+            .contains("1 to 128 bytes"));
     }
 }

@@ -28,7 +28,7 @@ pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
         )));
     }
     distsync_net::init_logging();
-    let rt = distsync_net::runtime()?;
+    let rt = distsync_net::node_runtime()?;
     // With a [clock] table, the node's virtual clock runs beside it (distsync_time::cluster).
     let clock = cluster
         .file

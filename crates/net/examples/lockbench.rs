@@ -1,8 +1,15 @@
 //! Lock acquire-and-release latency and throughput on loopback, for scripts/bench-locks.sh.
 //!
-//! `lockbench distsync CLUSTER.toml CLIENTS SECONDS` runs CLIENTS clients over persistent
-//! connections, spread over the nodes round-robin (a central coordinator redirects its share),
-//! each taking and releasing lock "bench" in a loop for SECONDS.
+//! `lockbench distsync CLUSTER.toml CLIENTS SECONDS` runs CLIENTS clients of the persistent
+//! lock client (`distsync_net::lock_client`), spread over the nodes round-robin (a central
+//! coordinator redirects its share), each taking lock "bench" and dropping its guard in a loop
+//! for SECONDS (the drop writes the `Unlock` at once, ahead of the next `Lock` on the same
+//! connection). `distsync-release` instead waits for the node to confirm each release
+//! (`Guard::release`), a second round trip per entry as Redis's `DEL` is.
+//!
+//! `lockbench entries CLUSTER.toml PROCESSES ENTRIES` is DistAlgo's mutual-exclusion workload:
+//! PROCESSES clients, client i on node i, each entering the critical section ENTRIES times; it
+//! prints the wall time.
 //!
 //! `lockbench redis HOST:PORT CLIENTS SECONDS` does the same against a Redis lock: acquire with
 //! `SET bench TOKEN NX PX 10000`, retried after 1ms (the timer granularity of tokio) while another client holds it; release with
@@ -10,9 +17,7 @@
 //!
 //! Prints one JSON line: ops, seconds, throughput_per_s, p50_us, p99_us, max_us.
 
-use distsync_core::NodeId;
-use distsync_net::client::Client;
-use distsync_net::wire::{ClientReply, ClientRequest};
+use distsync_net::lock_client::LockClient;
 use distsync_net::Cluster;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,8 +27,19 @@ use tokio::net::TcpStream;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
-        eprintln!("usage: lockbench distsync CLUSTER.toml CLIENTS SECONDS | lockbench redis HOST:PORT CLIENTS SECONDS");
+        eprintln!("usage: lockbench distsync|distsync-release CLUSTER.toml CLIENTS SECONDS | lockbench redis HOST:PORT CLIENTS SECONDS | lockbench entries CLUSTER.toml PROCESSES ENTRIES");
         std::process::exit(2);
+    }
+    if args[1] == "entries" {
+        let procs: usize = args[3].parse().expect("PROCESSES is a number");
+        let n: usize = args[4].parse().expect("ENTRIES is a number");
+        let rt = distsync_net::runtime().unwrap();
+        let wall = rt.block_on(entries(&args[2], procs, n));
+        println!(
+            "{{\"processes\":{procs},\"entries\":{n},\"wall_s\":{:.3}}}",
+            wall.as_secs_f64()
+        );
+        return;
     }
     let clients: usize = args[3].parse().expect("CLIENTS is a number");
     let secs: f64 = args[4].parse().expect("SECONDS is a number");
@@ -37,7 +53,8 @@ fn main() {
             let target = args[2].clone();
             tasks.push(tokio::spawn(async move {
                 match mode.as_str() {
-                    "distsync" => distsync_loop(&target, i, until).await,
+                    "distsync" => distsync_loop(&target, i, until, false).await,
+                    "distsync-release" => distsync_loop(&target, i, until, true).await,
                     "redis" => redis_loop(&target, i, until).await,
                     m => panic!("unknown mode {m}"),
                 }
@@ -69,51 +86,54 @@ fn main() {
     );
 }
 
-async fn distsync_loop(cluster: &str, i: usize, until: Instant) -> Vec<Duration> {
+async fn distsync_loop(cluster: &str, i: usize, until: Instant, explicit: bool) -> Vec<Duration> {
     let cluster = Cluster::load(Path::new(cluster)).unwrap();
     let ids = cluster.peers.ids().to_vec();
-    let mut node: NodeId = ids[i % ids.len()];
-    let mut client = Client::connect(&cluster, node).await.unwrap();
+    let mut locks = LockClient::connect_to(&cluster, ids[i % ids.len()])
+        .await
+        .unwrap();
     let mut lat = Vec::new();
     while Instant::now() < until {
         let t0 = Instant::now();
-        client
-            .send(&ClientRequest::Lock {
-                name: "bench".into(),
-            })
-            .await
-            .unwrap();
-        loop {
-            match client.recv().await.unwrap() {
-                ClientReply::Granted { .. } => break,
-                ClientReply::Redirect { node: to, .. } => {
-                    node = to;
-                    client = Client::connect(&cluster, node).await.unwrap();
-                    client
-                        .send(&ClientRequest::Lock {
-                            name: "bench".into(),
-                        })
-                        .await
-                        .unwrap();
-                }
-                ClientReply::Refused { reason } => panic!("refused: {reason}"),
-                _ => {}
-            }
-        }
-        client
-            .send(&ClientRequest::Unlock {
-                name: "bench".into(),
-            })
-            .await
-            .unwrap();
-        loop {
-            if let ClientReply::Released { .. } = client.recv().await.unwrap() {
-                break;
-            }
+        let g = locks.lock("bench").await.unwrap();
+        if explicit {
+            g.release().await.unwrap();
+        } else {
+            drop(g);
         }
         lat.push(t0.elapsed());
     }
     lat
+}
+
+/// DistAlgo's workload: `procs` clients, client i connected to node i, each entering the
+/// critical section `entries` times; returns the wall time.
+async fn entries(cluster: &str, procs: usize, entries: usize) -> Duration {
+    let cluster = Cluster::load(Path::new(cluster)).unwrap();
+    let ids = cluster.peers.ids().to_vec();
+    let mut clients = Vec::new();
+    for i in 0..procs {
+        clients.push(
+            LockClient::connect_to(&cluster, ids[i % ids.len()])
+                .await
+                .unwrap(),
+        );
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                for _ in 0..entries {
+                    drop(c.lock("cs").await.unwrap());
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    start.elapsed()
 }
 
 /// A minimal RESP client: sends one command, reads one reply line (enough for SET NX, EVAL).

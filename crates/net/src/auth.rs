@@ -170,22 +170,35 @@ pub fn session_keys(
         Side::Initiator => (i_to_r, r_to_i),
         Side::Responder => (r_to_i, i_to_r),
     };
-    (Sealer { key: send, seq: 0 }, Opener { key: recv, seq: 0 })
+    let keyed =
+        |k: [u8; 32]| HmacSha256::new_from_slice(&k).expect("HMAC takes keys of any length");
+    (
+        Sealer {
+            keyed: keyed(send),
+            seq: 0,
+        },
+        Opener {
+            keyed: keyed(recv),
+            seq: 0,
+        },
+    )
 }
 
 /// Adds the MAC to outgoing frames.
 #[derive(Clone)]
 pub struct Sealer {
-    key: [u8; 32],
+    /// The HMAC keyed once (its inner and outer pads hashed), cloned for each frame.
+    keyed: HmacSha256,
     seq: u64,
 }
 
 impl Sealer {
     /// `payload | tag`, the tag covering the frame's sequence number.
     pub fn seal(&mut self, payload: &[u8]) -> Vec<u8> {
-        let tag = mac_of(&self.key, &[&self.seq.to_be_bytes(), payload])
-            .finalize()
-            .into_bytes();
+        let mut mac = self.keyed.clone();
+        mac.update(&self.seq.to_be_bytes());
+        mac.update(payload);
+        let tag = mac.finalize().into_bytes();
         self.seq += 1;
         let mut out = Vec::with_capacity(payload.len() + TAG);
         out.extend_from_slice(payload);
@@ -197,7 +210,8 @@ impl Sealer {
 /// Checks the MAC of incoming frames.
 #[derive(Clone)]
 pub struct Opener {
-    key: [u8; 32],
+    /// As in [`Sealer`].
+    keyed: HmacSha256,
     seq: u64,
 }
 
@@ -220,9 +234,10 @@ impl Opener {
             return Err(BadMac);
         }
         let (payload, tag) = frame.split_at(frame.len() - TAG);
-        mac_of(&self.key, &[&self.seq.to_be_bytes(), payload])
-            .verify_slice(tag)
-            .map_err(|_| BadMac)?;
+        let mut mac = self.keyed.clone();
+        mac.update(&self.seq.to_be_bytes());
+        mac.update(payload);
+        mac.verify_slice(tag).map_err(|_| BadMac)?;
         self.seq += 1;
         Ok(payload)
     }

@@ -100,8 +100,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
-            let mut chunk = [0u8; 8192];
-            let n = self.io.read(&mut chunk).await?;
+            // Read into the buffer's spare room (no zeroed chunk to copy from).
+            self.buf.reserve(8192);
+            let n = self.io.read_buf(&mut self.buf).await?;
             if n == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
@@ -109,7 +110,40 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     Err(ConnError::Truncated)
                 };
             }
-            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+impl FrameReader<OwnedReadHalf> {
+    /// The next frame if one has arrived, without waiting: `Ok(None)` when none is complete
+    /// yet; [`ConnError::Truncated`] (or `Io`) when the stream ended.
+    pub fn try_next(&mut self, max: usize) -> Result<Option<Vec<u8>>, ConnError> {
+        loop {
+            match frame::parse(&self.buf[self.start..], max) {
+                Ok(Some(n)) => {
+                    let at = self.start + HEADER;
+                    let payload = self.buf[at..at + n].to_vec();
+                    self.start = at + n;
+                    if self.start == self.buf.len() {
+                        self.buf.clear();
+                        self.start = 0;
+                    }
+                    return Ok(Some(payload));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(ConnError::Frame(e)),
+            }
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            self.buf.reserve(8192);
+            match self.io.try_read_buf(&mut self.buf) {
+                Ok(0) => return Err(ConnError::Truncated),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(ConnError::Io(e)),
+            }
         }
     }
 }
@@ -137,15 +171,31 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// The next message if one has arrived, without waiting (`Ok(None)`: none yet). A stream
+    /// that ended is an error here.
+    pub fn try_recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ConnError> {
+        let Some(sealed) = self.frames.try_next(MAX_FRAME + auth::TAG)? else {
+            return Ok(None);
+        };
+        let payload = self.opener.open(&sealed).map_err(|_| ConnError::Mac)?;
+        wire::decode(payload).map(Some).map_err(ConnError::Decode)
+    }
+}
+
 /// The sending half of an authenticated connection.
+///
+/// Frames are sealed into an output buffer and written from it; [`Writer::send_many`] writes
+/// several in one system call, and [`Writer::try_send_now`] writes without waiting (what a
+/// `Drop` can do), keeping what the socket did not take for the next send or [`Writer::flush`].
 pub struct Writer {
     io: OwnedWriteHalf,
     sealer: Sealer,
+    out: Vec<u8>,
 }
 
 impl Writer {
-    /// Sends one message.
-    pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
+    fn seal_into<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
         let payload = wire::encode(msg);
         if payload.len() > MAX_FRAME {
             return Err(ConnError::Frame(FrameError::TooLarge {
@@ -154,8 +204,50 @@ impl Writer {
             }));
         }
         let sealed = self.sealer.seal(&payload);
-        write_frame(&mut self.io, &sealed).await?;
+        frame::encode(&sealed, &mut self.out);
         Ok(())
+    }
+
+    /// Sends one message.
+    pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
+        self.seal_into(msg)?;
+        self.flush().await
+    }
+
+    /// Sends these messages, in order, in as few writes as the socket allows.
+    pub async fn send_many<T: Serialize>(&mut self, msgs: &[T]) -> Result<(), ConnError> {
+        for m in msgs {
+            self.seal_into(m)?;
+        }
+        self.flush().await
+    }
+
+    /// Writes whatever earlier sends left unwritten.
+    pub async fn flush(&mut self) -> Result<(), ConnError> {
+        if !self.out.is_empty() {
+            let r = self.io.write_all(&self.out).await;
+            self.out.clear();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Seals `msg` and writes as much as the socket takes now, without waiting. `Ok(true)`: all
+    /// written; `Ok(false)`: the rest waits in the buffer for the next send or [`Writer::flush`]
+    /// (frames stay in order either way).
+    pub fn try_send_now<T: Serialize>(&mut self, msg: &T) -> Result<bool, ConnError> {
+        self.seal_into(msg)?;
+        while !self.out.is_empty() {
+            match self.io.try_write(&self.out) {
+                Ok(0) => return Err(ConnError::Io(io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    self.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(ConnError::Io(e)),
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -208,7 +300,14 @@ pub async fn initiate(
             ));
         }
         let (sealer, opener) = auth::session_keys(&secret, Side::Initiator, &nonce_i, &nonce_r);
-        Ok((Reader { frames, opener }, Writer { io: w, sealer }))
+        Ok((
+            Reader { frames, opener },
+            Writer {
+                io: w,
+                sealer,
+                out: Vec::new(),
+            },
+        ))
     })
     .await
     .map_err(|_| ConnError::Timeout)?
@@ -265,7 +364,11 @@ pub async fn respond(
         Ok((
             hello.role,
             Reader { frames, opener },
-            Writer { io: w, sealer },
+            Writer {
+                io: w,
+                sealer,
+                out: Vec::new(),
+            },
         ))
     })
     .await

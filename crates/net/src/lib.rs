@@ -12,7 +12,8 @@
 //! - `timers`: the algorithms' timers as deadlines keyed by name with generations;
 //! - `node`: the node runtime (events in, algorithm handlers, effects out; views and failover);
 //! - [`persist`]: the epoch high-water mark each node keeps on disk;
-//! - `client`: the client side of the client protocol;
+//! - `client`: the client side of the client protocol (the `lock` and `leader` verbs);
+//! - [`lock_client`]: a persistent lock client for programs (many locks, one connection);
 //! - `shutdown`: clean stop on SIGTERM and ctrl-c.
 //!
 //! docs/net.md describes the protocol, the failure handling and its limits.
@@ -23,6 +24,7 @@ pub mod config;
 pub mod connection;
 pub mod frame;
 pub mod local;
+pub mod lock_client;
 pub mod machine;
 pub mod node;
 mod peer;
@@ -52,6 +54,16 @@ pub fn init_logging() {
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// The runtime a node runs on: one thread. A node's work is one event loop fed by its
+/// connections' tasks; on one thread a request's hand-offs between those tasks are plain queue
+/// operations instead of cross-thread wake-ups (an eventfd write and a futex each), which
+/// measured as the largest cost of a lock round trip on loopback (docs/net.md, "Benchmark").
+pub fn node_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }

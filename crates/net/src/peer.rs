@@ -97,7 +97,8 @@ pub fn spawn_link(
             let end: Result<(), ConnError> = loop {
                 tokio::select! {
                     msg = rx.recv() => match msg {
-                        Some(m) => if let Err(e) = writer.send(&m).await { break Err(e) },
+                        // What else is queued goes in the same write (one system call).
+                        Some(m) => if let Err(e) = writer.send_many(&drain(m, &mut rx)).await { break Err(e) },
                         None => return, // the node stopped
                     },
                     _ = beat.tick() => if let Err(e) = writer.send(&PeerMsg::Ping).await {
@@ -252,7 +253,7 @@ async fn client_session(
     debug!(client = id, %addr, "client connected");
     let write = tokio::spawn(async move {
         while let Some(reply) = rx.recv().await {
-            if writer.send(&reply).await.is_err() {
+            if writer.send_many(&drain(reply, &mut rx)).await.is_err() {
                 return;
             }
         }
@@ -280,6 +281,18 @@ async fn client_session(
     }
     let _ = events.send(Event::ClientGone(id)).await;
     write.abort();
+}
+
+/// `first` and whatever else is already queued behind it (at most 64), in order.
+fn drain<T>(first: T, rx: &mut mpsc::Receiver<T>) -> Vec<T> {
+    let mut batch = vec![first];
+    while batch.len() < 64 {
+        match rx.try_recv() {
+            Ok(m) => batch.push(m),
+            Err(_) => break,
+        }
+    }
+    batch
 }
 
 /// Aborts a task when dropped (the refusal-log flusher ends with the listener).

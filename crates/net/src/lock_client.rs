@@ -1,0 +1,639 @@
+//! A lock client for programs: connect once, take and release many locks over that one
+//! authenticated connection.
+//!
+//! [`LockClient::connect`] opens the connection (with the client file `cluster up` writes, which
+//! holds only the client key); [`LockClient::lock`] waits for a lock and returns a [`Guard`]
+//! carrying the fencing token; [`LockClient::lock_timeout`] and [`LockClient::try_lock`] give up
+//! after a while. A guard releases its lock when dropped (the `Unlock` is written at once when
+//! the connection is free, else by the next request or the keep-alive task) or explicitly with
+//! [`Guard::release`], which waits for the node's answer.
+//!
+//! The node processes a connection's requests in order, so an `Unlock` written before the next
+//! `Lock` always takes effect first; a dropped guard costs no round trip.
+//!
+//! While the program holds locks and does other work, a keep-alive task pings the node every
+//! heartbeat (a node releases the locks of a client silent for three heartbeat timeouts) and
+//! notes what the node announced: a lock revoked by a failover shows in [`Guard::lost`]. If the
+//! connection drops, every guard of it is lost (the node released them) and the next request
+//! connects again (when no guard of the old connection is still alive).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use distsync_net::lock_client::LockClient;
+//! use std::time::Duration;
+//! let cluster = distsync_net::Cluster::load("/tmp/c/client.toml".as_ref())?;
+//! let mut locks = LockClient::connect(&cluster).await?;
+//! for i in 0..1000 {
+//!     let guard = locks.lock("ledger").await?;
+//!     // ... write to the resource, giving it guard.token() so it refuses stale holders ...
+//!     println!("entry {i}: token {}", guard.token());
+//! } // each guard is released when dropped
+//! match locks.try_lock("report").await? {
+//!     Some(g) => g.release().await?,
+//!     None => println!("someone else holds it"),
+//! }
+//! let g = locks.lock_timeout("deploy", Duration::from_secs(10)).await?;
+//! assert!(g.lost().is_none());
+//! # Ok(()) }
+//! ```
+//!
+//! `crates/cli/tests/lock_client.rs` runs this against real node processes.
+
+use crate::auth::Role;
+use crate::config::Cluster;
+use crate::connection::{self, Reader, Writer};
+use crate::wire::{ClientReply, ClientRequest, MAX_NAME};
+use distsync_core::NodeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex as StdMutex, Weak};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{Mutex, Notify};
+
+/// How long the client waits to connect to one node.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How many redirects one request follows.
+pub const MAX_REDIRECTS: usize = 8;
+
+/// What went wrong, naming the node, the lock or the wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockError {
+    /// No node could be connected to (each node's reason, in the order tried).
+    Unreachable(Vec<(NodeId, String)>),
+    /// The connection to this node failed or closed; the node released what this client held.
+    Connection {
+        /// The node.
+        node: NodeId,
+        /// What happened.
+        why: String,
+    },
+    /// The node refused the request (bad name, the algorithm cannot run in its view, ...).
+    Refused {
+        /// The node.
+        node: NodeId,
+        /// The lock.
+        name: String,
+        /// The node's reason.
+        reason: String,
+    },
+    /// The lock was not acquired within the time given (the request was withdrawn).
+    Timeout {
+        /// The lock.
+        name: String,
+        /// The wait.
+        after: Duration,
+    },
+    /// The node sends this client elsewhere (central's coordinator does not take locks), but
+    /// guards of this connection are still alive, so it cannot move.
+    Redirected {
+        /// The node connected to.
+        from: NodeId,
+        /// Where the node says to go.
+        to: NodeId,
+        /// The node's reason.
+        reason: String,
+    },
+    /// A bad argument (a lock name of 0 or more than 128 bytes, an unknown node).
+    Invalid(String),
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Unreachable(tried) => {
+                write!(f, "no node could be reached:")?;
+                for (n, why) in tried {
+                    write!(f, " node {n}: {why};")?;
+                }
+                Ok(())
+            }
+            LockError::Connection { node, why } => write!(f, "node {node}: {why}"),
+            LockError::Refused { node, name, reason } => {
+                write!(f, "node {node} refused lock {name:?}: {reason}")
+            }
+            LockError::Timeout { name, after } => {
+                write!(f, "lock {name:?} not acquired within {after:?}")
+            }
+            LockError::Redirected { from, to, reason } => write!(
+                f,
+                "node {from} redirects to node {to} ({reason}), but guards of this connection are still held"
+            ),
+            LockError::Invalid(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
+struct Conn {
+    node: NodeId,
+    reader: Reader,
+    writer: Writer,
+}
+
+/// What the guards, the keep-alive task and the client share.
+struct Shared {
+    heartbeat: Duration,
+    /// The connection, `None` once it failed.
+    conn: Mutex<Option<Conn>>,
+    /// Locks whose guards were dropped while the connection was busy: unlocked by whoever
+    /// takes the connection next.
+    unlock: StdMutex<Vec<String>>,
+    wake: Notify,
+    /// Per lock name: the token held through this connection and, once lost, why.
+    held: StdMutex<HashMap<String, (u64, Option<String>)>>,
+}
+
+impl Shared {
+    fn forget(&self, name: &str) {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+    }
+
+    /// Notes a node's notice or a reply nobody waits for.
+    fn note(&self, reply: &ClientReply) {
+        if let ClientReply::Revoked { name, reason } = reply {
+            if let Some(h) = self
+                .held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_mut(name)
+            {
+                h.1 = Some(format!("revoked: {reason}"));
+            }
+        }
+    }
+
+    /// The connection failed: every lock held through it is lost.
+    fn broken(&self, why: &str) {
+        for h in self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values_mut()
+        {
+            h.1.get_or_insert_with(|| format!("the connection failed: {why}"));
+        }
+    }
+
+    fn take_unlocks(&self) -> Vec<ClientRequest> {
+        std::mem::take(&mut *self.unlock.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .map(|name| ClientRequest::Unlock { name })
+            .collect()
+    }
+}
+
+/// A persistent, authenticated connection to one node of a cluster, for taking many locks.
+///
+/// Requests go one at a time (`&mut self`); guards may outlive the borrow and be held together
+/// (take `a` then `b`, in a fixed order to avoid deadlocks, as with any locks).
+pub struct LockClient {
+    cluster: Cluster,
+    shared: Arc<Shared>,
+}
+
+impl LockClient {
+    /// Connects to a node of `cluster`, trying them in a random order.
+    pub async fn connect(cluster: &Cluster) -> Result<LockClient, LockError> {
+        Self::connect_first(cluster, None).await
+    }
+
+    /// Connects to node `first` if it answers, else to another.
+    pub async fn connect_to(cluster: &Cluster, first: NodeId) -> Result<LockClient, LockError> {
+        Self::connect_first(cluster, Some(first)).await
+    }
+
+    async fn connect_first(
+        cluster: &Cluster,
+        first: Option<NodeId>,
+    ) -> Result<LockClient, LockError> {
+        let conn = open_any(cluster, first).await?;
+        let shared = Arc::new(Shared {
+            heartbeat: cluster.file.timeouts.heartbeat,
+            conn: Mutex::new(Some(conn)),
+            unlock: StdMutex::new(Vec::new()),
+            wake: Notify::new(),
+            held: StdMutex::new(HashMap::new()),
+        });
+        tokio::spawn(keep_alive(Arc::downgrade(&shared)));
+        Ok(LockClient {
+            cluster: cluster.clone(),
+            shared,
+        })
+    }
+
+    /// The node this client is connected to (`None` after the connection failed).
+    pub async fn node(&self) -> Option<NodeId> {
+        self.shared.conn.lock().await.as_ref().map(|c| c.node)
+    }
+
+    /// Waits for lock `name` as long as it takes.
+    pub async fn lock(&mut self, name: &str) -> Result<Guard, LockError> {
+        self.acquire(name, None)
+            .await
+            .map(|g| g.expect("no deadline"))
+    }
+
+    /// Waits for lock `name` at most `wait`; [`LockError::Timeout`] after that.
+    pub async fn lock_timeout(&mut self, name: &str, wait: Duration) -> Result<Guard, LockError> {
+        self.acquire(name, Some(wait))
+            .await?
+            .ok_or_else(|| LockError::Timeout {
+                name: name.to_string(),
+                after: wait,
+            })
+    }
+
+    /// Takes lock `name` if it can be had within one heartbeat timeout (an uncontended lock is
+    /// granted in well under a millisecond; a distributed lock cannot tell "held elsewhere"
+    /// without asking the others, so this is flock's `-n` as nearly as it can be); `None` if not.
+    pub async fn try_lock(&mut self, name: &str) -> Result<Option<Guard>, LockError> {
+        let wait = self.cluster.file.timeouts.heartbeat_timeout;
+        self.acquire(name, Some(wait)).await
+    }
+
+    async fn acquire(
+        &mut self,
+        name: &str,
+        wait: Option<Duration>,
+    ) -> Result<Option<Guard>, LockError> {
+        if name.is_empty() || name.len() > MAX_NAME {
+            return Err(LockError::Invalid(format!(
+                "lock name {name:?}: a lock name has 1 to {MAX_NAME} bytes"
+            )));
+        }
+        if let Some((_, None)) = self
+            .shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
+            return Err(LockError::Invalid(format!(
+                "lock {name:?} is already held through this connection (drop its guard first)"
+            )));
+        }
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let shared = self.shared.clone();
+        let mut slot = shared.conn.lock().await;
+        let mut redirects = 0;
+        let mut first = None;
+        loop {
+            if slot.is_none() {
+                if self.holds_any() {
+                    return Err(LockError::Connection {
+                        node: first.unwrap_or(NodeId(0)),
+                        why: "the connection failed and guards of it are still alive; drop them to reconnect".into(),
+                    });
+                }
+                shared.take_unlocks();
+                *slot = Some(open_any(&self.cluster, first).await?);
+            }
+            let conn = slot.as_mut().expect("connected");
+            let node = conn.node;
+            let mut msgs = shared.take_unlocks();
+            msgs.push(ClientRequest::Lock {
+                name: name.to_string(),
+            });
+            if let Err(e) = conn.writer.send_many(&msgs).await {
+                let why = e.to_string();
+                *slot = None;
+                shared.broken(&why);
+                return Err(LockError::Connection { node, why });
+            }
+            let outcome = wait_grant(conn, &shared, name, deadline).await;
+            match outcome {
+                Ok(Some(ClientReply::Granted { token, holder, .. })) => {
+                    shared
+                        .held
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(name.to_string(), (token, None));
+                    return Ok(Some(Guard {
+                        shared: shared.clone(),
+                        name: name.to_string(),
+                        token,
+                        holder,
+                        done: false,
+                    }));
+                }
+                Ok(Some(ClientReply::Redirect { node: to, reason })) => {
+                    if self.holds_any() {
+                        return Err(LockError::Redirected {
+                            from: node,
+                            to,
+                            reason,
+                        });
+                    }
+                    if redirects >= MAX_REDIRECTS {
+                        return Err(LockError::Connection {
+                            node,
+                            why: format!("more than {MAX_REDIRECTS} redirects (last: {reason})"),
+                        });
+                    }
+                    redirects += 1;
+                    *slot = None;
+                    first = Some(to);
+                }
+                Ok(Some(ClientReply::Refused { reason })) => {
+                    return Err(LockError::Refused {
+                        node,
+                        name: name.to_string(),
+                        reason,
+                    })
+                }
+                Ok(Some(other)) => {
+                    return Err(LockError::Connection {
+                        node,
+                        why: format!("unexpected reply {other:?}"),
+                    })
+                }
+                Ok(None) => {
+                    // Timed out: withdraw the request. The node answers `Released` (after a
+                    // `Granted` if the grant crossed the withdrawal).
+                    let conn = slot.as_mut().expect("connected");
+                    let r = withdraw(conn, &shared, name).await;
+                    if let Err(why) = r {
+                        *slot = None;
+                        shared.broken(&why);
+                        return Err(LockError::Connection { node, why });
+                    }
+                    return Ok(None);
+                }
+                Err(why) => {
+                    *slot = None;
+                    shared.broken(&why);
+                    return Err(LockError::Connection { node, why });
+                }
+            }
+        }
+    }
+
+    fn holds_any(&self) -> bool {
+        !self
+            .shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+}
+
+/// Reads until the answer to a `Lock` for `name` (granted, redirected, refused), pinging every
+/// heartbeat while it waits; `Ok(None)` at the deadline.
+async fn wait_grant(
+    conn: &mut Conn,
+    shared: &Shared,
+    name: &str,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Option<ClientReply>, String> {
+    let mut next_ping = tokio::time::Instant::now() + shared.heartbeat;
+    loop {
+        let until = match deadline {
+            Some(d) if d < next_ping => d,
+            _ => next_ping,
+        };
+        tokio::select! {
+            r = conn.reader.recv::<ClientReply>() => match r {
+                Ok(Some(reply)) => match reply {
+                    ClientReply::Granted { name: ref n, .. } if n == name => return Ok(Some(reply)),
+                    ClientReply::Redirect { .. } | ClientReply::Refused { .. } => return Ok(Some(reply)),
+                    other => shared.note(&other),
+                },
+                Ok(None) => return Err("the node closed the connection".into()),
+                Err(e) => return Err(e.to_string()),
+            },
+            _ = shared.wake.notified() => {
+                let msgs = shared.take_unlocks();
+                if !msgs.is_empty() {
+                    conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
+                }
+            }
+            _ = tokio::time::sleep_until(until) => {
+                if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    return Ok(None);
+                }
+                conn.writer.send(&ClientRequest::Ping).await.map_err(|e| e.to_string())?;
+                next_ping = tokio::time::Instant::now() + shared.heartbeat;
+            }
+        }
+    }
+}
+
+/// Withdraws a `Lock` request for `name` that timed out and reads until the node confirms.
+async fn withdraw(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), String> {
+    conn.writer
+        .send(&ClientRequest::Unlock {
+            name: name.to_string(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    wait_released(conn, shared, name).await
+}
+
+async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), String> {
+    loop {
+        match conn.reader.recv::<ClientReply>().await {
+            Ok(Some(ClientReply::Released { name: n })) if n == name => return Ok(()),
+            Ok(Some(other)) => shared.note(&other),
+            Ok(None) => return Err("the node closed the connection".into()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Connects to `first` (if given) then the other nodes, from a random one on.
+async fn open_any(cluster: &Cluster, first: Option<NodeId>) -> Result<Conn, LockError> {
+    let ids = cluster.peers.ids();
+    if let Some(n) = first {
+        if !cluster.peers.contains(n) {
+            return Err(LockError::Invalid(format!(
+                "{} has no node with id {n} (ids: {ids:?})",
+                cluster.origin
+            )));
+        }
+    }
+    let mut b = [0u8; 4];
+    getrandom::getrandom(&mut b).map_err(|e| LockError::Invalid(e.to_string()))?;
+    let start = u32::from_le_bytes(b) as usize % ids.len().max(1);
+    let mut order: Vec<NodeId> = first.into_iter().collect();
+    order.extend(
+        (0..ids.len())
+            .map(|i| ids[(start + i) % ids.len()])
+            .filter(|&n| Some(n) != first),
+    );
+    let mut tried = Vec::new();
+    for node in order {
+        match open(cluster, node).await {
+            Ok(c) => return Ok(c),
+            Err(why) => tried.push((node, why)),
+        }
+    }
+    Err(LockError::Unreachable(tried))
+}
+
+async fn open(cluster: &Cluster, node: NodeId) -> Result<Conn, String> {
+    let addr = cluster.addr_of(node).expect("a node of the cluster");
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+        .await
+        .map_err(|_| format!("no answer from {addr} within {CONNECT_TIMEOUT:?}"))?
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Conn {
+        node,
+        reader,
+        writer,
+    })
+}
+
+/// Pings every heartbeat while the client or a guard lives, writes the unlocks of guards
+/// dropped while the connection was busy, and notes what the node announces.
+async fn keep_alive(shared: Weak<Shared>) {
+    loop {
+        let (heartbeat, wake) = {
+            let Some(s) = shared.upgrade() else { return };
+            (s.heartbeat, Arc::clone(&s))
+        };
+        let woken = tokio::select! {
+            _ = wake.wake.notified() => true,
+            _ = tokio::time::sleep(heartbeat) => false,
+        };
+        drop(wake);
+        let Some(s) = shared.upgrade() else { return };
+        let mut slot = s.conn.lock().await;
+        let Some(conn) = slot.as_mut() else { continue };
+        let mut msgs = s.take_unlocks();
+        if !woken {
+            msgs.push(ClientRequest::Ping);
+        }
+        let mut failed = conn
+            .writer
+            .send_many(&msgs)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        // Read what has already arrived (Pong, Released, Revoked), without waiting.
+        while failed.is_none() {
+            match conn.reader.try_recv::<ClientReply>() {
+                Ok(None) => break,
+                Ok(Some(r)) => s.note(&r),
+                Err(e) => failed = Some(e.to_string()),
+            }
+        }
+        if let Some(why) = failed {
+            *slot = None;
+            s.broken(&why);
+        }
+    }
+}
+
+/// A lock held through a [`LockClient`]'s connection; released when dropped.
+pub struct Guard {
+    shared: Arc<Shared>,
+    name: String,
+    token: u64,
+    holder: NodeId,
+    done: bool,
+}
+
+impl Guard {
+    /// The fencing token of this grant: larger than every token granted before it, across
+    /// failovers and restarts. Give it to the resource so it can refuse stale holders.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The node holding the lock for this client.
+    pub fn holder(&self) -> NodeId {
+        self.holder
+    }
+
+    /// Why the lock was lost (revoked by a failover, the connection failed), if it was, as far
+    /// as this client has heard: the keep-alive task reads the node's notices every heartbeat.
+    pub fn lost(&self) -> Option<String> {
+        self.shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&self.name)
+            .and_then(|h| h.1.clone())
+    }
+
+    /// Releases the lock and waits for the node to confirm.
+    pub async fn release(mut self) -> Result<(), LockError> {
+        self.done = true;
+        self.shared.forget(&self.name);
+        let mut slot = self.shared.conn.lock().await;
+        let Some(conn) = slot.as_mut() else {
+            // The connection failed: the node released the lock when it saw it drop.
+            return Ok(());
+        };
+        let node = conn.node;
+        let mut msgs = self.shared.take_unlocks();
+        msgs.push(ClientRequest::Unlock {
+            name: self.name.clone(),
+        });
+        let r = match conn.writer.send_many(&msgs).await {
+            Ok(()) => wait_released(conn, &self.shared, &self.name).await,
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(why) = r {
+            *slot = None;
+            self.shared.broken(&why);
+            return Err(LockError::Connection { node, why });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.shared.forget(&self.name);
+        let unlock = ClientRequest::Unlock {
+            name: std::mem::take(&mut self.name),
+        };
+        // The connection is free: write the unlock now (no waiting, no task switch).
+        if let Ok(mut slot) = self.shared.conn.try_lock() {
+            match slot.as_mut() {
+                None => return,
+                Some(conn) => match conn.writer.try_send_now(&unlock) {
+                    Ok(true) => return,
+                    // Partly written: the keep-alive task writes the rest.
+                    Ok(false) => {
+                        self.shared.wake.notify_one();
+                        return;
+                    }
+                    Err(e) => {
+                        let why = e.to_string();
+                        *slot = None;
+                        self.shared.broken(&why);
+                        return;
+                    }
+                },
+            }
+        }
+        // Busy (a request in progress, or the keep-alive task): whoever has it next writes it.
+        if let ClientRequest::Unlock { name } = unlock {
+            self.shared
+                .unlock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(name);
+        }
+        self.shared.wake.notify_one();
+    }
+}
