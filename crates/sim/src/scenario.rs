@@ -105,6 +105,10 @@ pub struct Scenario {
     /// [`crate::guard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::guard::LimitsSpec>,
+    /// The exhaustive checker's bounds and faults (`distsync check SCENARIO.toml`, see
+    /// docs/check.md). The simulator does not read it, so one file serves both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<toml::Table>,
     /// Scripted inputs and faults.
     #[serde(default, rename = "event")]
     pub events: Vec<EventSpec>,
@@ -147,6 +151,7 @@ impl Default for Scenario {
             clocks: None,
             workload: None,
             limits: None,
+            check: None,
             events: Vec::new(),
         }
     }

@@ -55,7 +55,9 @@ fn item_1_ricart_agrawala_two_nodes_seed_64_a_stale_reply_does_not_open_the_cs()
 }
 
 /// `distsync run scenarios/poisson-duplicates.toml --seed 3` (the poisson-lossy.toml of
-/// the time, which now adds loss under reliable links): 8 nodes, exponential delays, 5%
+/// the time, which now adds loss under reliable links; its 25 requests per node are trimmed to
+/// 14 so that its drawing stays within the renderer's 4,000-event window, so the two-node seed-64
+/// case and the 400-seed property below are the sharper guards): 8 nodes, exponential delays, 5%
 /// duplication; node 6 used to enter while node 5 was in the CS at 1.265s.
 #[test]
 fn item_1_poisson_duplicates_seed_3_keeps_mutual_exclusion() {
@@ -69,7 +71,7 @@ fn item_1_poisson_duplicates_seed_3_keeps_mutual_exclusion() {
     .unwrap();
     assert!(r.messages.duplicated > 0);
     assert!(r.violations.is_empty(), "seed 3: {:?}", r.violations);
-    assert_eq!(r.mutex.as_ref().unwrap().entries, 200);
+    assert_eq!(r.mutex.as_ref().unwrap().entries, 112);
 }
 
 /// The property: on 2 to 6 nodes, every workload, 10% duplication, no violation and every
@@ -495,7 +497,7 @@ fn poisson_lossy_over_reliable_links_serves_every_request() {
     assert!(r.messages.dropped > 0 && r.messages.duplicated > 0);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let m = r.mutex.as_ref().unwrap();
-    assert_eq!((m.entries, m.unserved_requests), (200, 0));
+    assert_eq!((m.entries, m.unserved_requests), (48, 0));
     let link = r
         .link
         .as_ref()
