@@ -59,49 +59,19 @@ if grep -E "net::ERR_|Failed to load|Cannot open" "$work/shot.err" >&2; then
   exit 1
 fi
 
-python3 - "$work/shot.png" "$width" "$height" <<'EOF'
-import struct, sys, zlib
+SCRIPTS=scripts python3 - "$work/shot.png" "$width" "$height" <<'EOF'
+import os, sys
+sys.path.insert(0, os.environ["SCRIPTS"])
+import png_pixels
 
 path, width, height = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-data = open(path, "rb").read()
-if data[:8] != b"\x89PNG\r\n\x1a\n":
-    sys.exit("screenshot-check: FAILED: not a PNG")
-pos, chunks = 8, {}
-while pos < len(data):
-    (length,) = struct.unpack(">I", data[pos:pos + 4])
-    kind = data[pos + 4:pos + 8]
-    chunks.setdefault(kind, []).append(data[pos + 8:pos + 8 + length])
-    pos += 12 + length
-w, h, depth, ctype = struct.unpack(">IIBB", chunks[b"IHDR"][0][:10])
+try:
+    w, h, pixels = png_pixels.read(path)
+except png_pixels.PngError as e:
+    sys.exit(f"screenshot-check: FAILED: {e}")
 if (w, h) != (width, height):
     sys.exit(f"screenshot-check: FAILED: the PNG is {w}x{h}, the drawing {width}x{height}")
-if depth != 8 or ctype not in (2, 6):
-    sys.exit(f"screenshot-check: FAILED: unexpected PNG format (depth {depth}, colour type {ctype})")
-bpp = 3 if ctype == 2 else 4
-raw = zlib.decompress(b"".join(chunks[b"IDAT"]))
-stride = w * bpp
-rows, prev, i = [], bytearray(stride), 0
-for _ in range(h):
-    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
-    i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]
-        c = prev[x - bpp] if x >= bpp else 0
-        if f == 1:
-            line[x] = (line[x] + a) & 255
-        elif f == 2:
-            line[x] = (line[x] + b) & 255
-        elif f == 3:
-            line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(bytes(line))
-    prev = line
-pixels = [(r[x], r[x + 1], r[x + 2]) for r in rows for x in range(0, stride, bpp)]
-inked = sum(1 for p in pixels if min(p) < 200) / len(pixels)
+inked = png_pixels.inked(pixels)
 if inked < 0.02:
     sys.exit(f"screenshot-check: FAILED: the picture is nearly blank ({inked:.1%} inked)")
 marks = {
