@@ -649,6 +649,22 @@ where
     })
 }
 
+/// Builds the model of one family's check and explores it: what every `check_*` entry does.
+fn explore_family<A, S>(
+    config: &Config,
+    family: &str,
+    progress: &mut dyn FnMut(&Progress),
+    spec: impl FnOnce(&Peers) -> Result<S, CheckError>,
+) -> Result<OutcomeOf<A>, CheckError>
+where
+    A: Checkable + distsync_core::Algorithm,
+    S: model::Spec<A>,
+{
+    let model = model_of::<A, _>(config, family, spec)?;
+    let found = explore::explore::<A, _>(&model, progress)?;
+    Ok(explore::outcome::<A, _>(&model, found))
+}
+
 /// Explores every interleaving of `config` for mutual-exclusion algorithm `A`, breadth first,
 /// until a property breaks, every reachable state is visited, or a bound is reached.
 /// `progress` is called now and then.
@@ -656,11 +672,9 @@ pub fn check<A: MutualExclusion + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome<A::Msg, A::Timer>, CheckError> {
-    let model = model_of::<A, _>(config, "mutex", |p| {
+    explore_family::<A, _>(config, "mutex", progress, |p| {
         families::MutexSpec::<A>::new(config, p)
-    })?;
-    let found = explore::explore::<A, _>(&model, progress)?;
-    Ok(explore::outcome::<A, _>(&model, found))
+    })
 }
 
 /// [`check`] for a leader-election algorithm: one-leader, agreement, validity, termination.
@@ -668,11 +682,9 @@ pub fn check_election<A: Election + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<OutcomeOf<A>, CheckError> {
-    let model = model_of::<A, _>(config, "election", |p| {
+    explore_family::<A, _>(config, "election", progress, |p| {
         families::ElectionSpec::<A>::new(config, p)
-    })?;
-    let found = explore::explore::<A, _>(&model, progress)?;
-    Ok(explore::outcome::<A, _>(&model, found))
+    })
 }
 
 /// [`check`] for a multicast algorithm: the delivery orders, no duplicate, completion.
@@ -680,11 +692,9 @@ pub fn check_multicast<A: Multicast + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<OutcomeOf<A>, CheckError> {
-    let model = model_of::<A, _>(config, "multicast", |p| {
+    explore_family::<A, _>(config, "multicast", progress, |p| {
         families::MulticastSpec::<A>::new(config, p)
-    })?;
-    let found = explore::explore::<A, _>(&model, progress)?;
-    Ok(explore::outcome::<A, _>(&model, found))
+    })
 }
 
 /// [`check`] for a snapshot algorithm: conservation and consistency of the recorded state.
@@ -692,11 +702,9 @@ pub fn check_snapshot<A: GlobalSnapshot + Checkable>(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<OutcomeOf<A>, CheckError> {
-    let model = model_of::<A, _>(config, "snapshot", |p| {
+    explore_family::<A, _>(config, "snapshot", progress, |p| {
         families::SnapshotSpec::<A>::new(config, p)
-    })?;
-    let found = explore::explore::<A, _>(&model, progress)?;
-    Ok(explore::outcome::<A, _>(&model, found))
+    })
 }
 
 /// The result of replaying a trace.
