@@ -19,25 +19,27 @@
 //!    ELECTION went round (the message carries "the current members of the ring", seed 002):
 //!    it passes it on and starts an election, so that the highest live process leads.
 //!
-//! Two additions for crashes, which the notes leave open: a process that has taken part in an
-//! election and hears no COORDINATOR within T' (`coordinator_timeout`, default 4n T: two laps
-//! even with skips) starts a new one; and a COORDINATOR whose starter crashed before it came
-//! back is removed by the first process that sees it a second time. A recovered process starts
-//! an election. A crash rule for orphans: a COORDINATOR counts its hops (1 from its starter, one
-//! more at each process that passes it on) and is back at its starter within one lap of at most
-//! n hops; one that has made n hops without meeting its starter has lost it to a crash and is
-//! removed (two orphans used to alternate for ever, each process remembering only the last one
-//! it passed). An epoch rule for concurrent elections under crashes: every message carries an
-//! epoch; a process starting an election uses one more than the highest it has seen, and a
-//! process passing an ELECTION on raises it to the highest it has seen, so the COORDINATOR it
-//! becomes is no older than anything its members had recorded. A COORDINATOR of an epoch older
-//! than the one a process recorded is stale and removed (on a non-FIFO network an overtaken
-//! COORDINATOR used to override a newer election); one of the same epoch naming another
-//! coordinator (two concurrent elections that met different members, as when a process crashes
-//! between their laps) is removed and its receiver starts a new election, which every live
-//! process joins. Without crashes concurrent elections meet the same members and name the same
-//! coordinator, so none of these rules sends a message. 2n messages per initiator on a ring of n (one lap each way; a skipped crashed
-//! process still costs the message that found it down).
+//! Rules for crashes, which the notes leave open:
+//! 7. T': a process that has taken part in an election and hears no COORDINATOR within T'
+//!    (`coordinator_timeout`, default 4n T: two laps even with skips) starts a new one. A
+//!    recovered process starts an election.
+//! 8. Orphans: a COORDINATOR whose starter crashed before it came back is removed by the first
+//!    process that sees it a second time; and it counts its hops (1 from its starter, one more at
+//!    each process that passes it on), so one that has made n hops without meeting its starter
+//!    is removed too (two orphans used to alternate for ever, each process remembering only the
+//!    last one it passed).
+//! 9. Epochs: every message carries an epoch; a process starting an election uses one more than
+//!    the highest it has seen, and a process passing an ELECTION on raises it to the highest it
+//!    has seen, so the COORDINATOR it becomes is no older than anything its members recorded. A
+//!    COORDINATOR of an epoch older than the one a process recorded is stale and removed (on a
+//!    non-FIFO network an overtaken COORDINATOR used to override a newer election); one of the
+//!    same epoch naming another coordinator (concurrent elections that met different members,
+//!    as when a process crashes between their laps) is removed and its receiver starts a new
+//!    election, which every live process joins.
+//!
+//! Without crashes concurrent elections meet the same members and name the same coordinator,
+//! so none of rules 7-9 sends a message: 2n messages per initiator on a ring of n (one lap each
+//! way; a skipped crashed process still costs the message that found it down).
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
