@@ -308,7 +308,7 @@ impl FamilyRun<'_> {
             Mode::Step => true,
         };
         let mut excluded = excluded.to_vec();
-        if self.checked.scenario.network.reliable {
+        if self.reliable() {
             excluded.extend([link::ACK, link::REACK]);
         }
         let engine = Engine::<A, _>::new(
@@ -329,7 +329,7 @@ impl FamilyRun<'_> {
     }
 
     fn election<P: Election + Steppable>(self, entry: &'static Entry) -> Result<Built, SimError> {
-        if self.checked.scenario.network.reliable {
+        if self.reliable() {
             let harness = ElectionHarness::new::<Reliable<P>>(self.checked, self.origin)?;
             return self.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
         }
