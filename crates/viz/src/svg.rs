@@ -46,6 +46,8 @@ const LEFT: f64 = 84.0;
 const RIGHT: f64 = 72.0;
 const TOP: f64 = 72.0;
 const LANE: f64 = 64.0;
+/// The widest glyph's half-width (the crash cross with its stroke).
+const GLYPH_HALF: f64 = 8.75;
 
 /// Colours for message kinds, in order of first appearance in the trace (red is kept for crashes
 /// and drops).
@@ -126,7 +128,12 @@ struct Diagram<'a> {
     label_end_above: Vec<f64>,
     label_end_below: Vec<f64>,
     /// Where each (lane, above, text) label was last drawn.
-    last_label: HashMap<(usize, bool, String), f64>,
+    last_label: HashMap<(usize, String), f64>,
+    /// The boxes of the glyphs drawn in the window (crash crosses, recovery triangles, leader
+    /// and adjustment diamonds), which no label may cover; in time order.
+    glyphs: Vec<[f64; 4]>,
+    /// Where the last label of the row above the processes (partition, heal) ends.
+    top_label_end: f64,
 }
 
 /// Which marks appear, for the legend.
@@ -195,6 +202,8 @@ impl<'a> Diagram<'a> {
             label_end_above: vec![f64::NEG_INFINITY; trace.header.ids.len()],
             label_end_below: vec![f64::NEG_INFINITY; trace.header.ids.len()],
             last_label: HashMap::new(),
+            glyphs: Vec::new(),
+            top_label_end: f64::NEG_INFINITY,
         }
     }
 
@@ -203,32 +212,129 @@ impl<'a> Diagram<'a> {
     }
 
     /// Whether a label of `text` starting at `x` above (or below) `node`'s line stays clear of
-    /// the last one drawn there and says something new; if so, it takes the room. Labels that
-    /// would overlap, and a label repeating one drawn on the same side of the same line less
+    /// the last one drawn there and of every glyph, and says something new; if so, it takes the
+    /// room. Labels that would overlap, and a label repeating one drawn on the same line less
     /// than REPEAT_GAP pixels before (Berkeley's "Master" every round), are left out: the mark
     /// and its tooltip stay.
     fn label_room(&mut self, node: NodeId, above: bool, x: f64, text: &str) -> bool {
+        if !self.label_fits(node, above, x, text) {
+            return false;
+        }
+        self.take_label(node, above, x, text);
+        true
+    }
+
+    /// Where a label of `text` may go near `x`, at `node`'s line, `above` it by preference:
+    /// there, else (if it may `flip`) on the other side, else moved right past the glyphs in its
+    /// way (a few times at most); None if it is a repeat or finds no room. Takes the room it
+    /// returns.
+    fn label_place(
+        &mut self,
+        node: NodeId,
+        above: bool,
+        flip: bool,
+        x: f64,
+        text: &str,
+    ) -> Option<(bool, f64)> {
+        if self.is_repeat(node, x, text) {
+            return None;
+        }
+        let mut at = x;
+        for _ in 0..4 {
+            let sides: &[bool] = if flip { &[above, !above] } else { &[above] };
+            for &side in sides {
+                if self.label_fits(node, side, at, text) {
+                    self.take_label(node, side, at, text);
+                    return Some((side, at));
+                }
+            }
+            // Past the rightmost glyph in the way on the preferred side.
+            let bx = self.label_box(node, above, at, text);
+            let past = self
+                .glyphs_near(bx)
+                .filter(|g| overlaps(bx, **g))
+                .map(|g| g[2])
+                .fold(f64::NEG_INFINITY, f64::max);
+            if past == f64::NEG_INFINITY {
+                return None; // in the way of a label, not of a glyph: leave it out
+            }
+            at = past + 2.0;
+        }
+        None
+    }
+
+    /// The label's box: 10 px type at 6.2 px per character, from 9 px above its baseline to
+    /// 2.5 px below, with a quarter pixel of margin; baselines 9 px above the line, 18 below.
+    fn label_box(&self, node: NodeId, above: bool, x: f64, text: &str) -> [f64; 4] {
+        let baseline = self.y(node) + if above { -9.0 } else { 18.0 };
+        [
+            x - 0.25,
+            baseline - 9.25,
+            x + text.chars().count() as f64 * 6.2 + 0.25,
+            baseline + 2.75,
+        ]
+    }
+
+    fn label_fits(&self, node: NodeId, above: bool, x: f64, text: &str) -> bool {
+        let lane = self.lanes.get(&node).copied().unwrap_or(0);
+        let ends = if above {
+            &self.label_end_above
+        } else {
+            &self.label_end_below
+        };
+        if x < ends[lane] + 4.0 || self.is_repeat(node, x, text) {
+            return false;
+        }
+        let bx = self.label_box(node, above, x, text);
+        !self.glyphs_near(bx).any(|g| overlaps(bx, *g))
+    }
+
+    fn is_repeat(&self, node: NodeId, x: f64, text: &str) -> bool {
         const REPEAT_GAP: f64 = 600.0;
+        let lane = self.lanes.get(&node).copied().unwrap_or(0);
+        self.last_label
+            .get(&(lane, text.to_string()))
+            .is_some_and(|&last| x - last < REPEAT_GAP)
+    }
+
+    fn take_label(&mut self, node: NodeId, above: bool, x: f64, text: &str) {
         let lane = self.lanes.get(&node).copied().unwrap_or(0);
         let ends = if above {
             &mut self.label_end_above
         } else {
             &mut self.label_end_below
         };
-        if x < ends[lane] + 4.0 {
-            return false;
-        }
-        let key = (lane, above, text.to_string());
-        if self
-            .last_label
-            .get(&key)
-            .is_some_and(|&last| x - last < REPEAT_GAP)
-        {
-            return false;
-        }
         ends[lane] = x + text.chars().count() as f64 * 6.2;
-        self.last_label.insert(key, x);
-        true
+        self.last_label.insert((lane, text.to_string()), x);
+    }
+
+    /// The glyphs whose boxes may reach into the horizontal span of `bx`.
+    fn glyphs_near(&self, bx: [f64; 4]) -> impl Iterator<Item = &[f64; 4]> {
+        // Glyphs are at most GLYPH_HALF wide either side of their event, in time order.
+        let first = self.glyphs.partition_point(|g| g[0] < bx[0] - 2.0 * GLYPH_HALF);
+        self.glyphs[first..]
+            .iter()
+            .take_while(move |g| g[0] < bx[2])
+    }
+
+    /// The boxes of the glyphs `events` draws in the window, as it draws them.
+    fn collect_glyphs(&mut self) {
+        let mut glyphs = Vec::new();
+        for e in &self.trace.events[self.lo..self.hi] {
+            let Some(node) = e.node else { continue };
+            let (x, y) = (self.x(e.time_ns), self.y(node));
+            let b = match &e.kind {
+                EventKind::Crash => [x - 8.75, y - 8.75, x + 8.75, y + 8.75],
+                EventKind::Recover => [x - 7.5, y + 2.5, x + 7.5, y + 16.5],
+                EventKind::Output(v) if leader_of(v).is_some() => {
+                    [x - 6.5, y - 6.5, x + 6.5, y + 6.5]
+                }
+                EventKind::Adjust { .. } => [x - 6.9, y - 6.9, x + 6.9, y + 6.9],
+                _ => continue,
+            };
+            glyphs.push(b);
+        }
+        self.glyphs = glyphs;
     }
 
     fn y(&self, node: NodeId) -> f64 {
@@ -748,6 +854,7 @@ impl<'a> Diagram<'a> {
     }
 
     fn events(&mut self, b: &mut String) {
+        self.collect_glyphs();
         let trace = self.trace;
         let (mut scratch, mut title) = (String::new(), String::new());
         for (i, e) in trace.events[self.lo..self.hi].iter().enumerate() {
@@ -797,12 +904,13 @@ impl<'a> Diagram<'a> {
                     let label = format!("leader {leader}");
                     // Above the line, unless the arrows leaving or reaching this process just
                     // after it go up through that place (a new coordinator telling everyone).
+                    // If a glyph is in the way there (the triangle of a recovery just before,
+                    // a crash just after), on the other side, or moved right past it.
                     let above = !self.arrows_go_up(self.lo + i, node, x + 6.0 + 6.2 * 9.0);
-                    if self.label_room(node, above, x + 6.0, &label) {
+                    if let Some((above, lx)) = self.label_place(node, above, true, x + 6.0, &label) {
                         let _ = write!(
                             b,
-                            "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
-                            x + 6.0,
+                            "<text class=\"mark\" x=\"{lx:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
                             if above { y - 9.0 } else { y + 18.0 }
                         );
                     }
@@ -836,14 +944,21 @@ impl<'a> Diagram<'a> {
                         b,
                         "<circle class=\"ev ev-output\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"#6a3d9a\"><title>{title}</title></circle>"
                     );
-                    if !cs_mark && self.label_room(node, true, x + 4.0, &truncate(variant, 24)) {
+                    // Above the line, moved right past a glyph drawn at the same place (the
+                    // runtime's adjustment diamond under Berkeley's "Adjust").
+                    let text = truncate(variant, 24);
+                    let place = if cs_mark {
+                        None
+                    } else {
+                        self.label_place(node, true, false, x + 4.0, &text)
+                    };
+                    if let Some((_, lx)) = place {
                         let mut label = String::new();
-                        push_escaped(&mut label, &truncate(variant, 24));
+                        push_escaped(&mut label, &text);
                         let _ = write!(
                             b,
-                            "<text class=\"output mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#6a3d9a\">{label}</text>",
-                            x + 4.0,
-                            y - 8.0
+                            "<text class=\"output mark\" x=\"{lx:.1}\" y=\"{:.1}\" fill=\"#6a3d9a\">{label}</text>",
+                            y - 9.0
                         );
                     }
                     b.push('\n');
@@ -981,18 +1096,27 @@ impl<'a> Diagram<'a> {
         let _ = write!(
             b,
             "<g class=\"{class}\"><title>{} at {} (seq {})</title>\
-             <line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\
-             <text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">",
+             <line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>",
             escape(&label),
             format_ns(e.time_ns),
             e.seq,
             TOP - 26.0,
             self.bottom() + 12.0,
-            x + 3.0,
-            TOP - 28.0
         );
-        push_escaped(b, &label);
-        b.push_str("</text></g>\n");
+        // One row of these labels above the processes: one that would run into the last is left
+        // out (a heal soon after its partition), and the line and its tooltip stay.
+        if x + 3.0 >= self.top_label_end + 4.0 {
+            self.top_label_end = x + 3.0 + label.chars().count() as f64 * 6.2;
+            let _ = write!(
+                b,
+                "<text class=\"mark\" x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">",
+                x + 3.0,
+                TOP - 28.0
+            );
+            push_escaped(b, &label);
+            b.push_str("</text>");
+        }
+        b.push_str("</g>\n");
     }
 
     /// The legend and the y of its last row.
@@ -1054,6 +1178,11 @@ impl<'a> Diagram<'a> {
 }
 
 /// A monitor's property name as a phrase for the picture.
+/// Whether boxes `[left, top, right, bottom]` share more than an edge.
+fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
 fn property_in_words(property: &str) -> &str {
     match property {
         "mutual-exclusion" => "mutual exclusion broken",

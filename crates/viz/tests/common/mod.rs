@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod checks;
+pub mod geometry;
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
