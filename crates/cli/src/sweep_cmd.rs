@@ -1,9 +1,9 @@
 //! `distsync sweep`: any report metric against any scenario parameter, several algorithms on one
 //! chart.
 
-use crate::progress::Progress;
+use crate::progress::{Progress, Work};
 use crate::{InputError, Outcome};
-use distsync_sim::sweep::{sweep, ParamSpec, Point};
+use distsync_sim::sweep::{sweep_observed, with_param, ParamSpec, Point, RunDone};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use distsync_viz::plot::{figure, Figure, Panel, Series};
 use std::path::PathBuf;
@@ -83,14 +83,29 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
         Some(path) => Scenario::load(path)?,
         None => default_base(),
     };
-    let progress = Progress::runs(args.json, "sweeping");
-    let result = sweep(
+    // The bar counts work, not runs: a 64-node point costs far more than a 2-node one.
+    let priors: Vec<f64> = param
+        .values
+        .iter()
+        .map(|value| with_param(&base, &param.path, value).map_or(1.0, |s| prior(&s)))
+        .collect();
+    let mut work = Work::new(
+        (0..args.algo.len()).flat_map(|group| priors.iter().map(move |&p| (group, p))),
+        args.seeds,
+    );
+    let progress = Progress::work(args.json, "sweeping");
+    let started = std::time::Instant::now();
+    progress.show_work(&work, started);
+    let result = sweep_observed(
         &base,
         &args.algo,
         &param,
         &args.metric,
         args.seeds,
-        |done, total| progress.update(done as u64, total as u64),
+        |done: RunDone| {
+            work.record(done.point, done.events);
+            progress.show_work(&work, started);
+        },
     );
     drop(progress);
     let points = result?;
@@ -148,6 +163,29 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
     } else {
         Ok(Outcome::Ok)
     }
+}
+
+/// A run's expected work before it has run, up to a factor: nodes x requests per node (the
+/// Poisson rate over the horizon when the requests are unlimited). The progress bar learns from
+/// the finished runs how events grow with it.
+fn prior(scenario: &Scenario) -> f64 {
+    let nodes = scenario
+        .ids
+        .as_ref()
+        .map_or(scenario.nodes.unwrap_or(1) as usize, Vec::len) as f64;
+    let requests = scenario
+        .workload
+        .as_ref()
+        .map_or(1.0, |w| match w.requests {
+            Some(r) => r as f64,
+            None => w.rate.map_or(1.0, |rate| {
+                rate * scenario
+                    .until
+                    .unwrap_or(Duration::from_secs(60))
+                    .as_secs_f64()
+            }),
+        });
+    nodes * requests.max(1.0)
 }
 
 fn print_table(args: &SweepArgs, param: &ParamSpec, points: &[Point]) {

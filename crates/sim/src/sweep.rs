@@ -10,7 +10,6 @@ use crate::{run, Report, RunOptions, Scenario};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// A parameter and the values it takes.
@@ -200,43 +199,74 @@ pub fn sweep(
     mut progress: impl FnMut(usize, usize) + Send,
 ) -> Result<Vec<Point>, SweepError> {
     let total = algorithms.len() * param.values.len() * seeds as usize;
-    let done = AtomicUsize::new(0);
+    let mut done = 0;
+    sweep_observed(base, algorithms, param, metric_path, seeds, |_| {
+        done += 1;
+        progress(done, total)
+    })
+}
+
+/// One finished run of a sweep, as [`sweep_observed`] tells it (for a progress display that
+/// weighs runs by their work).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunDone {
+    /// The point the run belongs to, an index into the points [`sweep`] returns: algorithm
+    /// by algorithm, each over the parameter's values in order.
+    pub point: usize,
+    /// The events the run processed (the report's `events_processed`).
+    pub events: u64,
+}
+
+/// [`sweep`], telling `progress` which point each finished run belongs to and how many events
+/// it processed. The callback is called from whichever thread finished the run, one call at a
+/// time; the points are the same as on one thread.
+pub fn sweep_observed(
+    base: &Scenario,
+    algorithms: &[String],
+    param: &ParamSpec,
+    metric_path: &str,
+    seeds: u64,
+    mut progress: impl FnMut(RunDone) + Send,
+) -> Result<Vec<Point>, SweepError> {
     let progress = Mutex::new(&mut progress);
     let plan: Vec<(&String, &Value)> = algorithms
         .iter()
         .flat_map(|a| param.values.iter().map(move |v| (a, v)))
         .collect();
-    let one = |&(algorithm, value): &(&String, &Value)| -> Result<Point, SweepError> {
-        let mut scenario = with_param(base, &param.path, value)?;
-        scenario.algorithm = algorithm.clone();
-        let (mut sum, mut violations) = (0.0, 0);
-        for s in 0..seeds {
-            let report = run(
-                &scenario,
-                RunOptions {
-                    seed: Some(scenario.seed + s),
-                    origin: format!("sweep {algorithm} {}={value}", param.path),
-                    ..RunOptions::default()
-                },
-            )
-            .map_err(|e| SweepError(e.to_string()))?;
-            sum += metric(&report, metric_path)?;
-            violations += report.violations.len() as u64;
-            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Ok(mut progress) = progress.lock() {
-                (*progress)(finished, total);
+    let one =
+        |(point, &(algorithm, value)): (usize, &(&String, &Value))| -> Result<Point, SweepError> {
+            let mut scenario = with_param(base, &param.path, value)?;
+            scenario.algorithm = algorithm.clone();
+            let (mut sum, mut violations) = (0.0, 0);
+            for s in 0..seeds {
+                let report = run(
+                    &scenario,
+                    RunOptions {
+                        seed: Some(scenario.seed + s),
+                        origin: format!("sweep {algorithm} {}={value}", param.path),
+                        ..RunOptions::default()
+                    },
+                )
+                .map_err(|e| SweepError(e.to_string()))?;
+                sum += metric(&report, metric_path)?;
+                violations += report.violations.len() as u64;
+                if let Ok(mut progress) = progress.lock() {
+                    (*progress)(RunDone {
+                        point,
+                        events: report.events_processed,
+                    });
+                }
             }
-        }
-        Ok(Point {
-            algorithm: algorithm.clone(),
-            value: value.clone(),
-            metric: sum / seeds as f64,
-            seeds,
-            violations,
-        })
-    };
+            Ok(Point {
+                algorithm: algorithm.clone(),
+                value: value.clone(),
+                metric: sum / seeds as f64,
+                seeds,
+                violations,
+            })
+        };
     // On an error, the first one in the plan's order is reported, as on one thread.
-    let results: Vec<Result<Point, SweepError>> = plan.par_iter().map(one).collect();
+    let results: Vec<Result<Point, SweepError>> = plan.par_iter().enumerate().map(one).collect();
     results.into_iter().collect()
 }
 
