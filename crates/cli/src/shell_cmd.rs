@@ -15,7 +15,8 @@ pub struct CompletionsArgs {
 /// Arguments of `distsync man`.
 #[derive(clap::Args)]
 pub struct ManArgs {
-    /// Write distsync.1 and one distsync-VERB.1 per verb into this directory (created if
+    /// Write distsync.1 and one page per verb at every depth (distsync-run.1,
+    /// distsync-trace-render.1, distsync-cluster-up.1, ...) into this directory (created if
     /// needed); without it, print distsync.1 to standard output.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -39,22 +40,20 @@ pub fn man(args: ManArgs, command: clap::Command) -> Result<Outcome, InputError>
     };
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("--out {}: cannot create it: {e}", dir.display()))?;
+    // Built, every subcommand at every depth knows its path: display name
+    // `distsync-cluster-up` (the page's file and title), bin name `distsync cluster up` (its
+    // synopsis).
+    let mut command = command.bin_name("distsync").disable_help_subcommand(true);
+    command.build();
+    let mut pages = Vec::new();
+    every_command(&command, &mut pages);
     let mut written = 0;
-    let mut pages = vec![(String::from("distsync"), command.clone())];
-    for sub in command.get_subcommands() {
-        if sub.get_name() == "help" {
-            continue;
-        }
-        let name = format!("distsync-{}", sub.get_name());
-        let bin = format!("distsync {}", sub.get_name());
-        pages.push((name.clone(), sub.clone().display_name(name).bin_name(bin)));
-    }
-    for (name, page) in pages {
-        let path = dir.join(format!("{name}.1"));
+    for page in pages {
+        let man = clap_mangen::Man::new(page);
+        let path = dir.join(man.get_filename());
         let mut file = std::fs::File::create(&path)
             .map_err(|e| format!("--out: cannot write {}: {e}", path.display()))?;
-        clap_mangen::Man::new(page)
-            .render(&mut file)
+        man.render(&mut file)
             .map_err(|e| format!("--out: cannot write {}: {e}", path.display()))?;
         written += 1;
     }
@@ -64,4 +63,12 @@ pub fn man(args: ManArgs, command: clap::Command) -> Result<Outcome, InputError>
         dir.display()
     );
     Ok(Outcome::Ok)
+}
+
+/// `command` and its subcommands at every depth, parents first, hidden ones left out.
+fn every_command(command: &clap::Command, into: &mut Vec<clap::Command>) {
+    into.push(command.clone());
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        every_command(sub, into);
+    }
 }
