@@ -11,7 +11,11 @@ use std::path::Path;
 use std::process::Command;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
 }
 
 fn files(dir: &str, ext: &str) -> Vec<std::path::PathBuf> {

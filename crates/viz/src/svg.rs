@@ -311,7 +311,9 @@ impl<'a> Diagram<'a> {
     /// The glyphs whose boxes may reach into the horizontal span of `bx`.
     fn glyphs_near(&self, bx: [f64; 4]) -> impl Iterator<Item = &[f64; 4]> {
         // Glyphs are at most GLYPH_HALF wide either side of their event, in time order.
-        let first = self.glyphs.partition_point(|g| g[0] < bx[0] - 2.0 * GLYPH_HALF);
+        let first = self
+            .glyphs
+            .partition_point(|g| g[0] < bx[0] - 2.0 * GLYPH_HALF);
         self.glyphs[first..]
             .iter()
             .take_while(move |g| g[0] < bx[2])
@@ -907,7 +909,8 @@ impl<'a> Diagram<'a> {
                     // If a glyph is in the way there (the triangle of a recovery just before,
                     // a crash just after), on the other side, or moved right past it.
                     let above = !self.arrows_go_up(self.lo + i, node, x + 6.0 + 6.2 * 9.0);
-                    if let Some((above, lx)) = self.label_place(node, above, true, x + 6.0, &label) {
+                    if let Some((above, lx)) = self.label_place(node, above, true, x + 6.0, &label)
+                    {
                         let _ = write!(
                             b,
                             "<text class=\"mark\" x=\"{lx:.1}\" y=\"{:.1}\" fill=\"#6b5400\">{label}</text>",
