@@ -225,9 +225,9 @@ impl<'a> Diagram<'a> {
     }
 
     /// Where a label of `text` may go near `x`, at `node`'s line, `above` it by preference:
-    /// there, else (if it may `flip`) on the other side, else moved right past the glyphs in its
-    /// way (a few times at most); None if it is a repeat or finds no room. Takes the room it
-    /// returns.
+    /// there, else moved right past the glyphs in its way (a few times at most), else, if it may
+    /// `flip`, on the other side at `x`; None if it is a repeat or finds no room. Takes the room
+    /// it returns. (The preferred side keeps the label off the arrows, so it is tried first.)
     fn label_place(
         &mut self,
         node: NodeId,
@@ -241,14 +241,11 @@ impl<'a> Diagram<'a> {
         }
         let mut at = x;
         for _ in 0..4 {
-            let sides: &[bool] = if flip { &[above, !above] } else { &[above] };
-            for &side in sides {
-                if self.label_fits(node, side, at, text) {
-                    self.take_label(node, side, at, text);
-                    return Some((side, at));
-                }
+            if self.label_fits(node, above, at, text) {
+                self.take_label(node, above, at, text);
+                return Some((above, at));
             }
-            // Past the rightmost glyph in the way on the preferred side.
+            // Past the rightmost glyph in the way.
             let bx = self.label_box(node, above, at, text);
             let past = self
                 .glyphs_near(bx)
@@ -256,22 +253,28 @@ impl<'a> Diagram<'a> {
                 .map(|g| g[2])
                 .fold(f64::NEG_INFINITY, f64::max);
             if past == f64::NEG_INFINITY {
-                return None; // in the way of a label, not of a glyph: leave it out
+                break; // in the way of a label, not of a glyph
             }
             at = past + 2.0;
+        }
+        if flip && self.label_fits(node, !above, x, text) {
+            self.take_label(node, !above, x, text);
+            return Some((!above, x));
         }
         None
     }
 
-    /// The label's box: 10 px type at 6.2 px per character, from 9 px above its baseline to
-    /// 2.5 px below, with a quarter pixel of margin; baselines 9 px above the line, 18 below.
+    /// The label's box: 10 px type at 6.2 px per character (and a quarter pixel either side,
+    /// for the coordinates' rounding), from 9 px above its baseline to 2.5 px below; baselines
+    /// 9 px above the line, 18 below. Above, it just clears its own diamond (which reaches
+    /// 6.5 px up with its stroke).
     fn label_box(&self, node: NodeId, above: bool, x: f64, text: &str) -> [f64; 4] {
         let baseline = self.y(node) + if above { -9.0 } else { 18.0 };
         [
             x - 0.25,
-            baseline - 9.25,
+            baseline - 9.0,
             x + text.chars().count() as f64 * 6.2 + 0.25,
-            baseline + 2.75,
+            baseline + 2.5,
         ]
     }
 
@@ -907,7 +910,7 @@ impl<'a> Diagram<'a> {
                     // Above the line, unless the arrows leaving or reaching this process just
                     // after it go up through that place (a new coordinator telling everyone).
                     // If a glyph is in the way there (the triangle of a recovery just before,
-                    // a crash just after), on the other side, or moved right past it.
+                    // a crash just after), moved right past it, or else on the other side.
                     let above = !self.arrows_go_up(self.lo + i, node, x + 6.0 + 6.2 * 9.0);
                     if let Some((above, lx)) = self.label_place(node, above, true, x + 6.0, &label)
                     {
