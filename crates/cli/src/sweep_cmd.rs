@@ -84,11 +84,16 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
         None => default_base(),
     };
     // The bar counts work, not runs: a 64-node point costs far more than a 2-node one.
+    // Every value must make a scenario, and a refused one names the flag.
     let priors: Vec<f64> = param
         .values
         .iter()
-        .map(|value| with_param(&base, &param.path, value).map_or(1.0, |s| prior(&s)))
-        .collect();
+        .map(|value| {
+            let scenario = with_param(&base, &param.path, value)
+                .map_err(|e| InputError(format!("--param {}: {e}", args.param)))?;
+            Ok(prior(&scenario))
+        })
+        .collect::<Result<_, InputError>>()?;
     let mut work = Work::new(
         (0..args.algo.len()).flat_map(|group| priors.iter().map(move |&p| (group, p))),
         args.seeds,

@@ -41,15 +41,22 @@ pub struct RenderArgs {
     #[arg(long, value_name = "OUT.log")]
     shiviz: Option<PathBuf>,
     /// Start of the SVG's time window (e.g. "2ms"; default: the start of the run).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = parse_time, allow_hyphen_values = true)]
     from: Option<u64>,
     /// End of the SVG's time window (e.g. "5ms"; default: the last event).
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = parse_time, allow_hyphen_values = true)]
     to: Option<u64>,
 }
 
-/// A duration on the command line, in nanoseconds.
+/// A time since the start of the run on the command line, in nanoseconds; a negative one is
+/// refused in words (clap would take `-1ms` for a flag).
 fn parse_time(s: &str) -> Result<u64, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!(
+            "expected a time of 0 or more since the start of the run, like 2ms; got the negative time {}",
+            s.trim()
+        ));
+    }
     let d = parse_duration(s).map_err(|e| e.to_string())?;
     u64::try_from(d.as_nanos()).map_err(|_| format!("`{s}` is too long"))
 }
@@ -223,7 +230,7 @@ pub fn default_window(trace: &Trace, around_violation: bool) -> Option<(u64, u64
             0,
             to,
             format!(
-                "the run has {} events, too many to draw legibly: drawn up to its {}th event, {}",
+                "the trace has {} events (a message's send and its delivery are two), too many to draw legibly: drawn up to its {}th, {}",
                 events.len(),
                 MAX_DRAWN_EVENTS,
                 time_arg(to)
