@@ -18,16 +18,35 @@ fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// The verbs `distsync --help` lists.
-fn verbs() -> Vec<String> {
-    let help = out(&distsync(&["--help"]));
-    help.lines()
+/// The subcommands `distsync PATH --help` lists, without `help`.
+fn subcommands(path: &[String]) -> Vec<String> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let o = distsync(&args);
+    assert_eq!(o.status.code(), Some(0), "distsync {}", args.join(" "));
+    out(&o)
+        .lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .filter(|v| v != "help")
         .collect()
+}
+
+/// The verbs `distsync --help` lists.
+fn verbs() -> Vec<String> {
+    subcommands(&[])
+}
+
+/// Every command path below `path`, at every depth, parents first.
+fn every_path(path: Vec<String>, into: &mut Vec<Vec<String>>) {
+    for sub in subcommands(&path) {
+        let mut deeper = path.clone();
+        deeper.push(sub);
+        into.push(deeper.clone());
+        every_path(deeper, into);
+    }
 }
 
 #[test]
@@ -47,23 +66,59 @@ fn completions_cover_every_verb_in_every_shell() {
     assert!(err(&o).contains("tcsh"), "{}", err(&o));
 }
 
+/// `distsync man` prints the tool's page; `--out DIR` writes one for every verb at every depth
+/// (`trace render`, `cluster up`, ... too), each titled and with a synopsis that names its whole
+/// path. The verbs are read from the binary's own `--help` at every depth, so a verb added later
+/// is held to it without touching this test.
 #[test]
-fn man_pages_for_the_tool_and_every_verb() {
+fn man_pages_for_the_tool_and_every_verb_at_every_depth() {
     let o = distsync(&["man"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(out(&o).contains(".TH distsync 1"), "{}", out(&o));
-    let dir = std::env::temp_dir().join(format!("distsync-man-{}", std::process::id()));
+    let mut paths = Vec::new();
+    every_path(Vec::new(), &mut paths);
+    let nested = paths.iter().filter(|p| p.len() > 1).count();
+    assert!(
+        paths.contains(&vec!["trace".into(), "render".into()])
+            && paths.contains(&vec!["cluster".into(), "up".into()]),
+        "{paths:?}"
+    );
+    assert!(nested >= 10, "{nested} nested verbs: {paths:?}");
+
+    let dir = std::env::temp_dir().join(format!("distsync-man-depth-{}", std::process::id()));
     let o = distsync(&["man", "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    for verb in verbs() {
-        let page = std::fs::read_to_string(dir.join(format!("distsync-{verb}.1")))
-            .unwrap_or_else(|e| panic!("distsync-{verb}.1: {e}"));
-        assert!(page.contains(&format!(".TH distsync-{verb} 1")), "{verb}");
+    let mut expected = vec!["distsync.1".to_string()];
+    for path in &paths {
+        let name = format!("distsync-{}", path.join("-"));
+        let file = dir.join(format!("{name}.1"));
+        let page = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no page for `distsync {}`: {e}", path.join(" ")));
+        assert!(page.contains(&format!(".TH {name} 1")), "{name}: {page}");
+        // The synopsis names the whole path, in roff's bold.
         assert!(
-            page.contains("distsync ") && page.contains(".SH OPTIONS"),
-            "{verb}"
+            page.contains(&format!("\\fBdistsync {}\\fR", path.join(" "))),
+            "{name}'s synopsis: {page}"
         );
+        assert!(page.contains(".SH OPTIONS"), "{name}: {page}");
+        if !subcommands(path).is_empty() {
+            assert!(page.contains(".SH SUBCOMMANDS"), "{name}: {page}");
+        }
+        expected.push(format!("{name}.1"));
     }
+    // Exactly those pages: none for `help`, none for hidden verbs.
+    let mut written: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    expected.sort();
+    assert_eq!(written, expected);
+    let said = err(&o);
+    assert!(
+        said.contains(&format!("wrote {} man pages", expected.len())),
+        "{said}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -196,4 +251,13 @@ fn one_is_singular_and_election_takes_an() {
         !text.contains("1 nodes") && !text.contains(" 1 elections"),
         "{text}"
     );
+}
+
+/// Found walking issue 16: a swept value the scenario refuses did not name `--param`.
+#[test]
+fn a_swept_value_the_scenario_refuses_names_the_param_flag() {
+    let o = distsync(&["sweep", "--algo", "raymond", "--param", "nodes=-2..3"]);
+    let err = err(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --param nodes=-2"), "{err}");
 }

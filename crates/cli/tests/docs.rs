@@ -1,7 +1,8 @@
 //! The documentation holds on a fresh clone: every `distsync` command the README shows runs
 //! (except those that start real node processes), every output it quotes is what the binary
 //! prints, every scenario template in the README and docs/ runs clean, every relative link points
-//! to a file of the repository, and every scenario of scenarios/ is drawn in the gallery.
+//! to a file of the repository (and so does every path they mention), and every scenario of
+//! scenarios/ is drawn in the gallery.
 
 use regex::Regex;
 use std::path::{Path, PathBuf};
@@ -302,4 +303,51 @@ fn every_scenario_is_in_the_gallery_under_its_own_name() {
         problems.is_empty(),
         "{problems:#?}\n(run scripts/gallery.sh to redraw the gallery)"
     );
+}
+
+/// Every path of the repository the README or docs/ mention in passing (docs/viz.md once
+/// named a scenario that did not exist, which the links test above cannot see) (`scenarios/...`,
+/// `docs/...`, `crates/...`, `scripts/...`, `benches/...`), not only in links, exists; a `*`
+/// matches any run of characters.
+#[test]
+fn every_path_the_docs_mention_exists() {
+    let root = repo();
+    let mention = Regex::new(
+        r"(?:^|[\s`(\[])((?:scenarios|docs|crates|scripts|benches)/[A-Za-z0-9_./*-]*[A-Za-z0-9_*/])",
+    )
+    .unwrap();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for file in markdown_files() {
+        let text = read(&file);
+        for m in mention.captures_iter(&text) {
+            let path = m[1].trim_end_matches('.');
+            checked += 1;
+            if !exists(&root, path) {
+                missing.push(format!("{}: {path}", file.display()));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} paths mentioned");
+    assert!(
+        missing.is_empty(),
+        "paths the docs mention that do not exist:\n{missing:#?}"
+    );
+}
+
+/// Whether `path` (which may hold `*`) names something under `root`.
+fn exists(root: &Path, path: &str) -> bool {
+    if !path.contains('*') {
+        return root.join(path).exists();
+    }
+    let (dir, pattern) = path.rsplit_once('/').unwrap();
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let (first, last) = (parts[0], parts[parts.len() - 1]);
+        name.starts_with(first) && name.ends_with(last) && name.len() >= first.len() + last.len()
+    })
 }

@@ -299,3 +299,84 @@ fn leader_labels_keep_clear_of_the_arrows_their_process_sends_up() {
         "{labels:?}"
     );
 }
+
+/// Found walking issue 16 on a fresh clone: clap took `-1ms` for a flag ("unexpected
+/// argument", with a tip that does not work).
+#[test]
+fn negative_times_of_a_window_are_refused_naming_the_flag() {
+    let dir = workdir("negative");
+    let o = distsync_in(
+        &dir,
+        &[
+            "run",
+            &scenario("lamport-non-fifo.toml"),
+            "--trace",
+            "run.jsonl",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for (flag, value) in [("--from", "-1ms"), ("--to", "-5ms")] {
+        let o = distsync_in(
+            &dir,
+            &[
+                "trace",
+                "render",
+                "run.jsonl",
+                "--svg",
+                "x.svg",
+                flag,
+                value,
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(flag) && err.contains(&format!("negative time {value}")),
+            "{flag} {value}: {err}"
+        );
+        assert!(!err.contains("unexpected argument"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Found walking issue 16: the windowed run said "the run has N events" with N the trace's
+/// lines, twice the report's `events_processed`.
+#[test]
+fn a_windowed_long_run_counts_the_traces_events_as_the_trace_does() {
+    let dir = workdir("long-count");
+    let o = distsync_in(
+        &dir,
+        &[
+            "run",
+            &scenario("ricart-agrawala-heavy.toml"),
+            "--set",
+            "workload.requests=60",
+            "--until",
+            "1h",
+            "--trace",
+            "long.jsonl",
+            "--svg",
+            "long.svg",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let processed = report["events_processed"].as_u64().unwrap();
+    let lines = std::fs::read_to_string(dir.join("long.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64
+        - 1; // the header
+    assert_ne!(
+        lines, processed,
+        "the two counts differ, so the words must say which"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("the trace has {lines} events")),
+        "{err}"
+    );
+    assert!(!err.contains("the run has"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
