@@ -9,29 +9,8 @@ mod lock_common;
 use lock_common::*;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
-
-struct Down(std::path::PathBuf);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = Command::new(BIN)
-            .args(["cluster", "down", "--dir"])
-            .arg(&self.0)
-            .output();
-    }
-}
-
-fn cluster(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("cluster")
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .output()
-        .unwrap()
-}
 
 fn status_json(dir: &Path) -> serde_json::Value {
     let out = cluster(dir, &["status", "--json"]);
@@ -41,14 +20,6 @@ fn status_json(dir: &Path) -> serde_json::Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
-}
-
-fn pid_of(dir: &Path, id: u32) -> u32 {
-    fs::read_to_string(dir.join(format!("node-{id}.pid")))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 fn secret_line(dir: &Path) -> String {
@@ -67,19 +38,19 @@ fn cluster_up_fails_naming_the_node_whose_port_is_taken() {
     let _down = Down(dir.clone());
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let out = Command::new(BIN)
-        .args([
-            "cluster",
+    let port = port.to_string();
+    let out = cluster(
+        &dir,
+        &[
             "up",
             "--nodes",
             "2",
             "--mutex",
             "ricart-agrawala",
-        ])
-        .args(["--base-port", &port.to_string(), "--dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+            "--base-port",
+            &port,
+        ],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -95,13 +66,7 @@ fn cluster_operations_start_stop_restart_in_place_and_json_status() {
     let dir = scratch("ops");
     let _down = Down(dir.clone());
     let up = |args: &[&str]| {
-        let out = Command::new(BIN)
-            .args(["cluster", "up"])
-            .args(args)
-            .arg("--dir")
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = cluster(&dir, &[&["up"], args].concat());
         assert!(
             out.status.success(),
             "cluster up {args:?}: {}",
@@ -187,13 +152,7 @@ fn cluster_operations_start_stop_restart_in_place_and_json_status() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let other = Command::new(BIN)
-        .args([
-            "cluster", "up", "--nodes", "5", "--mutex", "central", "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let other = cluster(&dir, &["up", "--nodes", "5", "--mutex", "central"]);
     assert_eq!(
         other.status.code(),
         Some(2),
@@ -384,39 +343,33 @@ fn cluster_init_serves_nodes_on_three_hosts() {
         }
     };
     let dir = scratch("init");
-    let out = Command::new(BIN)
-        .args([
-            "cluster",
+    let out = cluster(
+        &dir,
+        &[
             "init",
             "--mutex",
             "raymond",
             "--heartbeat",
             "50ms",
-        ])
-        .args(["--heartbeat-timeout", "500ms"])
-        .args(["--addr", "10.77.0.1:7000", "--addr", "10.77.0.2:7000"])
-        .args(["--addr", "10.77.0.3:7000", "--dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+            "--heartbeat-timeout",
+            "500ms",
+            "--addr",
+            "10.77.0.1:7000",
+            "--addr",
+            "10.77.0.2:7000",
+            "--addr",
+            "10.77.0.3:7000",
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let again = Command::new(BIN)
-        .args([
-            "cluster",
-            "init",
-            "--mutex",
-            "raymond",
-            "--addr",
-            "10.77.0.1:7000",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let again = cluster(
+        &dir,
+        &["init", "--mutex", "raymond", "--addr", "10.77.0.1:7000"],
+    );
     assert_eq!(
         again.status.code(),
         Some(2),

@@ -104,21 +104,6 @@ fn start(name: &str, netns: Option<Netns>) -> TestCluster {
     c
 }
 
-fn count_of(file: &Path) -> u64 {
-    for _ in 0..1000 {
-        let parsed = fs::read_to_string(file)
-            .unwrap_or_default()
-            .split_whitespace()
-            .next()
-            .and_then(|x| x.parse().ok());
-        if let Some(n) = parsed {
-            return n;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    panic!("the counter file stayed unreadable");
-}
-
 /// Runs one case: the clients work while `nemesis` injects the fault once the counter reached
 /// a few writes; then the history is checked.
 fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row {
@@ -158,7 +143,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row 
             })
             .collect();
         let until = Instant::now() + Duration::from_secs(30);
-        while count_of(&file) < 8 && Instant::now() < until {
+        while counter_value(&file) < 8 && Instant::now() < until {
             thread::sleep(Duration::from_millis(10));
         }
         nemesis(c);
@@ -192,7 +177,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row 
         unfenced: h.unfenced,
         backwards: h.backwards,
         missing: h.missing,
-        count: count_of(&file),
+        count: counter_value(&file),
     }
 }
 

@@ -84,56 +84,20 @@ fn fencing_tokens_keep_growing_across_cluster_down_and_up() {
             "round {round}: token {token:#x} after {last:#x} across down/up"
         );
         last = token;
-        let down = Command::new(BIN)
-            .args(["cluster", "down", "--dir"])
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let down = cluster(&dir, &["down"]);
         assert!(down.status.success());
     }
 }
 
-struct Down(std::path::PathBuf);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = Command::new(BIN)
-            .args(["cluster", "down", "--dir"])
-            .arg(&self.0)
-            .output();
-    }
-}
-
+/// `cluster up` of `n` nodes running `mutex`, with the tests' heartbeats; it must succeed.
 fn cluster_up(dir: &std::path::Path, n: u32, mutex: &str) -> std::process::Output {
-    let out = Command::new(BIN)
-        .args(["cluster", "up", "--nodes", &n.to_string(), "--mutex", mutex])
-        .args([
-            "--heartbeat",
-            "50ms",
-            "--heartbeat-timeout",
-            "500ms",
-            "--dir",
-        ])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cluster up: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    cluster_up_ok(dir, &["--nodes", &n.to_string(), "--mutex", mutex])
 }
 
+/// Waits until `cluster status` shows every node up in one settled view.
 fn wait_status_ok(dir: &std::path::Path) {
-    wait_for("cluster status", Duration::from_secs(20), || {
-        let s = Command::new(BIN)
-            .args(["cluster", "status", "--dir"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&s.stdout).to_string();
-        s.status.success() && !text.contains("changing") && !text.contains("view -")
+    wait_for_status(dir, "cluster status", Duration::from_secs(20), |text| {
+        !text.contains("changing") && !text.contains("view -")
     });
 }
 
@@ -473,25 +437,7 @@ fn refused_connections_are_logged_at_a_bounded_rate_and_counted() {
 fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     let _g = lock_guard();
     let up = |dir: &std::path::Path| {
-        Command::new(BIN)
-            .args([
-                "cluster",
-                "up",
-                "--nodes",
-                "2",
-                "--mutex",
-                "ricart-agrawala",
-            ])
-            .args([
-                "--heartbeat",
-                "50ms",
-                "--heartbeat-timeout",
-                "500ms",
-                "--dir",
-            ])
-            .arg(dir)
-            .output()
-            .unwrap()
+        cluster_up_fast(dir, &["--nodes", "2", "--mutex", "ricart-agrawala"])
     };
     // A log symlink planted in the directory.
     let dir = scratch("symlink");

@@ -13,17 +13,16 @@
 //! Every wait is bounded; every process started is killed when its test ends, even on failure.
 //! The cluster tests take a global lock so that only one cluster runs at a time on 2 cores.
 
+mod lock_common;
+
+use lock_common::*;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_distsync");
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The command run under the lock: $1 the fenced counter file, $2 the log of accepted writes.
 const COUNTER: &str = r#"
@@ -43,173 +42,11 @@ echo "$next $t" > "$f"
 echo "$t $next" >> "$log"
 "#;
 
-fn lock_guard() -> MutexGuard<'static, ()> {
-    ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
-struct TestCluster {
-    dir: PathBuf,
-    cluster: PathBuf,
-    n: usize,
-    nodes: Mutex<Vec<Option<Child>>>,
-}
-
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        let nodes = self.nodes.get_mut().unwrap_or_else(|e| e.into_inner());
-        for c in nodes.iter_mut().flatten() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "distsync-net-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-impl TestCluster {
-    fn start(name: &str, n: usize, mutex: &str, election: &str) -> TestCluster {
-        let dir = scratch(name);
-        let ports = free_ports(n);
-        let mut text = format!(
-            "mutex = \"{mutex}\"\nelection = \"{election}\"\nsecret = \"test-secret-0123456789\"\n\
-             [timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout = \"500ms\"\n\
-             answer_timeout = \"100ms\"\ncoordinator_timeout = \"800ms\"\n"
-        );
-        for (i, p) in ports.iter().enumerate() {
-            text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
-        }
-        let cluster = dir.join("cluster.toml");
-        fs::write(&cluster, text).unwrap();
-        let c = TestCluster {
-            dir,
-            cluster,
-            n,
-            nodes: Mutex::new(Vec::new()),
-        };
-        for i in 0..n {
-            let child = c.spawn_node(i);
-            c.nodes.lock().unwrap().push(Some(child));
-        }
-        c
-    }
-
-    fn spawn_node(&self, i: usize) -> Child {
-        let log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("node-{i}.log")))
-            .unwrap();
-        Command::new(BIN)
-            .args(["node", "--cluster"])
-            .arg(&self.cluster)
-            .args(["--id", &i.to_string()])
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap()
-    }
-
-    fn kill9(&self, i: usize) {
-        let taken = self.nodes.lock().unwrap()[i].take();
-        if let Some(mut c) = taken {
-            c.kill().unwrap(); // SIGKILL
-            c.wait().unwrap();
-        }
-    }
-
-    fn respawn(&self, i: usize) {
-        let child = self.spawn_node(i);
-        self.nodes.lock().unwrap()[i] = Some(child);
-    }
-
-    fn leader_json(&self) -> serde_json::Value {
-        let out = Command::new(BIN)
-            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
-            .arg(&self.cluster)
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "leader --json printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    }
-
-    /// Waits until every live node agrees on one leader and its view is open with every live
-    /// node; returns the leader.
-    fn settled(&self, within: Duration) -> u64 {
-        let until = Instant::now() + within;
-        loop {
-            let j = self.leader_json();
-            let live: Vec<&serde_json::Value> = j["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|n| n["reachable"] == true)
-                .collect();
-            let open = live.iter().all(|n| {
-                n["open"] == true && n["members"].as_array().map(|m| m.len()) == Some(live.len())
-            });
-            if j["agreed"] == true && open {
-                return j["leader"].as_u64().unwrap();
-            }
-            assert!(
-                Instant::now() < until,
-                "the cluster did not settle within {within:?}: {j}\n{}",
-                self.logs()
-            );
-            thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn logs(&self) -> String {
-        let mut s = String::new();
-        for i in 0..self.n {
-            let text =
-                fs::read_to_string(self.dir.join(format!("node-{i}.log"))).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(15).collect();
-            s += &format!("--- node {i} (last lines)\n");
-            for l in tail.into_iter().rev() {
-                s += l;
-                s += "\n";
-            }
-        }
-        s
-    }
-
-    fn lock(&self, node: usize, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(["lock", "--timeout", "20s", "--cluster"])
-            .arg(&self.cluster)
-            .args(["--node", &node.to_string(), "--name", "counter", "--"])
-            .args(args)
-            .output()
-            .unwrap()
-    }
+/// `distsync lock` through `node` on the lock "counter", giving up after 20 s.
+fn lock_counter(c: &TestCluster, node: usize, cmd: &[&str]) -> Output {
+    c.lock_command_within(node, "counter", "20s", cmd)
+        .output()
+        .unwrap()
 }
 
 struct Run {
@@ -239,7 +76,8 @@ fn counter_run(c: &TestCluster, nodes: usize, during: impl FnOnce(&Path)) -> Run
                 s.spawn(move || {
                     let mut failed = 0;
                     for _ in 0..25 {
-                        let out = c.lock(
+                        let out = lock_counter(
+                            c,
                             client % nodes,
                             &[
                                 "sh",
@@ -366,22 +204,6 @@ fn wait_count(file: &Path, n: u64, within: Duration) {
     }
 }
 
-fn current_count(file: &Path) -> u64 {
-    // The file is rewritten in place: a read can catch it empty; read again (bounded).
-    for _ in 0..1000 {
-        let parsed = fs::read_to_string(file)
-            .unwrap_or_default()
-            .split_whitespace()
-            .next()
-            .and_then(|x| x.parse().ok());
-        if let Some(n) = parsed {
-            return n;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    panic!("the counter file stayed unreadable");
-}
-
 /// Checks a run with a crash: it completed, every invocation that exited 0 is exactly one
 /// accepted write, accepted writes carry growing tokens, and the work went on after the crash.
 fn assert_crash_run(run: &Run, at_kill: u64, c: &TestCluster) {
@@ -419,7 +241,7 @@ fn central_survives_a_kill_9_of_its_coordinator() {
     let mut at_kill = 0;
     let run = counter_run(&c, 4, |file| {
         wait_count(file, 40, Duration::from_secs(30));
-        at_kill = current_count(file);
+        at_kill = counter_value(file);
         c.kill9(4);
     });
     assert_crash_run(&run, at_kill, &c);
@@ -450,7 +272,7 @@ fn suzuki_kasami_survives_a_kill_9_of_its_token_holder() {
             }
             assert!(Instant::now() < until, "no node was seen holding the lock");
         };
-        at_kill = current_count(file);
+        at_kill = counter_value(file);
         c.kill9(holder);
         killed = Some(holder);
     });
@@ -542,13 +364,6 @@ fn send_and_expect_close(addr: &str, bytes: &[u8], shutdown_write: bool) {
     }
 }
 
-fn node_running(c: &TestCluster, i: usize) -> bool {
-    let mut nodes = c.nodes.lock().unwrap();
-    nodes[i]
-        .as_mut()
-        .is_some_and(|ch| ch.try_wait().unwrap().is_none())
-}
-
 #[test]
 fn hostile_connections_are_refused_and_the_node_keeps_serving() {
     let _g = lock_guard();
@@ -631,8 +446,8 @@ fn hostile_connections_are_refused_and_the_node_keeps_serving() {
     });
 
     // The node is still up and serving.
-    assert!(node_running(&c, 0), "node 0 is still running");
-    let out = c.lock(0, &["true"]);
+    assert!(c.running(0), "node 0 is still running");
+    let out = lock_counter(&c, 0, &["true"]);
     assert!(
         out.status.success(),
         "{}",
@@ -693,7 +508,7 @@ fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
         assert!(Instant::now() < until, "the slow holder never got the lock");
         thread::sleep(Duration::from_millis(10));
     }
-    let pid = c.nodes.lock().unwrap()[0].as_ref().unwrap().id();
+    let pid = c.pid(0);
     let stop = |sig: &str| {
         assert!(Command::new("kill")
             .args([sig, &pid.to_string()])
@@ -704,7 +519,8 @@ fn a_cut_off_holder_loses_its_lock_and_only_fencing_stops_its_late_write() {
     stop("-STOP");
     let paused_at = Instant::now();
     // Another client gets the lock while the first command still runs.
-    let fast = c.lock(
+    let fast = lock_counter(
+        &c,
         1,
         &[
             "sh",
@@ -760,7 +576,7 @@ fn a_node_restarted_within_the_timeout_rejoins_the_view() {
     c.kill9(1);
     c.respawn(1);
     let t0 = Instant::now();
-    let out = c.lock(0, &["true"]);
+    let out = lock_counter(&c, 0, &["true"]);
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -795,7 +611,7 @@ fn ricart_agrawala_goes_on_without_a_crashed_node() {
     c.kill9(2);
     let t0 = Instant::now();
     for node in [0, 1, 3] {
-        let out = c.lock(node, &["true"]);
+        let out = lock_counter(&c, node, &["true"]);
         assert!(
             out.status.success(),
             "{}\n{}",
@@ -810,87 +626,34 @@ fn ricart_agrawala_goes_on_without_a_crashed_node() {
     assert_eq!(members.len(), 4, "node 2 was removed: {j}");
 }
 
-/// Stops the cluster of a directory when dropped, even if the test failed.
-struct Down(PathBuf);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = Command::new(BIN)
-            .args(["cluster", "down", "--dir"])
-            .arg(&self.0)
-            .output();
-    }
-}
-
 #[test]
 fn cluster_up_status_lock_down() {
     let _g = lock_guard();
     let dir = scratch("up");
     let _down = Down(dir.clone());
-    let up = Command::new(BIN)
-        .args([
-            "cluster",
-            "up",
-            "--nodes",
-            "3",
-            "--mutex",
-            "raymond",
-            "--election",
-            "ring",
-        ])
-        .args([
-            "--heartbeat",
-            "50ms",
-            "--heartbeat-timeout",
-            "500ms",
-            "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
+    cluster_up_ok(
+        &dir,
+        &["--nodes", "3", "--mutex", "raymond", "--election", "ring"],
     );
-    let again = Command::new(BIN)
-        .args([
-            "cluster", "up", "--nodes", "3", "--mutex", "raymond", "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let again = cluster(&dir, &["up", "--nodes", "3", "--mutex", "raymond"]);
     assert_eq!(
         again.status.code(),
         Some(2),
         "a second `up` in a running directory is refused"
     );
-    let until = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        let s = Command::new(BIN)
-            .args(["cluster", "status", "--dir"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&s.stdout).to_string();
-        if s.status.success() && !text.contains("changing") && text.matches("leader 2").count() == 3
-        {
-            break text;
-        }
-        assert!(
-            Instant::now() < until,
-            "the cluster did not come up: {text}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    };
+    let status = wait_for_status(
+        &dir,
+        "the cluster did not come up",
+        Duration::from_secs(15),
+        |text| !text.contains("changing") && text.matches("leader 2").count() == 3,
+    );
     assert!(
         status.contains("3 nodes, mutex raymond, election ring"),
         "{status}"
     );
-    let cluster = dir.join("cluster.toml");
     let out = Command::new(BIN)
         .args(["lock", "--timeout", "10s", "--cluster"])
-        .arg(&cluster)
+        .arg(dir.join("cluster.toml"))
         .args([
             "--",
             "sh",
@@ -904,20 +667,8 @@ fn cluster_up_status_lock_down() {
         Some(7),
         "the command's exit status is lock's"
     );
-    let pids: Vec<u32> = (0..3)
-        .map(|i| {
-            fs::read_to_string(dir.join(format!("node-{i}.pid")))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    let down = Command::new(BIN)
-        .args(["cluster", "down", "--dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let pids: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
+    let down = cluster(&dir, &["down"]);
     assert!(down.status.success());
     let text = String::from_utf8_lossy(&down.stdout);
     assert_eq!(text.matches(": stopped").count(), 3, "{text}");
@@ -928,10 +679,6 @@ fn cluster_up_status_lock_down() {
             "node process {pid} is gone after `cluster down`"
         );
     }
-    let s = Command::new(BIN)
-        .args(["cluster", "status", "--dir"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let s = cluster(&dir, &["status"]);
     assert_eq!(s.status.code(), Some(1), "status reports the nodes down");
 }

@@ -1,6 +1,10 @@
-//! A real cluster for the lock-service tests: `distsync node` processes on 127.0.0.1 (free
-//! ports), killed when the test ends even on failure, with helpers to pause (SIGSTOP), resume,
-//! kill -9 and restart nodes, ask who leads, and run `distsync lock`.
+//! The real-process test support of every test that runs `distsync node` processes
+//! (net_cluster, cluster_ops, lock_service, lock_client, jepsen): a cluster of nodes on
+//! 127.0.0.1 (free ports) or in network namespaces, killed when the test ends even on failure,
+//! with helpers to pause (SIGSTOP), resume, kill -9 and restart nodes, ask who leads, and run
+//! `distsync lock`; and for clusters the operator's verbs run (`cluster up` with the tests'
+//! fast heartbeats, `cluster status` until it says what a test waits for, `cluster down` when a
+//! test ends).
 #![allow(dead_code)]
 
 use std::fs;
@@ -375,10 +379,29 @@ impl TestCluster {
         s
     }
 
-    /// `distsync lock --cluster C --node N --name NAME [extra] -- cmd`, not yet started.
+    /// Whether node `i`'s process is running (not killed, not exited).
+    pub fn running(&self, i: usize) -> bool {
+        let mut nodes = self.nodes.lock().unwrap();
+        nodes[i]
+            .as_mut()
+            .is_some_and(|ch| ch.try_wait().unwrap().is_none())
+    }
+
+    /// `distsync lock --timeout 30s --cluster C --node N --name NAME -- cmd`, not yet started.
     pub fn lock_command(&self, node: usize, name: &str, cmd: &[&str]) -> Command {
+        self.lock_command_within(node, name, "30s", cmd)
+    }
+
+    /// The same with this `--timeout`.
+    pub fn lock_command_within(
+        &self,
+        node: usize,
+        name: &str,
+        timeout: &str,
+        cmd: &[&str],
+    ) -> Command {
         let mut c = self.client_bin();
-        c.args(["lock", "--timeout", "30s", "--cluster"])
+        c.args(["lock", "--timeout", timeout, "--cluster"])
             .arg(&self.cluster)
             .args(["--node", &node.to_string(), "--name", name, "--"])
             .args(cmd);
@@ -388,6 +411,81 @@ impl TestCluster {
     pub fn lock(&self, node: usize, name: &str, cmd: &[&str]) -> Output {
         self.lock_command(node, name, cmd).output().unwrap()
     }
+}
+
+/// Stops the cluster of a directory (`cluster down`) when dropped, even if the test failed.
+pub struct Down(pub PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN)
+            .args(["cluster", "down", "--dir"])
+            .arg(&self.0)
+            .output();
+    }
+}
+
+/// `distsync cluster ARGS --dir DIR`.
+pub fn cluster(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("cluster")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+/// `distsync cluster up ARGS` with the tests' heartbeats (50ms, failure timeout 500ms) in
+/// `dir`; whatever it exits with.
+pub fn cluster_up_fast(dir: &Path, args: &[&str]) -> Output {
+    let mut up = vec!["up"];
+    up.extend_from_slice(args);
+    up.extend_from_slice(&["--heartbeat", "50ms", "--heartbeat-timeout", "500ms"]);
+    cluster(dir, &up)
+}
+
+/// The same, which must succeed.
+pub fn cluster_up_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = cluster_up_fast(dir, args);
+    assert!(
+        out.status.success(),
+        "cluster up {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Waits (bounded) until `cluster status` succeeds and its text satisfies `ready` (not
+/// "changing" a view, say); returns that text, or panics with `what` and the last text.
+pub fn wait_for_status(
+    dir: &Path,
+    what: &str,
+    within: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> String {
+    let until = Instant::now() + within;
+    loop {
+        let s = cluster(dir, &["status"]);
+        let text = String::from_utf8_lossy(&s.stdout).to_string();
+        if s.status.success() && ready(&text) {
+            return text;
+        }
+        assert!(
+            Instant::now() < until,
+            "{what}: not within {within:?}: {text}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pid a `cluster up` node wrote in its pid file.
+pub fn pid_of(dir: &Path, id: u32) -> u32 {
+    fs::read_to_string(dir.join(format!("node-{id}.pid")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// `kill SIG PID`.
@@ -427,4 +525,21 @@ pub fn lines(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// The first number of a counter file the tests' lock commands rewrite in place (`count
+/// last_token`); a read can catch the file empty, so it reads again (bounded).
+pub fn counter_value(file: &Path) -> u64 {
+    for _ in 0..1000 {
+        let parsed = fs::read_to_string(file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok());
+        if let Some(n) = parsed {
+            return n;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the counter file stayed unreadable");
 }
