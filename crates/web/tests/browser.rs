@@ -187,6 +187,60 @@ impl Page {
         }
     }
 
+    /// Picks `algorithm` in the form and waits for the TOML to name it.
+    fn choose_algorithm(&self, algorithm: &str) {
+        self.set("#algorithm", algorithm);
+        self.toml_settles(&format!("algorithm = \"{algorithm}\""));
+    }
+
+    /// Lamport's algorithm on two nodes over a network that reorders, with no workload (the
+    /// learner makes the requests): the setting of the notes' REPLY-before-REQUEST break.
+    fn lamport_two_nodes_without_fifo(&self) {
+        self.choose_algorithm("lamport-mutex");
+        self.set("#nodes", "2");
+        self.set("#fifo", "false");
+        self.set("#wl-kind", "none");
+        self.toml_settles("kind = \"none\"");
+        self.toml_settles("fifo = false");
+    }
+
+    /// Waits for the run the page shows to be one of `algorithm` (after picking it).
+    fn wait_for_run_of(&self, algorithm: &str) {
+        self.wait(
+            &format!(
+                "window.distsyncApp.view && window.distsyncApp.view.algorithm === '{algorithm}'"
+            ),
+            &format!("the {algorithm} run"),
+        );
+    }
+
+    /// How many elements `selector` matches.
+    fn count(&self, selector: &str) -> u64 {
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!("document.querySelectorAll({s}).length"))
+            .as_u64()
+            .unwrap()
+    }
+
+    /// Clicks `selector` and waits until `rows` matches fewer (`grows` false) or more elements
+    /// than before.
+    fn click_and_count(&self, selector: &str, rows: &str, grows: bool) {
+        let (n, r) = (self.count(rows), serde_json::to_string(rows).unwrap());
+        self.click(selector);
+        let cmp = if grows { ">" } else { "<" };
+        self.wait(
+            &format!("document.querySelectorAll({r}).length {cmp} {n}"),
+            &format!("{rows} to change after clicking {selector}"),
+        );
+    }
+
+    /// Opens process `node`'s menu in the topology and applies its action `action` ("crash",
+    /// "request", ...).
+    fn node_action(&self, node: u32, action: &str) {
+        self.click(&format!("#topo .t-node[data-node=\"{node}\"] circle"));
+        self.click_and_wait(&format!("#node-menu button[data-do=\"{action}\"]"));
+    }
+
     fn run_to_end(&self) {
         self.set("#speed", "5");
         self.click("#run");
@@ -204,20 +258,10 @@ fn bully_eight_processes_set_up_by_clicking() {
     let Some(browser) = browser() else { return };
     let server = server();
     let page = Page::open(&browser, &server.url());
-    page.set("#algorithm", "bully");
-    page.toml_settles("algorithm = \"bully\"");
+    page.choose_algorithm("bully");
     // Clear the scripted events of the starting scenario, then build seed 002's by hand.
-    while page
-        .js("document.querySelectorAll('#events tbody button').length")
-        .as_u64()
-        > Some(0)
-    {
-        let n = page.js("document.querySelectorAll('#events tbody tr').length");
-        page.click("#events tbody button");
-        page.wait(
-            &format!("document.querySelectorAll('#events tbody tr').length < {n}"),
-            "the event to go",
-        );
+    while page.count("#events tbody button") > 0 {
+        page.click_and_count("#events tbody button", "#events tbody tr", false);
     }
     page.set("#nodes", "8");
     page.set("#ids", "");
@@ -235,15 +279,7 @@ fn bully_eight_processes_set_up_by_clicking() {
         page.set("#ev-at", at);
         page.set("#ev-action", action);
         page.set("#ev-node", node);
-        let n = page
-            .js("document.querySelectorAll('#events tbody tr').length")
-            .as_u64()
-            .unwrap();
-        page.click("#ev-add");
-        page.wait(
-            &format!("document.querySelectorAll('#events tbody tr').length > {n}"),
-            "the event to be added",
-        );
+        page.click_and_count("#ev-add", "#events tbody tr", true);
     }
     page.toml_settles("recover = 7");
     let toml = page.js("document.querySelector('#toml').value");
@@ -346,13 +382,7 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
     let Some(browser) = browser() else { return };
     let server = server();
     let page = Page::open(&browser, &server.url());
-    page.set("#algorithm", "lamport-mutex");
-    page.toml_settles("algorithm = \"lamport-mutex\"");
-    page.set("#nodes", "2");
-    page.set("#fifo", "false");
-    page.set("#wl-kind", "none");
-    page.toml_settles("kind = \"none\"");
-    page.toml_settles("fifo = false");
+    page.lamport_two_nodes_without_fifo();
     page.click("#start");
     page.wait("window.distsyncApp.view && window.distsyncApp.view.processes.length === 2 && !window.distsyncApp.view.fifo", "the run");
     page.click("#manual");
@@ -360,8 +390,7 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
 
     // P0 then P1 ask for the critical section (the node's menu), and both requests are taken.
     for node in [0, 1] {
-        page.click(&format!("#topo .t-node[data-node=\"{node}\"] circle"));
-        page.click_and_wait("#node-menu button[data-do=\"request\"]");
+        page.node_action(node, "request");
         page.click_and_wait(&format!(
             "#pending tr[data-kind=\"input\"][data-node=\"{node}\"] button.go"
         ));
@@ -410,8 +439,7 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
     let Some(browser) = browser() else { return };
     let server = server();
     let page = Page::open(&browser, &server.url());
-    page.set("#algorithm", "suzuki-kasami");
-    page.toml_settles("algorithm = \"suzuki-kasami\"");
+    page.choose_algorithm("suzuki-kasami");
     page.set("#nodes", "5");
     page.set("#wl-kind", "saturated");
     page.toml_settles("kind = \"saturated\"");
@@ -432,10 +460,7 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
     page.screenshot("suzuki-kasami");
 
     page.set("#algorithm", "causal-broadcast");
-    page.wait(
-        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'causal-broadcast'",
-        "the causal run",
-    );
+    page.wait_for_run_of("causal-broadcast");
     let buffered = "window.distsyncApp.view.processes.some(p => p.state && p.state.buffer && p.state.buffer.length > 0)";
     assert!(
         page.click_until("#step", buffered, 2000),
@@ -451,13 +476,7 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
     let Some(browser) = browser() else { return };
     let server = server();
     let page = Page::open(&browser, &server.url());
-    page.set("#algorithm", "lamport-mutex");
-    page.toml_settles("algorithm = \"lamport-mutex\"");
-    page.set("#nodes", "2");
-    page.set("#fifo", "false");
-    page.set("#wl-kind", "none");
-    page.toml_settles("fifo = false");
-    page.toml_settles("kind = \"none\"");
+    page.lamport_two_nodes_without_fifo();
     page.click("#check");
     page.wait(
         "/refuted/.test(document.querySelector('#check-result').innerText) && window.distsyncApp.view.step === 0 && window.distsyncApp.view.steps_recorded > 0",
@@ -482,10 +501,7 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
 
     // Quiz on Ricart-Agrawala's starting run.
     page.set("#algorithm", "ricart-agrawala");
-    page.wait(
-        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
-        "the ricart-agrawala run",
-    );
+    page.wait_for_run_of("ricart-agrawala");
     page.click("#quiz");
     let asked = "!document.querySelector('#quiz-box').hidden && document.querySelectorAll('#quiz-box button[data-answer]').length > 0";
     assert!(
@@ -530,10 +546,7 @@ fn crash_drop_partition_and_heal_from_the_page() {
     let Some(browser) = browser() else { return };
     let server = server();
     let page = Page::open(&browser, &server.url());
-    page.wait(
-        "window.distsyncApp.view && window.distsyncApp.view.algorithm === 'ricart-agrawala'",
-        "the starting run",
-    );
+    page.wait_for_run_of("ricart-agrawala");
     let in_flight = "document.querySelectorAll('#topo .t-msg').length > 0";
     assert!(
         page.click_until("#step", in_flight, 50),
@@ -555,8 +568,7 @@ fn crash_drop_partition_and_heal_from_the_page() {
     assert!(page.text("#log").contains("lost"), "the log shows the loss");
 
     // Crash P3 from its menu.
-    page.click("#topo .t-node[data-node=\"3\"] circle");
-    page.click_and_wait("#node-menu button[data-do=\"crash\"]");
+    page.node_action(3, "crash");
     assert_eq!(
         page.js("document.querySelector('#states .proc-card[data-node=\"3\"] .badge').innerText"),
         Value::from("crashed")
