@@ -27,7 +27,6 @@ mod lock_common;
 use lock_common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
 use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
