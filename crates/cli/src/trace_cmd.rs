@@ -251,6 +251,19 @@ pub fn svg_of_run(
     trace_file: Option<&Path>,
     rerun: &str,
 ) -> Result<(), InputError> {
+    // Standard output is the run's report; `trace render --svg -` is the way to a pipe.
+    if out.as_os_str() == "-" {
+        let file = trace_file.map_or("run.jsonl".into(), |p| p.display().to_string());
+        let first = match trace_file {
+            Some(_) => String::new(),
+            None => format!("{rerun} --trace run.jsonl && "),
+        };
+        return Err(InputError(format!(
+            "--svg -: `run` prints its report on standard output, so the drawing needs a \
+             file (--svg run.svg); to draw it on standard output: {first}distsync trace render \
+             {file} --svg -"
+        )));
+    }
     let bytes = captured.0.borrow();
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| InputError(format!("the trace of {origin} is not UTF-8: {e}")))?;

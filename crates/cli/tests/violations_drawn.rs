@@ -380,3 +380,22 @@ fn a_windowed_long_run_counts_the_traces_events_as_the_trace_does() {
     assert!(!err.contains("the run has"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Found walking issue 16: `trace render --svg -` writes to standard output, but `run --svg -`
+/// wrote a file named `-` (run's standard output is its report). It is refused, saying how.
+#[test]
+fn run_refuses_an_svg_on_standard_output_and_says_how() {
+    let dir = workdir("run-stdout");
+    let o = distsync_in(
+        &dir,
+        &["run", &scenario("ricart-agrawala-heavy.toml"), "--svg", "-"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--svg -") && err.contains("trace render"),
+        "{err}"
+    );
+    assert!(!dir.join("-").exists(), "a file named - was written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
