@@ -4,12 +4,15 @@
 //! [`LockClient::connect`] opens the connection (with the client file `cluster up` writes, which
 //! holds only the client key); [`LockClient::lock`] waits for a lock and returns a [`Guard`]
 //! carrying the fencing token; [`LockClient::lock_timeout`] and [`LockClient::try_lock`] give up
-//! after a while. A guard releases its lock when dropped (the `Unlock` is written at once when
-//! the connection is free, else by the next request or the keep-alive task) or explicitly with
+//! after a while. A guard releases its lock when dropped (a `Release`, which the node does not
+//! answer, written by whoever writes on the connection next: the task's next request if it comes
+//! before the task yields, else the keep-alive task, woken by the drop) or explicitly with
 //! [`Guard::release`], which waits for the node's answer.
 //!
-//! The node processes a connection's requests in order, so an `Unlock` written before the next
-//! `Lock` always takes effect first; a dropped guard costs no round trip.
+//! The node processes a connection's requests in order, so a `Release` written before the next
+//! `Lock` always takes effect first; a dropped guard costs no round trip, and a drop followed by
+//! the next `lock` goes out in one write (which lets a node configured with `[locks] handoff`
+//! hand the lock from one request to the next without the algorithm).
 //!
 //! While the program holds locks and does other work, a keep-alive task pings the node every
 //! heartbeat (a node releases the locks of a client silent for three heartbeat timeouts) and
@@ -182,7 +185,7 @@ impl Shared {
     fn take_unlocks(&self) -> Vec<ClientRequest> {
         std::mem::take(&mut *self.unlock.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
-            .map(|name| ClientRequest::Unlock { name })
+            .map(|name| ClientRequest::Release { name })
             .collect()
     }
 }
@@ -603,37 +606,18 @@ impl Drop for Guard {
             return;
         }
         self.shared.forget(&self.name);
-        let unlock = ClientRequest::Unlock {
-            name: std::mem::take(&mut self.name),
-        };
-        // The connection is free: write the unlock now (no waiting, no task switch).
-        if let Ok(mut slot) = self.shared.conn.try_lock() {
-            match slot.as_mut() {
-                None => return,
-                Some(conn) => match conn.writer.try_send_now(&unlock) {
-                    Ok(true) => return,
-                    // Partly written: the keep-alive task writes the rest.
-                    Ok(false) => {
-                        self.shared.wake.notify_one();
-                        return;
-                    }
-                    Err(e) => {
-                        let why = e.to_string();
-                        *slot = None;
-                        self.shared.broken(&why);
-                        return;
-                    }
-                },
-            }
-        }
-        // Busy (a request in progress, or the keep-alive task): whoever has it next writes it.
-        if let ClientRequest::Unlock { name } = unlock {
-            self.shared
-                .unlock
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(name);
-        }
+        // Whoever writes on the connection next writes the `Release` (no answer) ahead of its
+        // own request: the next `lock` of this task if it comes before the task yields (then
+        // both go in one write, and the node can hand the lock from one request to the next),
+        // else the keep-alive task, woken now, or a request in progress.
+        self.shared
+            .unlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(std::mem::take(&mut self.name));
+        // Every waiter (a request waiting for its answer writes it at once), and a permit for
+        // the keep-alive task if it is not waiting yet.
+        self.shared.wake.notify_waiters();
         self.shared.wake.notify_one();
     }
 }

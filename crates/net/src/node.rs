@@ -82,6 +82,9 @@ pub const MAX_LOCKS: usize = 1024;
 pub const HARD_MAX_LOCKS: usize = 2 * MAX_LOCKS;
 /// At most this many messages of a future view are kept until the view is committed.
 const MAX_FUTURE: usize = 16384;
+/// At most this many queued events are handled in one turn before the released locks are
+/// settled and the timers get their chance.
+const TURN: usize = 256;
 
 /// Why a node could not start.
 #[derive(Debug)]
@@ -162,7 +165,18 @@ pub async fn run(
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             ev = events.recv() => match ev {
-                Some(ev) => node.on_event(ev),
+                Some(ev) => {
+                    node.on_event(ev);
+                    // Everything already queued (a client's release and its next request often
+                    // arrive in one read), then the locks released in this turn are settled.
+                    for _ in 0..TURN {
+                        match events.try_recv() {
+                            Ok(ev) => node.on_event(ev),
+                            Err(_) => break,
+                        }
+                    }
+                    node.settle();
+                }
                 None => break,
             },
             _ = tokio::time::sleep_until(deadline) => node.on_timers(),
@@ -214,6 +228,12 @@ struct Lock {
     /// In the critical section for a waiting client, but not handed to it yet: this node's
     /// lease has lapsed, so it cannot confirm its view is current.
     pending: bool,
+    /// In the critical section, released by its client in this turn: at the end of the turn it
+    /// is handed to the next local client or given back to the algorithm (`settle`).
+    unheld: bool,
+    /// Grants handed from client to client in a row since the algorithm last gave the critical
+    /// section (`[locks] handoff` bounds it).
+    streak: u32,
 }
 
 /// A view change this node leads.
@@ -280,6 +300,12 @@ struct Node {
     confirmed: HashMap<NodeId, Instant>,
     /// When this node last asked the leader to free idle lock names.
     last_compact: Option<Instant>,
+    /// `[locks] handoff`: consecutive hand-offs between local clients allowed (0: none).
+    handoff: u32,
+    /// Locks released by their clients in this turn, settled at its end.
+    settle: Vec<String>,
+    /// Grants handed from client to client since the node started.
+    handoffs: u64,
 }
 
 impl Node {
@@ -322,6 +348,9 @@ impl Node {
             leased_to: HashMap::new(),
             confirmed: HashMap::new(),
             last_compact: None,
+            handoff: cluster.file.locks.handoff,
+            settle: Vec::new(),
+            handoffs: 0,
             cluster,
         }
     }
@@ -908,6 +937,8 @@ impl Node {
             lock.releasing = false;
             lock.reacquiring = false;
             lock.pending = false;
+            lock.unheld = false;
+            lock.streak = 0;
             if let Some((_, token)) = lock.holder {
                 held.push((name.clone(), token));
             }
@@ -1333,6 +1364,8 @@ impl Node {
             return;
         };
         lock.holder = None;
+        lock.unheld = false;
+        lock.streak = 0;
         let in_cs = lock
             .instance
             .as_ref()
@@ -1378,6 +1411,7 @@ impl Node {
             || lock.requested
             || lock.releasing
             || lock.pending
+            || lock.unheld
         {
             return;
         }
@@ -1464,21 +1498,73 @@ impl Node {
                 self.pump(&name);
             }
             ClientRequest::Unlock { name } => {
-                let Some(lock) = self.locks.get_mut(&name) else {
-                    self.reply(c, ClientReply::Released { name });
-                    return;
-                };
-                lock.waiting.retain(|&w| w != c);
-                if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
-                    if lock.reacquiring {
-                        lock.holder = Some((Holder::Gone, 0));
-                    } else {
-                        self.release(&name);
-                    }
-                }
+                self.unlock(c, &name);
                 self.reply(c, ClientReply::Released { name });
             }
+            ClientRequest::Release { name } => self.unlock(c, &name),
         }
+    }
+
+    /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.
+    fn unlock(&mut self, c: u64, name: &str) {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        lock.waiting.retain(|&w| w != c);
+        if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
+            self.let_go(name);
+        }
+    }
+
+    /// The holder of lock `name` let it go (unlocked, or its connection dropped).
+    fn let_go(&mut self, name: &str) {
+        let handoff = self.handoff;
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        if lock.reacquiring {
+            lock.holder = Some((Holder::Gone, 0));
+        } else if handoff > 0 {
+            // Settled at the end of the turn, when the requests that came with this release
+            // (often the same client's next `Lock`) have been queued.
+            lock.holder = None;
+            lock.unheld = true;
+            self.settle.push(name.to_string());
+        } else {
+            self.release(name);
+        }
+    }
+
+    /// The end of a turn: each lock released in it goes to the next local client waiting for
+    /// it (a hand-off: the node stays in the algorithm's critical section; a new, larger
+    /// token), unless `handoff` grants were handed on in a row already, the lease has lapsed or
+    /// nobody waits here; then it goes back to the algorithm.
+    fn settle(&mut self) {
+        for name in std::mem::take(&mut self.settle) {
+            let lease = self.lease_valid();
+            let open = self.view.as_ref().filter(|v| v.open).map(|v| v.epoch);
+            let Some(lock) = self.locks.get_mut(&name) else {
+                continue;
+            };
+            if !lock.unheld {
+                continue;
+            }
+            lock.unheld = false;
+            let in_cs = lock
+                .instance
+                .as_ref()
+                .is_some_and(|i| i.in_critical_section());
+            let next = lock.waiting.iter().any(|c| self.clients.contains_key(c));
+            match open {
+                Some(epoch) if in_cs && next && lease && lock.streak < self.handoff => {
+                    lock.streak += 1;
+                    self.handoffs += 1;
+                    self.grant(&name, epoch);
+                }
+                _ => self.release(&name),
+            }
+        }
+        self.drain();
     }
 
     fn on_client_gone(&mut self, c: u64) {
@@ -1489,11 +1575,7 @@ impl Node {
             lock.waiting.retain(|&w| w != c);
             if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
                 info!(node = %self.id, lock = %name, client = c, "holder's connection dropped; releasing");
-                if lock.reacquiring {
-                    lock.holder = Some((Holder::Gone, 0));
-                } else {
-                    self.release(&name);
-                }
+                self.let_go(&name);
             }
         }
     }
@@ -1520,6 +1602,7 @@ impl Node {
             election: self.cluster.file.election.clone(),
             max_token: self.max_token,
             lease: self.lease_valid(),
+            handoffs: self.handoffs,
         }
     }
 }
