@@ -328,7 +328,8 @@ fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Resu
                 local::last_log_line(dir, first)
             ));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        // Nodes start in milliseconds: ask again soon (a status request costs a connection).
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -182,6 +182,19 @@ impl Shared {
         }
     }
 
+    /// After a request let go of the connection: releases of guards dropped too late for it to
+    /// write are for the keep-alive task (which does not wait while a request is in progress).
+    fn after_use(&self) {
+        if !self
+            .unlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            self.wake.notify_one();
+        }
+    }
+
     fn take_unlocks(&self) -> Vec<ClientRequest> {
         std::mem::take(&mut *self.unlock.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
@@ -260,6 +273,16 @@ impl LockClient {
     }
 
     async fn acquire(
+        &mut self,
+        name: &str,
+        wait: Option<Duration>,
+    ) -> Result<Option<Guard>, LockError> {
+        let r = self.acquire_on_connection(name, wait).await;
+        self.shared.after_use();
+        r
+    }
+
+    async fn acquire_on_connection(
         &mut self,
         name: &str,
         wait: Option<Duration>,
@@ -440,11 +463,19 @@ async fn withdraw(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), St
 
 async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), String> {
     loop {
-        match conn.reader.recv::<ClientReply>().await {
-            Ok(Some(ClientReply::Released { name: n })) if n == name => return Ok(()),
-            Ok(Some(other)) => shared.note(&other),
-            Ok(None) => return Err("the node closed the connection".into()),
-            Err(e) => return Err(e.to_string()),
+        tokio::select! {
+            r = conn.reader.recv::<ClientReply>() => match r {
+                Ok(Some(ClientReply::Released { name: n })) if n == name => return Ok(()),
+                Ok(Some(other)) => shared.note(&other),
+                Ok(None) => return Err("the node closed the connection".into()),
+                Err(e) => return Err(e.to_string()),
+            },
+            _ = shared.wake.notified() => {
+                let msgs = shared.take_unlocks();
+                if !msgs.is_empty() {
+                    conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
+                }
+            }
         }
     }
 }
@@ -509,7 +540,13 @@ async fn keep_alive(shared: Weak<Shared>) {
         };
         drop(wake);
         let Some(s) = shared.upgrade() else { return };
-        let mut slot = s.conn.lock().await;
+        // A request in progress has the connection: it writes the releases itself (it listens
+        // for the same wake-up) and pings while it waits. Not queueing for the connection
+        // behind it also leaves it to the task's next request, which then writes a dropped
+        // guard's release and its own request in one write.
+        let Ok(mut slot) = s.conn.try_lock() else {
+            continue;
+        };
         let Some(conn) = slot.as_mut() else { continue };
         let mut msgs = s.take_unlocks();
         if !woken {
@@ -575,6 +612,13 @@ impl Guard {
 
     /// Releases the lock and waits for the node to confirm.
     pub async fn release(mut self) -> Result<(), LockError> {
+        let shared = self.shared.clone();
+        let r = self.release_on_connection().await;
+        shared.after_use();
+        r
+    }
+
+    async fn release_on_connection(&mut self) -> Result<(), LockError> {
         self.done = true;
         self.shared.forget(&self.name);
         let mut slot = self.shared.conn.lock().await;
