@@ -413,8 +413,17 @@ impl Node {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Peer(from, msg) => {
-                self.last_heard.insert(from, Instant::now());
+                let now = Instant::now();
+                let limit = self.timeouts().heartbeat_timeout;
+                let was_live = self
+                    .last_heard
+                    .insert(from, now)
+                    .is_some_and(|t| now.duration_since(t) < limit);
                 self.on_peer(from, msg);
+                if !was_live {
+                    // A node came (back) up: the leader need not wait for its tick to let it in.
+                    self.lead();
+                }
             }
             Event::ClientOpen(c, tx) => {
                 self.clients.insert(c, tx);
