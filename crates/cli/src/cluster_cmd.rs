@@ -82,6 +82,10 @@ struct UpArgs {
     /// How long to wait for every node to answer.
     #[arg(long, default_value = "20s", value_parser = parse_duration_arg)]
     wait: Duration,
+    /// Let a node hand a released lock straight to its next waiting client, at most N times in
+    /// a row, without the algorithm (`[locks] handoff`; 0: every grant goes through it).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    handoff: u32,
 }
 
 #[derive(clap::Args)]
@@ -104,6 +108,10 @@ struct InitArgs {
     /// Silence after which a node is taken for crashed.
     #[arg(long, default_value = "1s", value_parser = parse_duration_arg)]
     heartbeat_timeout: Duration,
+    /// Let a node hand a released lock straight to its next waiting client, at most N times in
+    /// a row, without the algorithm (`[locks] handoff`; 0: every grant goes through it).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    handoff: u32,
 }
 
 #[derive(clap::Args)]
@@ -226,6 +234,7 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         let election = a.election.clone().unwrap_or_else(|| "bully".into());
         let base_port = a.base_port.filter(|&p| p != 0);
         let mut file = local::cluster_file(nodes, &mutex, &election, base_port, timeouts)?;
+        file.locks.handoff = a.handoff;
         file.clock = a
             .clock
             .as_ref()
@@ -319,7 +328,8 @@ fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Resu
                 local::last_log_line(dir, first)
             ));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        // Nodes start in milliseconds: ask again soon (a status request costs a connection).
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -338,7 +348,8 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
         heartbeat_timeout: a.heartbeat_timeout,
         ..Timeouts::default()
     };
-    let file = local::cluster_file_for(&a.addrs, &a.mutex, &a.election, timeouts);
+    let mut file = local::cluster_file_for(&a.addrs, &a.mutex, &a.election, timeouts);
+    file.locks.handoff = a.handoff;
     let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("node") => "addr".to_string(),

@@ -3,9 +3,9 @@
 //! `lockbench distsync CLUSTER.toml CLIENTS SECONDS` runs CLIENTS clients of the persistent
 //! lock client (`distsync_net::lock_client`), spread over the nodes round-robin (a central
 //! coordinator redirects its share), each taking lock "bench" and dropping its guard in a loop
-//! for SECONDS (the drop writes the `Unlock` at once, ahead of the next `Lock` on the same
-//! connection). `distsync-release` instead waits for the node to confirm each release
-//! (`Guard::release`), a second round trip per entry as Redis's `DEL` is.
+//! for SECONDS (the dropped guard's `Release` goes out with the next `Lock`, in one write).
+//! `distsync-release` instead waits for the node to confirm each release (`Guard::release`), a
+//! second round trip per entry as Redis's `DEL` is.
 //!
 //! `lockbench entries CLUSTER.toml PROCESSES ENTRIES` is DistAlgo's mutual-exclusion workload:
 //! PROCESSES clients, client i on node i, each entering the critical section ENTRIES times; it

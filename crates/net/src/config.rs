@@ -98,6 +98,38 @@ pub struct ClusterFile {
     /// Clock synchronization among the nodes over UDP (`distsync time`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockSettings>,
+    /// How the nodes serve locks (`[locks]`).
+    #[serde(default, skip_serializing_if = "LockSettings::is_default")]
+    pub locks: LockSettings,
+}
+
+/// The `[locks]` table: how a node serves its clients.
+///
+/// ```toml
+/// [locks]
+/// handoff = 8   # at most 8 grants in a row handed from a releasing client to the next client
+///               # waiting at the same node, without the algorithm (0, the default: never)
+/// ```
+///
+/// A node whose client releases a lock while another of its clients waits for it may hand the
+/// critical section it holds straight to that client (with a new, larger fencing token) instead
+/// of giving it back to the algorithm and asking again: *lock cohorting*. Mutual exclusion and
+/// the tokens' order are unchanged (the node stays in the algorithm's critical section
+/// throughout); what changes is fairness across nodes, bounded by `handoff`: after that many
+/// hand-offs in a row the node gives the critical section back, so a client waiting at another
+/// node waits for at most `handoff + 1` grants of each node ahead of it. With 0 every grant goes
+/// through the algorithm, which is what a student watching the algorithm wants to see.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LockSettings {
+    /// Consecutive hand-offs between clients of one node, at most (0: none).
+    pub handoff: u32,
+}
+
+impl LockSettings {
+    fn is_default(&self) -> bool {
+        *self == LockSettings::default()
+    }
 }
 
 /// The `[clock]` table: the nodes keep virtual clocks synchronized by a clock-synchronization

@@ -33,7 +33,9 @@ pub mod shutdown;
 pub mod timers;
 pub mod wire;
 
-pub use config::{ClockSettings, Cluster, ClusterFile, ConfigError, NodeEntry, Timeouts};
+pub use config::{
+    ClockSettings, Cluster, ClusterFile, ConfigError, LockSettings, NodeEntry, Timeouts,
+};
 pub use node::run;
 
 /// The tokio the runtime uses, for callers that drive it (the CLI).

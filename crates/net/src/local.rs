@@ -66,6 +66,7 @@ pub fn cluster_file(
         client_secret: Some(random_secret()),
         timeouts,
         clock: None,
+        locks: Default::default(),
         nodes: (0..n)
             .map(|i| NodeEntry {
                 id: NodeId(i),
@@ -206,6 +207,7 @@ pub fn cluster_file_for(
         client_secret: Some(random_secret()),
         timeouts,
         clock: None,
+        locks: Default::default(),
         nodes: addrs
             .iter()
             .enumerate()

@@ -4,12 +4,15 @@
 //! [`LockClient::connect`] opens the connection (with the client file `cluster up` writes, which
 //! holds only the client key); [`LockClient::lock`] waits for a lock and returns a [`Guard`]
 //! carrying the fencing token; [`LockClient::lock_timeout`] and [`LockClient::try_lock`] give up
-//! after a while. A guard releases its lock when dropped (the `Unlock` is written at once when
-//! the connection is free, else by the next request or the keep-alive task) or explicitly with
+//! after a while. A guard releases its lock when dropped (a `Release`, which the node does not
+//! answer, written by whoever writes on the connection next: the task's next request if it comes
+//! before the task yields, else the keep-alive task, woken by the drop) or explicitly with
 //! [`Guard::release`], which waits for the node's answer.
 //!
-//! The node processes a connection's requests in order, so an `Unlock` written before the next
-//! `Lock` always takes effect first; a dropped guard costs no round trip.
+//! The node processes a connection's requests in order, so a `Release` written before the next
+//! `Lock` always takes effect first; a dropped guard costs no round trip, and a drop followed by
+//! the next `lock` goes out in one write (which lets a node configured with `[locks] handoff`
+//! hand the lock from one request to the next without the algorithm).
 //!
 //! While the program holds locks and does other work, a keep-alive task pings the node every
 //! heartbeat (a node releases the locks of a client silent for three heartbeat timeouts) and
@@ -179,10 +182,23 @@ impl Shared {
         }
     }
 
+    /// After a request let go of the connection: releases of guards dropped too late for it to
+    /// write are for the keep-alive task (which does not wait while a request is in progress).
+    fn after_use(&self) {
+        if !self
+            .unlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            self.wake.notify_one();
+        }
+    }
+
     fn take_unlocks(&self) -> Vec<ClientRequest> {
         std::mem::take(&mut *self.unlock.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
-            .map(|name| ClientRequest::Unlock { name })
+            .map(|name| ClientRequest::Release { name })
             .collect()
     }
 }
@@ -257,6 +273,16 @@ impl LockClient {
     }
 
     async fn acquire(
+        &mut self,
+        name: &str,
+        wait: Option<Duration>,
+    ) -> Result<Option<Guard>, LockError> {
+        let r = self.acquire_on_connection(name, wait).await;
+        self.shared.after_use();
+        r
+    }
+
+    async fn acquire_on_connection(
         &mut self,
         name: &str,
         wait: Option<Duration>,
@@ -437,11 +463,19 @@ async fn withdraw(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), St
 
 async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), String> {
     loop {
-        match conn.reader.recv::<ClientReply>().await {
-            Ok(Some(ClientReply::Released { name: n })) if n == name => return Ok(()),
-            Ok(Some(other)) => shared.note(&other),
-            Ok(None) => return Err("the node closed the connection".into()),
-            Err(e) => return Err(e.to_string()),
+        tokio::select! {
+            r = conn.reader.recv::<ClientReply>() => match r {
+                Ok(Some(ClientReply::Released { name: n })) if n == name => return Ok(()),
+                Ok(Some(other)) => shared.note(&other),
+                Ok(None) => return Err("the node closed the connection".into()),
+                Err(e) => return Err(e.to_string()),
+            },
+            _ = shared.wake.notified() => {
+                let msgs = shared.take_unlocks();
+                if !msgs.is_empty() {
+                    conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
+                }
+            }
         }
     }
 }
@@ -506,7 +540,13 @@ async fn keep_alive(shared: Weak<Shared>) {
         };
         drop(wake);
         let Some(s) = shared.upgrade() else { return };
-        let mut slot = s.conn.lock().await;
+        // A request in progress has the connection: it writes the releases itself (it listens
+        // for the same wake-up) and pings while it waits. Not queueing for the connection
+        // behind it also leaves it to the task's next request, which then writes a dropped
+        // guard's release and its own request in one write.
+        let Ok(mut slot) = s.conn.try_lock() else {
+            continue;
+        };
         let Some(conn) = slot.as_mut() else { continue };
         let mut msgs = s.take_unlocks();
         if !woken {
@@ -572,6 +612,13 @@ impl Guard {
 
     /// Releases the lock and waits for the node to confirm.
     pub async fn release(mut self) -> Result<(), LockError> {
+        let shared = self.shared.clone();
+        let r = self.release_on_connection().await;
+        shared.after_use();
+        r
+    }
+
+    async fn release_on_connection(&mut self) -> Result<(), LockError> {
         self.done = true;
         self.shared.forget(&self.name);
         let mut slot = self.shared.conn.lock().await;
@@ -603,37 +650,18 @@ impl Drop for Guard {
             return;
         }
         self.shared.forget(&self.name);
-        let unlock = ClientRequest::Unlock {
-            name: std::mem::take(&mut self.name),
-        };
-        // The connection is free: write the unlock now (no waiting, no task switch).
-        if let Ok(mut slot) = self.shared.conn.try_lock() {
-            match slot.as_mut() {
-                None => return,
-                Some(conn) => match conn.writer.try_send_now(&unlock) {
-                    Ok(true) => return,
-                    // Partly written: the keep-alive task writes the rest.
-                    Ok(false) => {
-                        self.shared.wake.notify_one();
-                        return;
-                    }
-                    Err(e) => {
-                        let why = e.to_string();
-                        *slot = None;
-                        self.shared.broken(&why);
-                        return;
-                    }
-                },
-            }
-        }
-        // Busy (a request in progress, or the keep-alive task): whoever has it next writes it.
-        if let ClientRequest::Unlock { name } = unlock {
-            self.shared
-                .unlock
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(name);
-        }
+        // Whoever writes on the connection next writes the `Release` (no answer) ahead of its
+        // own request: the next `lock` of this task if it comes before the task yields (then
+        // both go in one write, and the node can hand the lock from one request to the next),
+        // else the keep-alive task, woken now, or a request in progress.
+        self.shared
+            .unlock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(std::mem::take(&mut self.name));
+        // Every waiter (a request waiting for its answer writes it at once), and a permit for
+        // the keep-alive task if it is not waiting yet.
+        self.shared.wake.notify_waiters();
         self.shared.wake.notify_one();
     }
 }

@@ -82,6 +82,9 @@ pub const MAX_LOCKS: usize = 1024;
 pub const HARD_MAX_LOCKS: usize = 2 * MAX_LOCKS;
 /// At most this many messages of a future view are kept until the view is committed.
 const MAX_FUTURE: usize = 16384;
+/// At most this many queued events are handled in one turn before the released locks are
+/// settled and the timers get their chance.
+const TURN: usize = 256;
 
 /// Why a node could not start.
 #[derive(Debug)]
@@ -162,7 +165,18 @@ pub async fn run(
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         tokio::select! {
             ev = events.recv() => match ev {
-                Some(ev) => node.on_event(ev),
+                Some(ev) => {
+                    node.on_event(ev);
+                    // Everything already queued (a client's release and its next request often
+                    // arrive in one read), then the locks released in this turn are settled.
+                    for _ in 0..TURN {
+                        match events.try_recv() {
+                            Ok(ev) => node.on_event(ev),
+                            Err(_) => break,
+                        }
+                    }
+                    node.settle();
+                }
                 None => break,
             },
             _ = tokio::time::sleep_until(deadline) => node.on_timers(),
@@ -214,6 +228,12 @@ struct Lock {
     /// In the critical section for a waiting client, but not handed to it yet: this node's
     /// lease has lapsed, so it cannot confirm its view is current.
     pending: bool,
+    /// In the critical section, released by its client in this turn: at the end of the turn it
+    /// is handed to the next local client or given back to the algorithm (`settle`).
+    unheld: bool,
+    /// Grants handed from client to client in a row since the algorithm last gave the critical
+    /// section (`[locks] handoff` bounds it).
+    streak: u32,
 }
 
 /// A view change this node leads.
@@ -280,6 +300,15 @@ struct Node {
     confirmed: HashMap<NodeId, Instant>,
     /// When this node last asked the leader to free idle lock names.
     last_compact: Option<Instant>,
+    /// The leader: lease requests of its view that came before its own lease ran, answered
+    /// when it does.
+    early_renews: Vec<(NodeId, Epoch, u64)>,
+    /// `[locks] handoff`: consecutive hand-offs between local clients allowed (0: none).
+    handoff: u32,
+    /// Locks released by their clients in this turn, settled at its end.
+    settle: Vec<String>,
+    /// Grants handed from client to client since the node started.
+    handoffs: u64,
 }
 
 impl Node {
@@ -322,6 +351,10 @@ impl Node {
             leased_to: HashMap::new(),
             confirmed: HashMap::new(),
             last_compact: None,
+            early_renews: Vec::new(),
+            handoff: cluster.file.locks.handoff,
+            settle: Vec::new(),
+            handoffs: 0,
             cluster,
         }
     }
@@ -380,8 +413,17 @@ impl Node {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Peer(from, msg) => {
-                self.last_heard.insert(from, Instant::now());
+                let now = Instant::now();
+                let limit = self.timeouts().heartbeat_timeout;
+                let was_live = self
+                    .last_heard
+                    .insert(from, now)
+                    .is_some_and(|t| now.duration_since(t) < limit);
                 self.on_peer(from, msg);
+                if !was_live {
+                    // A node came (back) up: the leader need not wait for its tick to let it in.
+                    self.lead();
+                }
             }
             Event::ClientOpen(c, tx) => {
                 self.clients.insert(c, tx);
@@ -617,13 +659,16 @@ impl Node {
         if view.epoch != epoch || view.leader != self.id || !view.members.contains(from) {
             return;
         }
-        let Some(until) = self.lease_until else {
+        let now = Instant::now();
+        let Some(until) = self.lease_until.filter(|&u| now < u) else {
+            // No lease of its own yet (a view just committed): answer once it has one, as if
+            // the request had been delayed on the way. The member counts its lease from when
+            // it sent the request, so a late answer only shortens it.
+            if self.early_renews.len() < 64 {
+                self.early_renews.push((from, epoch, seq));
+            }
             return;
         };
-        let now = Instant::now();
-        if now >= until {
-            return;
-        }
         self.leased_to.insert(from, now);
         let ms = until.duration_since(now).as_millis() as u64;
         self.send(from, PeerMsg::Renewed { epoch, seq, ms });
@@ -664,6 +709,9 @@ impl Node {
         if round.2.len() >= need {
             let until = round.1 + self.lease_time();
             self.extend_lease(until);
+            for (from, epoch, seq) in std::mem::take(&mut self.early_renews) {
+                self.on_renew(from, epoch, seq);
+            }
             self.grant_pending();
         }
     }
@@ -890,6 +938,7 @@ impl Node {
         self.lease_until = None;
         self.asks.clear();
         self.rounds.clear();
+        self.early_renews.clear();
         // Forget the locks nobody holds or waits for: every instance is rebuilt in the new
         // view anyway, the same way at every node, when next used.
         let before = self.locks.len();
@@ -908,6 +957,8 @@ impl Node {
             lock.releasing = false;
             lock.reacquiring = false;
             lock.pending = false;
+            lock.unheld = false;
+            lock.streak = 0;
             if let Some((_, token)) = lock.holder {
                 held.push((name.clone(), token));
             }
@@ -1066,6 +1117,9 @@ impl Node {
                 _ => {}
             }
         }
+        // Ask for the new view's lease now rather than at the next tick: the view opens
+        // sooner for clients (a leader's Confirm follows its Commit on every link).
+        self.renew_leases(Instant::now());
     }
 
     fn on_open(&mut self, epoch: Epoch) {
@@ -1333,6 +1387,8 @@ impl Node {
             return;
         };
         lock.holder = None;
+        lock.unheld = false;
+        lock.streak = 0;
         let in_cs = lock
             .instance
             .as_ref()
@@ -1378,6 +1434,7 @@ impl Node {
             || lock.requested
             || lock.releasing
             || lock.pending
+            || lock.unheld
         {
             return;
         }
@@ -1464,21 +1521,73 @@ impl Node {
                 self.pump(&name);
             }
             ClientRequest::Unlock { name } => {
-                let Some(lock) = self.locks.get_mut(&name) else {
-                    self.reply(c, ClientReply::Released { name });
-                    return;
-                };
-                lock.waiting.retain(|&w| w != c);
-                if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
-                    if lock.reacquiring {
-                        lock.holder = Some((Holder::Gone, 0));
-                    } else {
-                        self.release(&name);
-                    }
-                }
+                self.unlock(c, &name);
                 self.reply(c, ClientReply::Released { name });
             }
+            ClientRequest::Release { name } => self.unlock(c, &name),
         }
+    }
+
+    /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.
+    fn unlock(&mut self, c: u64, name: &str) {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        lock.waiting.retain(|&w| w != c);
+        if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
+            self.let_go(name);
+        }
+    }
+
+    /// The holder of lock `name` let it go (unlocked, or its connection dropped).
+    fn let_go(&mut self, name: &str) {
+        let handoff = self.handoff;
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        if lock.reacquiring {
+            lock.holder = Some((Holder::Gone, 0));
+        } else if handoff > 0 {
+            // Settled at the end of the turn, when the requests that came with this release
+            // (often the same client's next `Lock`) have been queued.
+            lock.holder = None;
+            lock.unheld = true;
+            self.settle.push(name.to_string());
+        } else {
+            self.release(name);
+        }
+    }
+
+    /// The end of a turn: each lock released in it goes to the next local client waiting for
+    /// it (a hand-off: the node stays in the algorithm's critical section; a new, larger
+    /// token), unless `handoff` grants were handed on in a row already, the lease has lapsed or
+    /// nobody waits here; then it goes back to the algorithm.
+    fn settle(&mut self) {
+        for name in std::mem::take(&mut self.settle) {
+            let lease = self.lease_valid();
+            let open = self.view.as_ref().filter(|v| v.open).map(|v| v.epoch);
+            let Some(lock) = self.locks.get_mut(&name) else {
+                continue;
+            };
+            if !lock.unheld {
+                continue;
+            }
+            lock.unheld = false;
+            let in_cs = lock
+                .instance
+                .as_ref()
+                .is_some_and(|i| i.in_critical_section());
+            let next = lock.waiting.iter().any(|c| self.clients.contains_key(c));
+            match open {
+                Some(epoch) if in_cs && next && lease && lock.streak < self.handoff => {
+                    lock.streak += 1;
+                    self.handoffs += 1;
+                    self.grant(&name, epoch);
+                }
+                _ => self.release(&name),
+            }
+        }
+        self.drain();
     }
 
     fn on_client_gone(&mut self, c: u64) {
@@ -1489,11 +1598,7 @@ impl Node {
             lock.waiting.retain(|&w| w != c);
             if matches!(lock.holder, Some((Holder::Client(h), _)) if h == c) {
                 info!(node = %self.id, lock = %name, client = c, "holder's connection dropped; releasing");
-                if lock.reacquiring {
-                    lock.holder = Some((Holder::Gone, 0));
-                } else {
-                    self.release(&name);
-                }
+                self.let_go(&name);
             }
         }
     }
@@ -1520,6 +1625,7 @@ impl Node {
             election: self.cluster.file.election.clone(),
             max_token: self.max_token,
             lease: self.lease_valid(),
+            handoffs: self.handoffs,
         }
     }
 }
@@ -1955,5 +2061,28 @@ addr = "127.0.0.1:3"
             None,
             "client 3 still holds the lock"
         );
+    }
+
+    /// A view change completes its leases in the same exchange of messages, with no tick in
+    /// between: the members ask for their lease when they commit, the leader holds those
+    /// requests until its own Confirm round (sent right after its Commit) is answered, then
+    /// answers them. So the view serves clients at once, without waiting half a heartbeat.
+    #[tokio::test(start_paused = true)]
+    async fn a_new_view_has_its_leases_without_waiting_for_a_tick() {
+        let mut h = Harness::new();
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        let before = h.nodes[2].status().epoch;
+        h.nodes[2].force_change = true;
+        h.nodes[2].lead();
+        h.deliver();
+        // No time has passed: no tick, no timer.
+        assert!(h.open_everywhere(2, 3), "the new view is open");
+        assert_ne!(h.nodes[2].status().epoch, before, "a new view");
+        for n in &h.nodes {
+            assert!(n.status().lease, "node {} has its lease", n.id);
+        }
+        h.client(0, 1, lock());
+        assert!(granted(&h.replies(1)).is_some(), "granted at once");
     }
 }

@@ -54,6 +54,9 @@ pub fn spawn_link(
 ) {
     tokio::spawn(async move {
         let retry = heartbeat.min(Duration::from_millis(200));
+        // Quick retries first (at a cluster's start its nodes come up within milliseconds of
+        // each other), then one per `retry`.
+        let pause = |failures: u32| retry.min(Duration::from_millis(5) * (1 << failures.min(6)));
         let mut failures = 0u32;
         loop {
             let stream = match tokio::time::timeout(
@@ -67,8 +70,8 @@ pub fn spawn_link(
                     if failures == 0 {
                         debug!(peer = %peer, %addr, "cannot connect: {e}; retrying");
                     }
+                    tokio::time::sleep(pause(failures)).await;
                     failures += 1;
-                    tokio::time::sleep(retry).await;
                     continue;
                 }
                 Err(_) => {

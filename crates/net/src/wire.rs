@@ -136,6 +136,12 @@ pub enum ClientRequest {
     Status,
     /// Keeps the connection alive; answered by `Pong`.
     Ping,
+    /// Release lock `name` without an answer (a dropped guard: nobody waits for one). The node
+    /// handles a connection's requests in order, so it takes effect before the next request.
+    Release {
+        /// The lock.
+        name: String,
+    },
 }
 
 /// A node's reply or notice to a client.
@@ -208,6 +214,9 @@ pub struct NodeStatus {
     pub max_token: u64,
     /// Whether the node's lease on its view runs (it may grant).
     pub lease: bool,
+    /// Grants this node handed straight from a releasing client to another of its clients,
+    /// without the algorithm (`[locks] handoff`), since it started.
+    pub handoffs: u64,
 }
 
 /// A frame whose payload does not decode.
