@@ -169,7 +169,11 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
 
 /// Row b: events per second against the pending-queue size.
 fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
-    let sizes: [u32; 3] = if quick { [6, 30, 60] } else { [6, 1_000, 3_000] };
+    let sizes: [u32; 3] = if quick {
+        [6, 30, 60]
+    } else {
+        [6, 1_000, 3_000]
+    };
     let mut sim_rates = Vec::new();
     let mut heap_rates = Vec::new();
     for (i, n) in sizes.into_iter().enumerate() {
@@ -189,7 +193,9 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
             size: format!("N={n}, ~{pending} pending at the start"),
             figure: sim.per_second(),
             unit: "events/s",
-            anchor_name: format!("bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"),
+            anchor_name: format!(
+                "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
+            ),
             anchor: Some(anchor.per_second()),
             ratio: ratio(sim.per_second(), anchor.per_second()),
             note: format!("{} events in {:.2} s CPU", sim.count, sim.cpu_s),
@@ -216,7 +222,11 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
 /// Row c: elections on a large ring, every process starting.
 fn row_c(ring: u32, rows: &mut Vec<Row>) -> Result<(), InputError> {
     for (id, algorithm, name) in [
-        ("c1", "chang-roberts", "elections: chang-roberts, ring, all start"),
+        (
+            "c1",
+            "chang-roberts",
+            "elections: chang-roberts, ring, all start",
+        ),
         ("c2", "peterson", "elections: peterson, ring, all start"),
     ] {
         let load = load_average();
@@ -312,7 +322,9 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     let all = args.rows.is_empty();
     let wants = |r: &str| all || args.rows.iter().any(|x| x == r);
     let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
-    let ring = args.ring.unwrap_or(if args.quick { 200 } else { 1_000_000 });
+    let ring = args
+        .ring
+        .unwrap_or(if args.quick { 200 } else { 1_000_000 });
     if ring < 3 {
         return Err(InputError(format!(
             "--ring {ring}: a ring needs at least 3 processes"
@@ -324,9 +336,9 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     let mut flush = |rows: &Vec<Row>| {
         if !args.json {
             for r in &rows[printed..] {
-                let anchor = r
-                    .anchor
-                    .map_or(String::new(), |a| show(a, r.unit).replace("(simulator)", ""));
+                let anchor = r.anchor.map_or(String::new(), |a| {
+                    show(a, r.unit).replace("(simulator)", "")
+                });
                 println!(
                     "{:<3} {:<52} {:<40}\n    figure {:<28} anchor {:<22} ratio {:<6} load {}\n    anchor: {}; {}",
                     r.id,
@@ -346,7 +358,11 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     if !args.json {
         println!(
             "distsync bench{}: every figure beside its anchor, measured in this process",
-            if args.quick { " --quick (tiny sizes)" } else { "" }
+            if args.quick {
+                " --quick (tiny sizes)"
+            } else {
+                ""
+            }
         );
     }
     if wants("a") {

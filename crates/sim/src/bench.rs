@@ -138,7 +138,15 @@ pub fn heap_loop(pending: usize, events: u64, seed: u64) -> Rate {
             heap.push(AnchorEvent {
                 time: e.time + rng.gen_range(500_000..=1_500_000),
                 seq,
-                payload: [sum, e.payload[1], e.payload[2], e.payload[3], e.payload[4], e.payload[5], seq],
+                payload: [
+                    sum,
+                    e.payload[1],
+                    e.payload[2],
+                    e.payload[3],
+                    e.payload[4],
+                    e.payload[5],
+                    seq,
+                ],
             });
         }
     });

@@ -233,7 +233,15 @@ mod tests {
     #[test]
     fn exact_clocks_read_true_time_as_the_float_path_does() {
         let mut c = Clocks::perfect(2);
-        for t in [0, 1, 999_999_999, 3_600_000_000_123, EXACT_F64 - 1, EXACT_F64, u64::MAX] {
+        for t in [
+            0,
+            1,
+            999_999_999,
+            3_600_000_000_123,
+            EXACT_F64 - 1,
+            EXACT_F64,
+            u64::MAX,
+        ] {
             let float = Time(c.clocks[0].read_at(t).max(0.0).round() as u64);
             assert_eq!(c.read(0, Time(t)), float, "t = {t}");
             let span = c.clocks[1].true_span(t, t);

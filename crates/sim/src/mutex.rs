@@ -381,9 +381,11 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
                 r.exited = Some(now);
                 self.responses.push((now - r.issued).as_nanos() as u64);
                 self.last_exit = Some(now);
-                let others_wait = self.load.iter().enumerate().any(|(p, l)| {
-                    p != pos && matches!(l.state, State::Waiting(_))
-                });
+                let others_wait = self
+                    .load
+                    .iter()
+                    .enumerate()
+                    .any(|(p, l)| p != pos && matches!(l.state, State::Waiting(_)));
                 if others_wait {
                     self.pending_exit = Some(now);
                 }
