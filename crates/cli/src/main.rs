@@ -4,6 +4,7 @@
 //! Exit codes: 0 when the run completed and every monitored property held, 1 when a monitor
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
 
+mod bench_cmd;
 mod check_cmd;
 mod clocks_cmd;
 mod cluster_cmd;
@@ -87,6 +88,9 @@ enum Command {
     /// Run many randomized scenarios of algorithms (sizes, delays, faults) looking for
     /// violations, hangs and storms; write each failure as a scenario to reproduce it.
     Stress(stress_cmd::StressArgs),
+    /// Measure the simulator, elections at scale and the checker, each figure beside an anchor
+    /// measured in the same run (a bare binary-heap event loop, a goal), with their ratio.
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// How a verb ended, mapped to the exit code.
@@ -141,6 +145,7 @@ fn main() -> ExitCode {
         Command::Time(args) => time_cmd::time(args),
         Command::Web(args) => web_cmd::web(args),
         Command::Stress(args) => stress_cmd::stress_cmd(args),
+        Command::Bench(args) => bench_cmd::bench_cmd(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -98,11 +98,13 @@ impl Peers {
     }
 
     /// All ids, in membership (ring) order.
+    #[inline]
     pub fn ids(&self) -> &[NodeId] {
         &self.ids
     }
 
     /// How many processes there are.
+    #[inline]
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -113,6 +115,7 @@ impl Peers {
     }
 
     /// Where `id` stands in the membership order, if it is a member.
+    #[inline]
     pub fn position(&self, id: NodeId) -> Option<usize> {
         match &self.index {
             Index::Dense(dense) => dense
@@ -130,6 +133,7 @@ impl Peers {
     }
 
     /// The position of a member; panics on a non-member, which is a bug in the caller.
+    #[inline]
     pub fn index_of(&self, id: NodeId) -> usize {
         self.position(id)
             .unwrap_or_else(|| panic!("node {id} is not a member"))

@@ -87,10 +87,17 @@ impl LocalClock {
 #[derive(Clone, Debug)]
 pub(crate) struct Clocks {
     pub(crate) epoch: u64,
-    pub(crate) clocks: Vec<LocalClock>,
+    clocks: Vec<LocalClock>,
     pub(crate) adjust: Adjust,
     pub(crate) slew_ppm: f64,
+    /// Every clock still reads true time exactly (no `[clocks]` table, no adjustment yet): then
+    /// a reading is true time itself, with no floating point on the simulator's hot path.
+    exact: bool,
 }
+
+/// Below 2^53 ns (104 days) an integer survives the round trip through `f64` exactly, so an
+/// exact clock's reading through [`LocalClock::read_at`] is the true time itself.
+const EXACT_F64: u64 = 1 << 53;
 
 fn sample_signed<R: Rng>(spec: &SignedSpec, rng: &mut R) -> i64 {
     match *spec {
@@ -120,6 +127,7 @@ impl Clocks {
             clocks: vec![LocalClock::new(0, 0, 0.0); n],
             adjust: Adjust::Step,
             slew_ppm: 500.0,
+            exact: true,
         }
     }
 
@@ -146,12 +154,35 @@ impl Clocks {
             clocks,
             adjust: spec.adjust,
             slew_ppm: spec.slew_ppm,
+            exact: false,
         }
     }
 
     /// Node at `pos` reads its clock at true time `t`.
+    #[inline]
     pub(crate) fn read(&self, pos: usize, t: Time) -> Time {
+        if self.exact && t.as_nanos() < EXACT_F64 {
+            return t;
+        }
         Time(self.clocks[pos].read_at(t.as_nanos()).max(0.0).round() as u64)
+    }
+
+    /// How much true time passes, from true time `now`, while the clock at `pos` advances
+    /// `local_ns` (a timer set on the local clock).
+    #[inline]
+    pub(crate) fn true_span(&self, pos: usize, now: u64, local_ns: u64) -> u64 {
+        if self.exact && local_ns < EXACT_F64 {
+            return local_ns;
+        }
+        self.clocks[pos].true_span(now, local_ns)
+    }
+
+    /// Corrects the clock at `pos` by `delta_ns` at true time `now`, by a step or a slew as
+    /// the scenario says.
+    pub(crate) fn adjust(&mut self, pos: usize, now: u64, delta_ns: i64) {
+        self.exact = false;
+        let (mode, slew_ppm) = (self.adjust, self.slew_ppm);
+        self.clocks[pos].adjust(now, delta_ns, mode, slew_ppm);
     }
 
     /// How far the clock at `pos` is from true time at `t` (reading minus true time), in ns.
@@ -197,6 +228,29 @@ mod tests {
         }
         assert!((c.read_at(20_000_000_000) - (EPOCH_NS + 20_000_000_000) as f64).abs() < 1.0);
         assert!((c.read_at(30_000_000_000) - (EPOCH_NS + 30_000_000_000) as f64).abs() < 1.0);
+    }
+
+    #[test]
+    fn exact_clocks_read_true_time_as_the_float_path_does() {
+        let mut c = Clocks::perfect(2);
+        for t in [
+            0,
+            1,
+            999_999_999,
+            3_600_000_000_123,
+            EXACT_F64 - 1,
+            EXACT_F64,
+            u64::MAX,
+        ] {
+            let float = Time(c.clocks[0].read_at(t).max(0.0).round() as u64);
+            assert_eq!(c.read(0, Time(t)), float, "t = {t}");
+            let span = c.clocks[1].true_span(t, t);
+            assert_eq!(c.true_span(1, t, t), span, "t = {t}");
+        }
+        // An adjustment ends the shortcut for every clock.
+        c.adjust(0, 1_000, 5_000);
+        assert_eq!(c.read(0, Time(1_000)), Time(6_000));
+        assert_eq!(c.read(1, Time(1_000)), Time(1_000));
     }
 
     #[test]

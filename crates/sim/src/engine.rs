@@ -16,7 +16,7 @@ pub(crate) use manual::short;
 use crate::clocks::Clocks;
 use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
-use crate::report::{LinkReport, MessageStats, Report, Violation};
+use crate::report::{Frame, LinkReport, MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
@@ -137,6 +137,19 @@ impl<P: Process> Ord for Event<P> {
     }
 }
 
+/// What the engine knows of one message kind, found on the hot path by the address of the
+/// kind's name (`Message::kind` returns one of a few `&'static str`) instead of its text.
+#[derive(Clone, Debug)]
+struct KindInfo {
+    name: &'static str,
+    /// One of `chain_excludes`.
+    excluded: bool,
+    /// The reliable link's frame of this kind.
+    frame: Frame,
+    /// Its entry in `by_kind`, once a message of this kind was counted.
+    counted: Option<usize>,
+}
+
 #[derive(Clone)]
 struct Slot<P: Process> {
     process: Option<P>,
@@ -168,6 +181,8 @@ pub struct Core<P: Process> {
     by_kind: Vec<(&'static str, u64)>,
     /// Message kinds that do not lengthen causal chains (acknowledgements, heartbeats).
     chain_excludes: Vec<&'static str>,
+    /// Every kind sent so far (a name spelled at two addresses has two entries).
+    kinds: Vec<KindInfo>,
     violations: Vec<Violation>,
     suppressed_violations: u64,
     tracer: Option<Tracer>,
@@ -282,8 +297,7 @@ impl<'c, P: Process> Control<'c, P> {
         let core = &mut *self.core;
         let pos = core.peers.index_of(node);
         let now = core.now;
-        let (mode, slew_ppm) = (core.clocks.adjust, core.clocks.slew_ppm);
-        core.clocks.clocks[pos].adjust(now.as_nanos(), delta_ns, mode, slew_ppm);
+        core.clocks.adjust(pos, now.as_nanos(), delta_ns);
         if let Some(t) = core.tracer.as_mut() {
             t.plain_event(
                 now,
@@ -382,18 +396,51 @@ impl<P: Process> Core<P> {
         }
     }
 
-    fn count_kind(&mut self, kind: &'static str) {
-        // Few kinds per algorithm: a linear scan beats hashing on the hot path.
-        match self.by_kind.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, n)) => *n += 1,
-            None => self.by_kind.push((kind, 1)),
+    /// The entry of `kind` in `kinds`. Few kinds per algorithm: a scan comparing addresses.
+    #[inline]
+    fn kind_info(&mut self, kind: &'static str) -> usize {
+        match self.kinds.iter().position(|k| std::ptr::eq(k.name, kind)) {
+            Some(i) => i,
+            None => self.new_kind(kind),
         }
     }
 
+    #[cold]
+    fn new_kind(&mut self, kind: &'static str) -> usize {
+        self.kinds.push(KindInfo {
+            name: kind,
+            excluded: self.chain_excludes.contains(&kind),
+            frame: Frame::of(kind),
+            counted: None,
+        });
+        self.kinds.len() - 1
+    }
+
+    /// Counts a message of the kind at `info` in `by_kind` (kinds in order of first appearance).
+    #[inline]
+    fn count_kind(&mut self, info: usize) {
+        let entry = match self.kinds[info].counted {
+            Some(entry) => entry,
+            None => {
+                let kind = self.kinds[info].name;
+                let entry = match self.by_kind.iter().position(|(k, _)| *k == kind) {
+                    Some(entry) => entry,
+                    None => {
+                        self.by_kind.push((kind, 0));
+                        self.by_kind.len() - 1
+                    }
+                };
+                self.kinds[info].counted = Some(entry);
+                entry
+            }
+        };
+        self.by_kind[entry].1 += 1;
+    }
+
     fn send(&mut self, from: usize, to: NodeId, msg: P::Msg) {
-        let from_id = self.peers.ids()[from];
         let Some(to_pos) = self.peers.position(to) else {
             let now = self.now;
+            let from_id = self.peers.ids()[from];
             self.violation(
                 now,
                 "contract",
@@ -402,10 +449,12 @@ impl<P: Process> Core<P> {
             return;
         };
         let kind = msg.kind();
+        let info = self.kind_info(kind);
         // Reliable links' own frames are counted apart (report.link), not as the algorithm's.
-        if !self.link.as_mut().is_some_and(|l| l.count(kind)) {
+        let frame = self.kinds[info].frame;
+        if !self.link.as_mut().is_some_and(|l| l.count(frame)) {
             self.messages.total += 1;
-            self.count_kind(kind);
+            self.count_kind(info);
         }
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
@@ -413,7 +462,7 @@ impl<P: Process> Core<P> {
             t.process_event(
                 self.now,
                 "send",
-                from_id,
+                self.peers.ids()[from],
                 from,
                 None,
                 Line {
@@ -425,21 +474,20 @@ impl<P: Process> Core<P> {
                 },
             )
         });
-        let chain = if self.chain_excludes.contains(&kind) {
+        let chain = if self.kinds[info].excluded {
             0
         } else {
             self.slots[from].chain + 1
         };
-        let fates = self.network.route(self.now, from, to_pos, &mut self.rng);
-        let copies = fates.iter().flatten().count();
+        let copies = self.network.copies(&mut self.rng);
         if copies == 2 {
             self.messages.duplicated += 1;
         }
         let mut msg = Some(msg);
         let mut stamp = stamp;
-        for (i, fate) in fates.into_iter().flatten().enumerate() {
+        for i in 0..copies {
             let last = i + 1 == copies;
-            match fate {
+            match self.network.fate(self.now, from, to_pos, &mut self.rng) {
                 Fate::Arrive(at) => {
                     let m = if last {
                         msg.take().expect("one move")
@@ -551,6 +599,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             in_flight_excluded: 0,
             by_kind: Vec::new(),
             chain_excludes: Vec::new(),
+            kinds: Vec::new(),
             violations: Vec::new(),
             suppressed_violations: 0,
             tracer,
@@ -583,6 +632,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     /// the algorithm's own messages, not the acknowledgements or heartbeats wrapped around them.
     pub fn with_chain_excluding(mut self, kinds: &[&'static str]) -> Self {
         self.core.chain_excludes = kinds.to_vec();
+        self.core.kinds.clear();
         self
     }
 
@@ -946,8 +996,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     let generation = core.next_timer_generation;
                     core.slots[pos].timers.insert(timer.clone(), generation);
                     // Timers run on the node's own (possibly drifting) clock.
-                    let span = core.clocks.clocks[pos]
-                        .true_span(core.now.as_nanos(), after.as_nanos() as u64);
+                    let span =
+                        core.clocks
+                            .true_span(pos, core.now.as_nanos(), after.as_nanos() as u64);
                     let at = core.now + std::time::Duration::from_nanos(span);
                     core.push(
                         at,

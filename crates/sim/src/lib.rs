@@ -26,6 +26,7 @@
 
 pub mod app;
 mod assumptions;
+pub mod bench;
 pub mod causality;
 mod clock_sync;
 pub mod clocks;

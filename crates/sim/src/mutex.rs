@@ -21,6 +21,7 @@ use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{format_duration, NodeId, Time};
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
+use std::cell::Cell;
 use std::time::Duration;
 
 const ARRIVAL: u64 = 1;
@@ -73,6 +74,9 @@ pub struct MutexHarness {
     first_request: Option<Time>,
     last_exit: Option<Time>,
     deadlock_reported: bool,
+    /// `done()` as last computed; every callback that may change the workload's state clears
+    /// it, so the engine's question after each event costs O(1) instead of a scan of the nodes.
+    done: Cell<Option<bool>>,
 }
 
 impl MutexHarness {
@@ -149,6 +153,7 @@ impl MutexHarness {
             first_request: None,
             last_exit: None,
             deadlock_reported: false,
+            done: Cell::new(None),
         })
     }
 
@@ -313,6 +318,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn start(&mut self, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         for pos in 0..self.load.len() {
             if !self.load[pos].competes {
                 continue;
@@ -332,6 +338,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_output(&mut self, node: NodeId, output: &Output, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         let pos = ctl.peers().index_of(node);
         let now = ctl.now();
         match (output, self.load[pos].state) {
@@ -374,8 +381,12 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
                 r.exited = Some(now);
                 self.responses.push((now - r.issued).as_nanos() as u64);
                 self.last_exit = Some(now);
-                let ids = ctl.peers().ids().to_vec();
-                if !self.waiting_nodes(&ids, Some(pos)).is_empty() {
+                let others_wait = self
+                    .load
+                    .iter()
+                    .enumerate()
+                    .any(|(p, l)| p != pos && matches!(l.state, State::Waiting(_)));
+                if others_wait {
                     self.pending_exit = Some(now);
                 }
                 if self.load[pos].backlog > 0 {
@@ -404,6 +415,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_wake(&mut self, node: NodeId, tag: u64, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         let pos = ctl.peers().index_of(node);
         match tag {
             ARRIVAL => {
@@ -430,6 +442,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         if let Action::Request(node) = action {
             if ctl.alive(*node) {
                 let pos = ctl.peers().index_of(*node);
@@ -439,6 +452,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         let pos = ctl.peers().index_of(node);
         self.in_cs.retain(|&n| n != node);
         if let State::Waiting(rec) | State::InCs(rec) = self.load[pos].state {
@@ -449,6 +463,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_recover(&mut self, node: NodeId, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         let pos = ctl.peers().index_of(node);
         if self.kind == WorkloadKind::Saturated && self.load[pos].competes && self.under_limit(pos)
         {
@@ -458,6 +473,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_idle(&mut self, ctl: &mut Control<'_, A>) {
+        self.done.set(None);
         let ids = ctl.peers().ids().to_vec();
         let waiting = self.waiting_nodes(&ids, None);
         if !waiting.is_empty() && !self.deadlock_reported {
@@ -470,17 +486,23 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn done(&self) -> bool {
+        if let Some(done) = self.done.get() {
+            return done;
+        }
         let finite = self.limit.is_some() || self.kind == WorkloadKind::None;
-        finite
+        let done = finite
             && self.load.iter().enumerate().all(|(p, l)| {
                 !l.competes
                     || (l.state == State::Idle
                         && l.backlog == 0
                         && (self.kind == WorkloadKind::None || !self.under_limit(p)))
-            })
+            });
+        self.done.set(Some(done));
+        done
     }
 
     fn finish(&mut self, ctl: &mut Control<'_, A>, report: &mut Report) {
+        self.done.set(None);
         let unserved = self.unserved();
         let finite = self.limit.is_some() || self.kind == WorkloadKind::None;
         if finite && unserved > 0 {

@@ -4,7 +4,7 @@ use crate::scenario::{DelaySpec, NetworkSpec};
 use distsync_core::Time;
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Where the fate of one message is decided.
 #[derive(Clone)]
@@ -21,10 +21,15 @@ pub(crate) struct Network {
     group: Option<Vec<u32>>,
 }
 
+/// Up to this many nodes the latest arrival of every link is one slot of an n x n table (8 MiB,
+/// copied with the engine at each checkpoint of a stepped session); above, a hash map of the
+/// links used.
+const DENSE_LINKS_UP_TO: usize = 1024;
+
 #[derive(Clone)]
 enum LinkTimes {
     Dense(Vec<u64>),
-    Sparse(HashMap<(u32, u32), u64>),
+    Sparse(FxHashMap<(u32, u32), u64>),
 }
 
 /// What happens to one copy of a message.
@@ -50,15 +55,16 @@ impl Network {
             loss: spec.loss,
             duplicate: spec.duplicate,
             n,
-            last_arrival: if n <= 1024 {
+            last_arrival: if n <= DENSE_LINKS_UP_TO {
                 LinkTimes::Dense(vec![0; n * n])
             } else {
-                LinkTimes::Sparse(HashMap::new())
+                LinkTimes::Sparse(FxHashMap::default())
             },
             group: None,
         }
     }
 
+    #[inline]
     fn sample_delay<R: Rng>(&self, rng: &mut R) -> u64 {
         match self.delay {
             DelaySpec::Constant(d) => d.as_nanos() as u64,
@@ -72,38 +78,37 @@ impl Network {
         }
     }
 
-    /// The copies of a message sent now from position `from` to position `to`: one normally,
-    /// two when duplicated, each arriving or lost.
-    pub(crate) fn route<R: Rng>(
-        &mut self,
-        now: Time,
-        from: usize,
-        to: usize,
-        rng: &mut R,
-    ) -> [Option<Fate>; 2] {
-        let copies = if self.duplicate > 0.0 && rng.gen_bool(self.duplicate) {
+    /// How many copies of a message sent now travel: one normally, two when duplicated. Then
+    /// [`Network::fate`] decides each copy's, in order. (Two calls rather than one returning
+    /// both fates: a pair of `Option<Fate>` goes back through memory, and reading it right
+    /// after it was written stalled every send.)
+    #[inline]
+    pub(crate) fn copies<R: Rng>(&self, rng: &mut R) -> usize {
+        if self.duplicate > 0.0 && rng.gen_bool(self.duplicate) {
             2
         } else {
             1
-        };
-        let mut fates = [None, None];
-        for fate in fates.iter_mut().take(copies) {
-            let mut at = now.as_nanos().saturating_add(self.sample_delay(rng));
-            if self.fifo {
-                let last = self.last_arrival(from, to);
-                at = at.max(last);
-                self.set_last_arrival(from, to, at);
-            }
-            let lost = (self.loss > 0.0 && rng.gen_bool(self.loss)) || !self.connected(from, to);
-            *fate = Some(if lost {
-                Fate::Lost(Time(at))
-            } else {
-                Fate::Arrive(Time(at))
-            });
         }
-        fates
     }
 
+    /// The fate of one copy of a message sent now from position `from` to position `to`.
+    #[inline]
+    pub(crate) fn fate<R: Rng>(&mut self, now: Time, from: usize, to: usize, rng: &mut R) -> Fate {
+        let mut at = now.as_nanos().saturating_add(self.sample_delay(rng));
+        if self.fifo {
+            let last = self.last_arrival(from, to);
+            at = at.max(last);
+            self.set_last_arrival(from, to, at);
+        }
+        let lost = (self.loss > 0.0 && rng.gen_bool(self.loss)) || !self.connected(from, to);
+        if lost {
+            Fate::Lost(Time(at))
+        } else {
+            Fate::Arrive(Time(at))
+        }
+    }
+
+    #[inline]
     fn last_arrival(&self, from: usize, to: usize) -> u64 {
         match &self.last_arrival {
             LinkTimes::Dense(v) => v[from * self.n + to],
@@ -111,6 +116,7 @@ impl Network {
         }
     }
 
+    #[inline]
     fn set_last_arrival(&mut self, from: usize, to: usize, at: u64) {
         match &mut self.last_arrival {
             LinkTimes::Dense(v) => v[from * self.n + to] = at,
@@ -126,6 +132,7 @@ impl Network {
     }
 
     /// Whether the link between two positions delivers now.
+    #[inline]
     pub(crate) fn connected(&self, a: usize, b: usize) -> bool {
         match &self.group {
             None => true,

@@ -72,22 +72,47 @@ pub struct LinkReport {
     pub duplicates_discarded: u64,
 }
 
-impl LinkReport {
-    /// Counts a frame of kind `kind` being sent; false when it is the algorithm's own message
-    /// (a first transmission), which the caller counts as such.
-    pub(crate) fn count(&mut self, kind: &str) -> bool {
+/// What a frame of the reliable link layer is, by its message kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// A first transmission: the algorithm's own message.
+    Data,
+    /// A data frame sent again.
+    Retransmit,
+    /// An acknowledgement of a new frame.
+    Ack,
+    /// An acknowledgement of a discarded frame (a duplicate).
+    ReAck,
+}
+
+impl Frame {
+    /// The frame a message of kind `kind` travels in.
+    pub(crate) fn of(kind: &str) -> Frame {
         use distsync_algorithms::link::{ACK, REACK, RETRANSMIT};
         match kind {
-            RETRANSMIT => {
+            RETRANSMIT => Frame::Retransmit,
+            ACK => Frame::Ack,
+            REACK => Frame::ReAck,
+            _ => Frame::Data,
+        }
+    }
+}
+
+impl LinkReport {
+    /// Counts a frame being sent; false when it is the algorithm's own message (a first
+    /// transmission), which the caller counts as such.
+    pub(crate) fn count(&mut self, frame: Frame) -> bool {
+        match frame {
+            Frame::Retransmit => {
                 self.data_frames += 1;
                 self.retransmissions += 1;
             }
-            ACK => self.acks += 1,
-            REACK => {
+            Frame::Ack => self.acks += 1,
+            Frame::ReAck => {
                 self.acks += 1;
                 self.duplicates_discarded += 1;
             }
-            _ => {
+            Frame::Data => {
                 self.data_frames += 1;
                 return false;
             }

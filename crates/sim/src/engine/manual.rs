@@ -28,6 +28,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         self.events
     }
 
+    /// How many events are pending (for `bench`, which sizes its anchor by it).
+    pub(crate) fn pending_len(&self) -> usize {
+        self.core.queue.len()
+    }
+
     /// The membership.
     pub(crate) fn peers(&self) -> &Peers {
         &self.core.peers

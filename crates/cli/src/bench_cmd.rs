@@ -1,0 +1,391 @@
+//! `distsync bench`: the performance figures of issue 15, each measured in this process beside
+//! its anchor (measured in the same run, so that machine load moves both), with their ratio.
+//!
+//! Rows:
+//! - a: the simulator's events per CPU second (Ricart-Agrawala and Lamport, N = 32, saturated,
+//!   no trace) against a bare `BinaryHeap` event loop holding the simulator's mean number of
+//!   pending events, of 72 bytes each (`distsync_sim::bench::heap_loop`).
+//! - b: events per CPU second as the pending queue grows: Ricart-Agrawala with every node
+//!   requesting once (about N(N-1) messages in flight at the start) at N = 6, 1,000 and 3,000,
+//!   each against the bare heap holding N(N-1) events; and how much each slows down from the
+//!   smallest to the largest queue (target: at most 2x).
+//! - c: Chang-Roberts and Peterson on a ring of `--ring` processes in a random order, all
+//!   starting: CPU seconds and peak resident memory, against the goal of 10 s and 1 GB.
+//! - d: the checker's distinct states per second on Ricart-Agrawala, 3 nodes x 2 requests,
+//!   non-FIFO links, on one thread and on every core. Its anchor, stateright on the same
+//!   model, is a separate workspace (benches/checker-vs-stateright; scripts/bench-all.sh runs
+//!   both).
+//!
+//! The load average is printed beside every row: the machine may be shared.
+
+use crate::{InputError, Outcome};
+use distsync_algorithms::mutex::RicartAgrawala;
+use distsync_check::{check, Config, Verdict};
+use distsync_sim::bench::{self, Rate, ANCHOR_EVENT_BYTES};
+use distsync_sim::{run, RunOptions, Scenario};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Arguments of `distsync bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The rows to measure: a (simulator vs bare heap), b (cost against pending-queue size),
+    /// c (elections on a large ring), d (checker); all by default.
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d"])]
+    rows: Vec<String>,
+    /// Tiny sizes, for a smoke test (the figures mean little).
+    #[arg(long)]
+    quick: bool,
+    /// Ring size of row c (default 1,000,000; 200 with --quick).
+    #[arg(long, value_name = "N")]
+    ring: Option<u32>,
+    /// Paired repetitions of the simulator and its anchor in row a; the medians are shown
+    /// (default 5; 1 with --quick).
+    #[arg(long, value_name = "K")]
+    reps: Option<usize>,
+    /// Print the rows as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line of the table.
+#[derive(Serialize)]
+struct Row {
+    /// a1, a2, b1...
+    id: String,
+    /// What is measured (the same with --quick).
+    name: &'static str,
+    /// The sizes of this run.
+    size: String,
+    /// The figure, and its unit.
+    figure: f64,
+    unit: &'static str,
+    /// The anchor: what it is, and its figure when measured here.
+    anchor_name: String,
+    anchor: Option<f64>,
+    /// figure / anchor, or as the row explains.
+    ratio: Option<f64>,
+    /// More about the row (memory, events, the result checked).
+    note: String,
+    /// The 1-minute load average when the row was measured.
+    load: Option<f64>,
+}
+
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// Runs `scenario` (no trace) until at least `min_cpu` CPU seconds have passed (at least once);
+/// the events applied and the CPU time they took.
+fn sim_rate(scenario: &Scenario, min_cpu: f64) -> Result<Rate, InputError> {
+    let mut rate = Rate {
+        count: 0,
+        cpu_s: 0.0,
+    };
+    while rate.count == 0 || rate.cpu_s < min_cpu {
+        let (report, cpu) = bench::timed(|| run(scenario, RunOptions::default()));
+        let report = report?;
+        if !report.violations.is_empty() {
+            return Err(InputError(format!(
+                "bench: {} broke a property: {:?}",
+                scenario.algorithm, report.violations
+            )));
+        }
+        rate.count += report.events_processed;
+        rate.cpu_s += cpu;
+    }
+    Ok(rate)
+}
+
+fn millions(x: f64) -> String {
+    format!("{:.2} M", x / 1e6)
+}
+
+/// Row a: the simulator against the bare heap, paired repetitions, medians.
+fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError> {
+    let cases: [(&str, &'static str, u32, u64); 2] = if quick {
+        [
+            ("a1", "simulator: ricart-agrawala, saturated", 4, 5),
+            ("a2", "simulator: lamport-mutex, saturated", 4, 5),
+        ]
+    } else {
+        [
+            ("a1", "simulator: ricart-agrawala, saturated", 32, 100),
+            ("a2", "simulator: lamport-mutex, saturated", 32, 60),
+        ]
+    };
+    let min_cpu = if quick { 0.0 } else { 0.5 };
+    for (id, name, n, requests) in cases {
+        let algorithm = name
+            .split_once(": ")
+            .and_then(|(_, rest)| rest.split(',').next())
+            .expect("a named algorithm");
+        let load = load_average();
+        let s = bench::mutex_heavy(algorithm, n, requests);
+        let pending = bench::mean_pending(&s)
+            .expect("a mutual-exclusion algorithm the bench knows")?
+            .round() as usize;
+        let (mut sims, mut anchors) = (Vec::new(), Vec::new());
+        let mut events = 0;
+        for rep in 0..reps {
+            let sim = sim_rate(&s, min_cpu)?;
+            events = sim.count;
+            let anchor = bench::heap_loop(pending, sim.count, rep as u64 + 1);
+            sims.push(sim.per_second());
+            anchors.push(anchor.per_second());
+        }
+        let (sim, anchor) = (median(sims), median(anchors));
+        rows.push(Row {
+            id: id.into(),
+            name,
+            size: format!("N={n}, {requests} requests each, no trace"),
+            figure: sim,
+            unit: "events/s",
+            anchor_name: format!(
+                "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
+            ),
+            anchor: Some(anchor),
+            ratio: ratio(sim, anchor),
+            note: format!("median of {reps} paired runs of {events} events (CPU time)"),
+            load,
+        });
+    }
+    Ok(())
+}
+
+/// Row b: events per second against the pending-queue size.
+fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
+    let sizes: [u32; 3] = if quick {
+        [6, 30, 60]
+    } else {
+        [6, 1_000, 3_000]
+    };
+    let mut sim_rates = Vec::new();
+    let mut heap_rates = Vec::new();
+    for (i, n) in sizes.into_iter().enumerate() {
+        let load = load_average();
+        let s = bench::mutex_once("ricart-agrawala", n);
+        let min_cpu = if quick { 0.0 } else { 0.5 };
+        let sim = sim_rate(&s, min_cpu)?;
+        let pending = (n as usize) * (n as usize - 1);
+        // Enough events for the large heaps to be measured past their first pops.
+        let anchor_events = sim.count.clamp(100_000, 4_000_000);
+        let anchor = bench::heap_loop(pending, anchor_events, 7);
+        sim_rates.push(sim.per_second());
+        heap_rates.push(anchor.per_second());
+        rows.push(Row {
+            id: format!("b{}", i + 1),
+            name: "simulator: ricart-agrawala, every node requesting once",
+            size: format!("N={n}, ~{pending} pending at the start"),
+            figure: sim.per_second(),
+            unit: "events/s",
+            anchor_name: format!(
+                "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
+            ),
+            anchor: Some(anchor.per_second()),
+            ratio: ratio(sim.per_second(), anchor.per_second()),
+            note: format!("{} events in {:.2} s CPU", sim.count, sim.cpu_s),
+            load,
+        });
+    }
+    let growth = |r: &[f64]| ratio(r[0], r[r.len() - 1]).unwrap_or(0.0);
+    let (sim_growth, heap_growth) = (growth(&sim_rates), growth(&heap_rates));
+    rows.push(Row {
+        id: "b4".into(),
+        name: "per-event cost growth, smallest to largest queue",
+        size: format!("N={} -> N={}", sizes[0], sizes[2]),
+        figure: sim_growth,
+        unit: "x slower (simulator)",
+        anchor_name: "bare BinaryHeap, same queue sizes (target: simulator <= 2x)".into(),
+        anchor: Some(heap_growth),
+        ratio: ratio(sim_growth, heap_growth),
+        note: "cost per event at the largest queue / at the smallest".into(),
+        load: load_average(),
+    });
+    Ok(())
+}
+
+/// Row c: elections on a large ring, every process starting.
+fn row_c(ring: u32, rows: &mut Vec<Row>) -> Result<(), InputError> {
+    for (id, algorithm, name) in [
+        (
+            "c1",
+            "chang-roberts",
+            "elections: chang-roberts, ring, all start",
+        ),
+        ("c2", "peterson", "elections: peterson, ring, all start"),
+    ] {
+        let load = load_average();
+        let s = bench::ring_election(algorithm, ring, 1);
+        bench::reset_peak_rss();
+        let wall = Instant::now();
+        let (report, cpu) = bench::timed(|| run(&s, RunOptions::default()));
+        let wall = wall.elapsed().as_secs_f64();
+        let report = report?;
+        let peak = bench::peak_rss_mib();
+        let e = report.election.as_ref();
+        let elected = e.is_some_and(|e| e.agreed && e.leader == Some(ring - 1));
+        let note = format!(
+            "{}; {} events ({:.2} M/s); wall {wall:.1} s; peak RSS {}",
+            if elected && report.violations.is_empty() {
+                format!("leader {} agreed by all", ring - 1)
+            } else {
+                "ELECTION DID NOT COMPLETE".to_string()
+            },
+            report.events_processed,
+            report.events_processed as f64 / cpu.max(1e-9) / 1e6,
+            peak.map_or("n/a".to_string(), |m| format!("{m:.0} MiB")),
+        );
+        rows.push(Row {
+            id: id.into(),
+            name,
+            size: format!("{ring} processes in a random order"),
+            figure: cpu,
+            unit: "s CPU",
+            anchor_name: "goal: 10 s CPU and 1 GB at 1,000,000".into(),
+            anchor: Some(10.0),
+            ratio: ratio(cpu, 10.0),
+            note,
+            load,
+        });
+    }
+    Ok(())
+}
+
+/// Row d: the checker's states per second.
+fn row_d(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
+    let (nodes, requests) = if quick { (2, 1) } else { (3, 2) };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (id, threads) in [("d1", 1), ("d2", cores)] {
+        let load = load_average();
+        let config = Config {
+            nodes,
+            requests,
+            fifo: false,
+            threads,
+            ..Config::default()
+        };
+        let start = Instant::now();
+        let (outcome, cpu) = bench::timed(|| check::<RicartAgrawala>(&config, &mut |_| {}));
+        let wall = start.elapsed().as_secs_f64();
+        let outcome = outcome.map_err(|e| InputError(format!("bench: the checker failed: {e}")))?;
+        let proved = matches!(outcome.verdict, Verdict::Proved);
+        let states = outcome.stats.states as f64;
+        rows.push(Row {
+            id: id.into(),
+            name: if threads == 1 {
+                "checker: ricart-agrawala, non-FIFO, 1 thread"
+            } else {
+                "checker: ricart-agrawala, non-FIFO, every core"
+            },
+            size: format!("{nodes} nodes x {requests} requests, {threads} thread(s)"),
+            figure: states / wall.max(1e-9),
+            unit: "states/s (wall)",
+            anchor_name: "stateright 0.31, same model: benches/checker-vs-stateright".into(),
+            anchor: None,
+            ratio: None,
+            note: format!(
+                "{} states in {wall:.2} s wall, {cpu:.2} s CPU; {}",
+                outcome.stats.states,
+                if proved { "proved" } else { "NOT PROVED" }
+            ),
+            load,
+        });
+    }
+    Ok(())
+}
+
+fn show(x: f64, unit: &str) -> String {
+    if unit.ends_with("events/s") || unit.starts_with("states/s") {
+        format!("{} {unit}", millions(x))
+    } else {
+        format!("{x:.2} {unit}")
+    }
+}
+
+/// `distsync bench`.
+pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
+    let all = args.rows.is_empty();
+    let wants = |r: &str| all || args.rows.iter().any(|x| x == r);
+    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
+    let ring = args
+        .ring
+        .unwrap_or(if args.quick { 200 } else { 1_000_000 });
+    if ring < 3 {
+        return Err(InputError(format!(
+            "--ring {ring}: a ring needs at least 3 processes"
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut printed = 0;
+    // Each group of rows is printed as soon as it is measured (the large rows take minutes).
+    let mut flush = |rows: &Vec<Row>| {
+        if !args.json {
+            for r in &rows[printed..] {
+                let anchor = r.anchor.map_or(String::new(), |a| {
+                    show(a, r.unit).replace("(simulator)", "")
+                });
+                println!(
+                    "{:<3} {:<52} {:<40}\n    figure {:<28} anchor {:<22} ratio {:<6} load {}\n    anchor: {}; {}",
+                    r.id,
+                    r.name,
+                    r.size,
+                    show(r.figure, r.unit),
+                    anchor,
+                    r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
+                    r.load.map_or("n/a".into(), |l| format!("{l:.2}")),
+                    r.anchor_name,
+                    r.note
+                );
+            }
+        }
+        printed = rows.len();
+    };
+    if !args.json {
+        println!(
+            "distsync bench{}: every figure beside its anchor, measured in this process",
+            if args.quick {
+                " --quick (tiny sizes)"
+            } else {
+                ""
+            }
+        );
+    }
+    if wants("a") {
+        row_a(args.quick, reps, &mut rows)?;
+        flush(&rows);
+    }
+    if wants("b") {
+        row_b(args.quick, &mut rows)?;
+        flush(&rows);
+    }
+    if wants("c") {
+        row_c(ring, &mut rows)?;
+        flush(&rows);
+    }
+    if wants("d") {
+        row_d(args.quick, &mut rows)?;
+        flush(&rows);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialize")
+        );
+    }
+    Ok(Outcome::Ok)
+}

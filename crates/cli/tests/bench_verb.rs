@@ -1,0 +1,99 @@
+//! `distsync bench`: the quick run measures and prints every row with its anchor, as a table
+//! and as JSON; `--rows` chooses rows; a bad flag is an input error. No figure is asserted (the
+//! machine decides them).
+
+use std::process::{Command, Output};
+
+fn distsync(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+const ROWS: [(&str, &str); 9] = [
+    ("a1", "simulator: ricart-agrawala, saturated"),
+    ("a2", "simulator: lamport-mutex, saturated"),
+    (
+        "b1",
+        "simulator: ricart-agrawala, every node requesting once",
+    ),
+    (
+        "b2",
+        "simulator: ricart-agrawala, every node requesting once",
+    ),
+    (
+        "b3",
+        "simulator: ricart-agrawala, every node requesting once",
+    ),
+    ("b4", "per-event cost growth, smallest to largest queue"),
+    ("c1", "elections: chang-roberts, ring, all start"),
+    ("c2", "elections: peterson, ring, all start"),
+    ("d1", "checker: ricart-agrawala, non-FIFO, 1 thread"),
+];
+
+#[test]
+fn a_quick_run_prints_every_row_beside_its_anchor() {
+    let o = distsync(&["bench", "--quick"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (id, name) in ROWS {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("no row {id}:\n{out}"));
+        assert!(line.contains(name), "row {id} is not `{name}`: {line}");
+    }
+    assert!(
+        out.contains("checker: ricart-agrawala, non-FIFO, every core"),
+        "{out}"
+    );
+    // The simulator rows name their anchor, measured in the same run, and a ratio.
+    assert!(out.contains("bare BinaryHeap loop"), "{out}");
+    assert!(out.contains("leader 199 agreed by all"), "{out}");
+    assert!(out.contains("proved"), "{out}");
+    assert!(
+        !out.contains("DID NOT COMPLETE") && !out.contains("NOT PROVED"),
+        "{out}"
+    );
+}
+
+#[test]
+fn rows_are_chosen_and_json_has_the_figures() {
+    let o = distsync(&["bench", "--quick", "--rows", "c", "--ring", "50", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let rows = rows.as_array().expect("an array of rows");
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+    for r in rows {
+        assert!(r["figure"].as_f64().unwrap() >= 0.0);
+        assert_eq!(r["anchor"].as_f64(), Some(10.0));
+        assert!(
+            r["note"]
+                .as_str()
+                .unwrap()
+                .contains("leader 49 agreed by all"),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn bad_flags_are_input_errors() {
+    let o = distsync(&["bench", "--rows", "z"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = distsync(&["bench", "--ring", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ring 2"));
+}
