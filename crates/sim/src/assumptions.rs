@@ -55,9 +55,8 @@ fn bound_text(delay: &DelaySpec) -> String {
 /// assumptions.
 pub(crate) fn warnings(scenario: &Scenario, family: Family) -> Vec<String> {
     let mut out = Vec::new();
-    let scripted = |what: &dyn Fn(&crate::scenario::EventSpec) -> bool| {
-        scenario.events.iter().any(|e| what(e))
-    };
+    let scripted =
+        |what: &dyn Fn(&crate::scenario::EventSpec) -> bool| scenario.events.iter().any(what);
     if family == Family::Snapshot && !scripted(&|e| e.snapshot.is_some()) {
         out.push(
             "no `snapshot` event: the bank's transfers run, but no snapshot is ever taken (add `[[event]]` with `snapshot = ID`)"
