@@ -49,19 +49,19 @@ pub struct SimulateArgs {
     /// How many processes (ids 0..N-1).
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, default_value_t = 5)]
     nodes: u32,
-    /// light (one request at a time), heavy (every node always waiting) or poisson:RATE
-    /// (requests per second per node).
-    #[arg(long, default_value = "heavy", value_parser = parse_load)]
-    load: Load,
-    /// Requests per node.
-    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 20)]
-    requests: u64,
+    /// Mutual exclusion: light (one request at a time), heavy (every node always waiting) or
+    /// poisson:RATE (requests per second per node) [default: heavy].
+    #[arg(long, value_parser = parse_load)]
+    load: Option<Load>,
+    /// Mutual exclusion: requests per node [default: 20].
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>)]
+    requests: Option<u64>,
     /// Message delay: "1ms", a uniform range "1ms..5ms", or an exponential mean "exp:2ms".
     #[arg(long, default_value = "1ms", value_parser = parse_delay)]
     delay: DelaySpec,
-    /// Time inside the critical section.
-    #[arg(long, default_value = "10ms", value_parser = parse_duration_arg)]
-    cs: Duration,
+    /// Mutual exclusion: time inside the critical section [default: 10ms].
+    #[arg(long, value_parser = parse_duration_arg)]
+    cs: Option<Duration>,
     /// Per-link FIFO delivery (the default; refused together with --no-fifo).
     #[arg(long, conflicts_with = "no_fifo")]
     fifo: bool,
@@ -77,16 +77,17 @@ pub struct SimulateArgs {
     /// Simulated-time horizon (default 60s; for an election, 1s after the crash).
     #[arg(long, value_parser = parse_duration_arg)]
     until: Option<Duration>,
-    /// The central algorithm's coordinator (default: the highest id).
+    /// The central algorithm's coordinator (default: the highest id); central only.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     coordinator: Option<u32>,
-    /// The initial token holder of token algorithms (default: node 0).
+    /// The initial token holder of token algorithms (default: node 0); token-ring,
+    /// ricart-agrawala-token, suzuki-kasami and raymond only.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
     holder: Option<u32>,
     /// Elections: when the coordinator (the highest id) crashes; heartbeats and a timeout then
-    /// start an election.
-    #[arg(long, default_value = "50ms", value_parser = parse_duration_arg)]
-    crash_at: Duration,
+    /// start an election [default: 50ms].
+    #[arg(long, value_parser = parse_duration_arg)]
+    crash_at: Option<Duration>,
     /// The seed of every random choice.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u64>, default_value_t = 1)]
     seed: u64,
@@ -194,8 +195,42 @@ pub fn set_field(scenario: &Scenario, assignment: &str) -> Result<Scenario, Inpu
         .map_err(|e| InputError(format!("--set `{assignment}`: {e}")))
 }
 
+/// The flags given that `algorithm` does not read, each with who reads it.
+fn foreign_flags(args: &SimulateArgs, family: Option<Family>) -> Option<String> {
+    const TOKEN: [&str; 4] = [
+        "token-ring",
+        "ricart-agrawala-token",
+        "suzuki-kasami",
+        "raymond",
+    ];
+    let name = args.algorithm.as_str();
+    let election = family == Some(Family::Election);
+    let mutex = "mutual-exclusion algorithms";
+    let checks = [
+        ("--load", args.load.is_some(), !election, mutex),
+        ("--requests", args.requests.is_some(), !election, mutex),
+        ("--cs", args.cs.is_some(), !election, mutex),
+        ("--coordinator", args.coordinator.is_some(), name == "central", "central (an election run's coordinator is the highest id, which crashes at --crash-at)"),
+        ("--holder", args.holder.is_some(), TOKEN.contains(&name), "the token algorithms (token-ring, ricart-agrawala-token, suzuki-kasami, raymond)"),
+        ("--crash-at", args.crash_at.is_some(), election, "election runs"),
+    ];
+    checks
+        .into_iter()
+        .find(|(_, given, applies, _)| *given && !*applies)
+        .map(|(flag, _, _, owner)| {
+            format!(
+                "{flag}: this flag applies to {owner}, and `{name}` does not read it; remove it"
+            )
+        })
+}
+
 pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
     let family = distsync_algorithms::registry::lookup(&args.algorithm).map(|e| e.family);
+    if matches!(family, Some(Family::Mutex | Family::Election)) {
+        if let Some(message) = foreign_flags(&args, family) {
+            return Err(InputError(message));
+        }
+    }
     match family {
         // An unknown name goes on, so that the run reports it with a suggestion.
         None | Some(Family::Mutex) => simulate_mutex(args),
@@ -225,6 +260,7 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
         )));
     }
     let highest = args.nodes - 1;
+    let crash_at = args.crash_at.unwrap_or(Duration::from_millis(50));
     let scenario = Scenario {
         algorithm: args.algorithm,
         nodes: Some(args.nodes),
@@ -236,10 +272,10 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
             duplicate: args.duplicate,
             ..NetworkSpec::default()
         },
-        until: Some(args.until.unwrap_or(args.crash_at + Duration::from_secs(1))),
+        until: Some(args.until.unwrap_or(crash_at + Duration::from_secs(1))),
         detect: Some(Detect::Timeout),
         events: vec![EventSpec {
-            at: args.crash_at,
+            at: crash_at,
             crash: Some(NodeId(highest)),
             ..EventSpec::default()
         }],
@@ -257,7 +293,7 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
 }
 
 fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
-    let (kind, rate) = match args.load {
+    let (kind, rate) = match args.load.unwrap_or(Load::Heavy) {
         Load::Light => (WorkloadKind::Light, None),
         Load::Heavy => (WorkloadKind::Saturated, None),
         Load::Poisson(r) => (WorkloadKind::Poisson, Some(r)),
@@ -279,8 +315,8 @@ fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
         workload: Some(WorkloadSpec {
             kind,
             rate,
-            cs: args.cs,
-            requests: Some(args.requests),
+            cs: args.cs.unwrap_or(Duration::from_millis(10)),
+            requests: Some(args.requests.unwrap_or(20)),
             gap: None,
         }),
         ..Scenario::default()
@@ -305,17 +341,16 @@ fn execute(
     json: bool,
     command: Option<&str>,
 ) -> Result<Outcome, InputError> {
-    // The trace goes to a temporary file first, so that a failed run never clobbers an
-    // existing trace.
-    let staged = trace.map(|t| {
-        let mut name = t.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".partial-{}", std::process::id()));
-        t.with_file_name(name)
-    });
-    let writer: Option<Box<dyn std::io::Write>> = match &staged {
-        Some(path) => Some(Box::new(std::fs::File::create(path).map_err(|e| {
-            format!("cannot write the trace {}: {e}", trace.unwrap().display())
-        })?)),
+    // A trace into a regular file (or a new one) goes to a temporary file beside it first, so
+    // that a failed run never clobbers an existing trace; anything else (a device, a pipe) is
+    // written in place, and never replaced.
+    let sink = trace.map(TraceSink::open).transpose()?;
+    let writer: Option<Box<dyn std::io::Write>> = match &sink {
+        Some(sink) => {
+            Some(Box::new(sink.file.try_clone().map_err(|e| {
+                format!("cannot write the trace {}: {e}", sink.shown)
+            })?))
+        }
         None => None,
     };
     // For --svg, the trace is also kept in memory and drawn after the run.
@@ -359,15 +394,20 @@ fn execute(
     let report = match result {
         Ok(report) => report,
         Err(e) => {
-            if let Some(path) = &staged {
-                let _ = std::fs::remove_file(path);
+            if let Some(sink) = sink {
+                sink.abandon();
             }
-            return Err(e.into());
+            return Err(match e {
+                distsync_sim::SimError::Trace(io) => InputError(format!(
+                    "cannot write the trace {}: {io}",
+                    trace.map_or(String::new(), |t| t.display().to_string())
+                )),
+                other => other.into(),
+            });
         }
     };
-    if let (Some(staged), Some(trace)) = (&staged, trace) {
-        std::fs::rename(staged, trace)
-            .map_err(|e| format!("cannot write the trace {}: {e}", trace.display()))?;
+    if let Some(sink) = sink {
+        sink.commit()?;
     }
     if let (Some(out), Some(copy)) = (svg, &captured) {
         let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
@@ -394,5 +434,78 @@ fn execute(
             report.violations.len()
         );
         Ok(Outcome::Violation)
+    }
+}
+
+/// Where a trace is written: a regular file by way of a staged copy renamed over it at the end,
+/// anything else (`/dev/full`, a pipe) in place.
+struct TraceSink {
+    /// The path as the user gave it, for messages.
+    shown: String,
+    /// The open file the trace goes to.
+    file: std::fs::File,
+    /// For a regular file: the staged copy and the file it replaces (a symbolic link's target,
+    /// so that the link stays a link).
+    staged: Option<(PathBuf, PathBuf)>,
+}
+
+impl TraceSink {
+    fn open(path: &Path) -> Result<TraceSink, InputError> {
+        let shown = path.display().to_string();
+        let fail = |e: std::io::Error| InputError(format!("cannot write the trace {shown}: {e}"));
+        // `metadata` follows symbolic links: what matters is what the path leads to.
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                if meta.is_dir() {
+                    return Err(InputError(format!(
+                        "cannot write the trace {shown}: it is a directory"
+                    )));
+                }
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(fail)?;
+                Ok(TraceSink {
+                    shown,
+                    file,
+                    staged: None,
+                })
+            }
+            found => {
+                let target = match found {
+                    Ok(_) => std::fs::canonicalize(path).map_err(fail)?,
+                    Err(_) => path.to_path_buf(),
+                };
+                let mut name = target.file_name().unwrap_or_default().to_os_string();
+                name.push(format!(".partial-{}", std::process::id()));
+                let staged = target.with_file_name(name);
+                let file = std::fs::File::create(&staged).map_err(fail)?;
+                Ok(TraceSink {
+                    shown,
+                    file,
+                    staged: Some((staged, target)),
+                })
+            }
+        }
+    }
+
+    /// The run failed: the staged copy goes, the file it would replace stays as it was.
+    fn abandon(self) {
+        if let Some((staged, _)) = self.staged {
+            let _ = std::fs::remove_file(staged);
+        }
+    }
+
+    /// The run succeeded: everything written reaches the file.
+    fn commit(self) -> Result<(), InputError> {
+        let fail =
+            |e: std::io::Error| InputError(format!("cannot write the trace {}: {e}", self.shown));
+        match &self.staged {
+            Some((staged, target)) => std::fs::rename(staged, target).map_err(|e| {
+                let _ = std::fs::remove_file(staged);
+                fail(e)
+            }),
+            None => Ok(()),
+        }
     }
 }

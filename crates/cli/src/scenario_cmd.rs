@@ -240,8 +240,14 @@ pub fn init(args: InitArgs) -> Result<Outcome, InputError> {
 pub fn validate(args: ValidateArgs) -> Result<Outcome, InputError> {
     let origin = args.scenario.display().to_string();
     let scenario = Scenario::load(&args.scenario)?;
+    // The scenario as written (its events against its horizon), then a run of its first instant
+    // with every scripted event moved there, so that the algorithm's checks see them all.
+    scenario.check(&origin)?;
     let mut first_instant = scenario.clone();
     first_instant.until = Some(Duration::from_nanos(1));
+    for event in &mut first_instant.events {
+        event.at = Duration::ZERO;
+    }
     run(
         &first_instant,
         RunOptions {

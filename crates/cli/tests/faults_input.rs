@@ -119,3 +119,275 @@ fn sweep_and_compare_refuse_what_they_cannot_compare() {
         "{err}"
     );
 }
+
+fn run_err(name: &str, text: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let path = scenario(name, text);
+    let mut args = vec!["run", path.as_str()];
+    args.extend_from_slice(extra);
+    let o = distsync_to(&args, Stdio::piped());
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn events_after_the_horizon_are_refused_naming_the_event() {
+    // A request at 20ms in a run that ends at 10ms would never happen.
+    let (code, _, err) = run_err(
+        "late-request.toml",
+        "algorithm = \"central\"\nnodes = 3\nuntil = \"10ms\"\n[[event]]\nat = \"1ms\"\nrequest = 0\n[[event]]\nat = \"20ms\"\nrequest = 1\n",
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    for needle in [
+        "late-request.toml",
+        "`event[1].at`",
+        "20ms",
+        "until",
+        "10ms",
+    ] {
+        assert!(err.contains(needle), "missing {needle}: {err}");
+    }
+    // Without `until`, the default horizon (60s) is the one named.
+    let (code, _, err) = run_err(
+        "late-default.toml",
+        "algorithm = \"bully\"\nnodes = 3\n[[event]]\nat = \"90s\"\nelect = 0\n",
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("late-default.toml") && err.contains("`event[0].at`") && err.contains("60s"),
+        "{err}"
+    );
+    // `--until` that cuts a scripted event off is refused the same way.
+    let (code, _, err) = run_err(
+        "cut-by-flag.toml",
+        "algorithm = \"central\"\nnodes = 3\n[[event]]\nat = \"5s\"\nrequest = 1\n",
+        &["--until", "1s"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`event[0].at`") && err.contains("1s"), "{err}");
+    // An event exactly at the horizon still happens (the request is then left unserved, which
+    // the starvation monitor reports: exit 1, not a refusal).
+    let (code, out, err) = run_err(
+        "at-horizon.toml",
+        "algorithm = \"central\"\nnodes = 3\nuntil = \"10ms\"\n[[event]]\nat = \"10ms\"\nrequest = 0\n",
+        &["--json"],
+    );
+    assert_ne!(code, Some(2), "{err}");
+    assert!(!err.contains("after the run's horizon"), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["mutex"]["unserved_requests"], 1, "{out}");
+}
+
+#[test]
+fn a_run_with_nothing_to_do_is_refused_or_says_so() {
+    // Refused (exit 2, the missing thing named): nothing would ever happen.
+    for (name, text, needle) in [
+        ("idle-mutex.toml", "algorithm = \"ricart-agrawala\"\nnodes = 3\n", "workload"),
+        (
+            "idle-mutex-none.toml",
+            "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"none\"\n",
+            "workload",
+        ),
+        (
+            "idle-mutex-zero.toml",
+            "algorithm = \"suzuki-kasami\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 0\n",
+            "workload",
+        ),
+        ("idle-election.toml", "algorithm = \"bully\"\nnodes = 3\n", "elect"),
+        ("idle-multicast.toml", "algorithm = \"causal-broadcast\"\nnodes = 3\n", "multicast"),
+    ] {
+        let (code, out, err) = run_err(name, text, &[]);
+        assert_eq!(code, Some(2), "{name}: {out}{err}");
+        assert!(err.contains(name) && err.contains(needle), "{name}: {err}");
+        assert!(err.contains("nothing"), "{name}: {err}");
+    }
+    // Said (a warning on stderr and in the report): something runs, but not the algorithm's
+    // subject. An election watched by heartbeats that nothing disturbs...
+    let (code, _, err) = run_err(
+        "quiet-election.toml",
+        "algorithm = \"bully\"\nnodes = 3\ndetect = \"timeout\"\nuntil = \"1s\"\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("no election"),
+        "{err}"
+    );
+    // ...and a bank whose snapshot is never taken.
+    let (code, _, err) = run_err(
+        "no-snapshot.toml",
+        "algorithm = \"chandy-lamport\"\nnodes = 3\nuntil = \"1s\"\n[app]\nkind = \"bank\"\nbalance = 100\nrate = 10.0\ntransfers = 3\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("warning") && err.contains("snapshot"), "{err}");
+    // Clock synchronization needs no event: it synchronizes every `sync_interval`.
+    let (code, _, err) = run_err(
+        "clock-alone.toml",
+        "algorithm = \"cristian\"\nnodes = 3\nuntil = \"3s\"\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("nothing"), "{err}");
+}
+
+#[test]
+fn simulate_refuses_flags_of_another_algorithm() {
+    for (args, flag) in [
+        (vec!["--algo", "bully", "--holder", "1"], "--holder"),
+        (
+            vec!["--algo", "bully", "--coordinator", "1"],
+            "--coordinator",
+        ),
+        (vec!["--algo", "ring", "--load", "light"], "--load"),
+        (vec!["--algo", "ring", "--requests", "3"], "--requests"),
+        (vec!["--algo", "chang-roberts", "--cs", "5ms"], "--cs"),
+        (
+            vec!["--algo", "ricart-agrawala", "--crash-at", "10ms"],
+            "--crash-at",
+        ),
+        (
+            vec!["--algo", "ricart-agrawala", "--coordinator", "1"],
+            "--coordinator",
+        ),
+        (
+            vec!["--algo", "ricart-agrawala", "--holder", "1"],
+            "--holder",
+        ),
+        (vec!["--algo", "central", "--holder", "1"], "--holder"),
+        (
+            vec!["--algo", "suzuki-kasami", "--coordinator", "0"],
+            "--coordinator",
+        ),
+    ] {
+        let mut all = vec!["simulate"];
+        all.extend(args.iter());
+        let o = distsync_to(&all, Stdio::piped());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(args[1]),
+            "{all:?}: {err}"
+        );
+    }
+    // The same flags where they apply are taken.
+    for args in [
+        vec!["--algo", "central", "--coordinator", "1", "--requests", "2"],
+        vec![
+            "--algo",
+            "suzuki-kasami",
+            "--holder",
+            "2",
+            "--load",
+            "light",
+            "--requests",
+            "2",
+        ],
+        vec!["--algo", "bully", "--crash-at", "10ms"],
+    ] {
+        let mut all = vec!["simulate"];
+        all.extend(args.iter());
+        let o = distsync_to(&all, Stdio::piped());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{all:?}: {err}");
+    }
+}
+
+#[test]
+fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata("/dev/full") else {
+        println!("skipped: /dev/full is not available on this system");
+        return;
+    };
+    assert!(meta.file_type().is_char_device());
+    let path = scenario(
+        "trace-ok.toml",
+        "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+    );
+    // First through a symbolic link in a scratch directory: a rename would replace the link
+    // (and, given /dev/full itself, the device) with a regular file.
+    let dir = std::env::temp_dir().join(format!("distsync-trace-full-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("trace.jsonl");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+    let link_text = link.display().to_string();
+    let o = distsync_to(&["run", &path, "--trace", &link_text], Stdio::piped());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kept = std::fs::symlink_metadata(&link).unwrap();
+    assert!(
+        kept.file_type().is_symlink(),
+        "the link to /dev/full was replaced by a {:?}",
+        kept.file_type()
+    );
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot write the trace") && err.contains(&link_text),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // No staged file is left beside it.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Then /dev/full itself (safe now that a link to it was written in place): an error, and
+    // the device is still a device.
+    let o = distsync_to(&["run", &path, "--trace", "/dev/full"], Stdio::piped());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/dev/full") && err.contains("cannot write the trace"),
+        "{err}"
+    );
+    // A trace into a link to a regular file goes to the file, and the link stays a link.
+    let target = dir.join("real.jsonl");
+    let link2 = dir.join("via-link.jsonl");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link2).unwrap();
+    let o = distsync_to(
+        &["run", &path, "--trace", &link2.display().to_string()],
+        Stdio::piped(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(std::fs::symlink_metadata(&link2)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .contains("\"start\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn list_and_run_into_a_full_device_exit_two() {
+    let Ok(_) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        println!("skipped: /dev/full is not available on this system");
+        return;
+    };
+    let path = scenario(
+        "ok2.toml",
+        "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+    );
+    for args in [vec!["run", &path], vec!["list"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = distsync_to(&args, Stdio::from(full));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -16,8 +16,14 @@
 //!   timeouts (a retransmitted message can be late by any amount). The run still runs, outside
 //!   the algorithm's assumptions: what it shows is what happens then (false suspicions,
 //!   elections that never settle, storms).
+//! - **Nothing to do**: a batch run in which nothing would ever happen is refused ([`idle`]):
+//!   a mutex run where no process ever asks for the critical section, an election run with no
+//!   scripted event and no failure detector, a multicast run with nothing to multicast. Where
+//!   something runs but not the algorithm's subject, a warning says so: an election watched by
+//!   heartbeats that no event disturbs, a bank whose snapshot is never taken. Clock
+//!   synchronization needs no event (it synchronizes every `sync_interval`).
 
-use crate::scenario::{DelaySpec, Scenario};
+use crate::scenario::{Action, Checked, DelaySpec, Detect, Scenario, WorkloadKind};
 use distsync_algorithms::registry::Family;
 use distsync_core::format_duration;
 
@@ -49,6 +55,23 @@ fn bound_text(delay: &DelaySpec) -> String {
 /// assumptions.
 pub(crate) fn warnings(scenario: &Scenario, family: Family) -> Vec<String> {
     let mut out = Vec::new();
+    let scripted =
+        |what: &dyn Fn(&crate::scenario::EventSpec) -> bool| scenario.events.iter().any(what);
+    if family == Family::Snapshot && !scripted(&|e| e.snapshot.is_some()) {
+        out.push(
+            "no `snapshot` event: the bank's transfers run, but no snapshot is ever taken (add `[[event]]` with `snapshot = ID`)"
+                .to_string(),
+        );
+    }
+    if family == Family::Election
+        && scenario.detect == Some(Detect::Timeout)
+        && scenario.events.is_empty()
+    {
+        out.push(
+            "no election starts: no `elect`, `crash`, `recover` or `partition` event, so the run shows only the coordinator's heartbeats"
+                .to_string(),
+        );
+    }
     if !matches!(family, Family::Election | Family::ClockSync) {
         return out;
     }
@@ -89,4 +112,53 @@ pub(crate) fn warnings(scenario: &Scenario, family: Family) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Why a batch run of `checked` would do nothing at all: the field to add and what to add, or
+/// `None` when something happens.
+pub(crate) fn idle(checked: &Checked, family: Family) -> Option<(&'static str, String)> {
+    let scenario = &checked.scenario;
+    let any = |what: fn(&Action) -> bool| checked.actions.iter().any(|(_, _, a)| what(a));
+    match family {
+        Family::Mutex => {
+            let workload = scenario.workload.as_ref().is_some_and(|w| {
+                w.kind != WorkloadKind::None && w.requests != Some(0)
+            });
+            (!workload && !any(|a| matches!(a, Action::Request(_)))).then(|| {
+                let why = match &scenario.workload {
+                    None => "there is no `[workload]`",
+                    Some(w) if w.kind == WorkloadKind::None => "the workload is `none`",
+                    Some(_) => "the workload makes 0 requests",
+                };
+                (
+                    "workload",
+                    format!(
+                        "nothing to do: {why} and no `request` event, so no process ever asks for the critical section; add a `[workload]` with `kind = \"saturated\"`, \"light\" or \"poisson\", or `request = ID` events"
+                    ),
+                )
+            })
+        }
+        Family::Election => (checked.actions.is_empty() && scenario.detect != Some(Detect::Timeout))
+            .then(|| {
+                (
+                    "event",
+                    "nothing to do: no event and no failure detector, so no election ever starts; add an event like `[[event]] at = \"0ms\" elect = ID`, or `detect = \"timeout\"` with a `crash` of the coordinator".to_string(),
+                )
+            }),
+        Family::Multicast => {
+            let workload = scenario
+                .multicast
+                .as_ref()
+                .is_some_and(|m| m.rate.is_some() && m.count != Some(0));
+            (!workload && !any(|a| matches!(a, Action::Multicast(_)))).then(|| {
+                (
+                    "multicast",
+                    "nothing to do: no `[multicast]` workload with a `rate` and no `multicast` event, so nothing is ever multicast; add `[multicast]` with `rate` (per second per process), or `multicast = ID` events".to_string(),
+                )
+            })
+        }
+        // Clock synchronization runs every `sync_interval`; a bank runs its transfers (a missing
+        // snapshot is a warning).
+        Family::ClockSync | Family::Snapshot => None,
+    }
 }

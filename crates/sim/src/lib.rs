@@ -308,6 +308,17 @@ impl FamilyRun<'_> {
             Mode::Batch { trace, .. } => trace.is_some(),
             Mode::Step => true,
         };
+        if matches!(self.mode, Mode::Batch { .. }) {
+            // A batch run with nothing to do is refused (a stepped session may be driven by
+            // hand), once the harness has refused whatever the family does not take.
+            if let Some((field, message)) = assumptions::idle(self.checked, entry.family) {
+                return Err(SimError::Scenario(ScenarioError {
+                    origin: self.origin.to_string(),
+                    field: field.into(),
+                    message,
+                }));
+            }
+        }
         let mut excluded = excluded.to_vec();
         if self.reliable() {
             excluded.extend([link::ACK, link::REACK]);

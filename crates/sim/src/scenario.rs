@@ -4,7 +4,7 @@
 //! misspelled field, a duration without a unit, a probability outside [0, 1] or a node id that is
 //! not a member is refused with a message naming the file and the field.
 
-use distsync_core::{serde_duration, NodeId, Params, Peers, QuorumKind};
+use distsync_core::{format_duration, serde_duration, NodeId, Params, Peers, QuorumKind};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -946,9 +946,22 @@ impl Scenario {
                 _ => {}
             }
         }
+        let horizon = self.until.unwrap_or(DEFAULT_UNTIL);
         let mut actions = Vec::with_capacity(self.events.len());
         for (i, spec) in self.events.iter().enumerate() {
             let field = format!("event[{i}]");
+            // A scripted event after the horizon would never happen: refused, not dropped.
+            if spec.at > horizon {
+                return Err(err(
+                    &format!("{field}.at"),
+                    format!(
+                        "at {} is after the run's horizon, `until` = {}{}, so the event would never happen: move it before the horizon or raise `until`",
+                        format_duration(spec.at),
+                        format_duration(horizon),
+                        if self.until.is_none() { " (the default)" } else { "" }
+                    ),
+                ));
+            }
             let action = spec.action().map_err(|m| err(&field, m))?;
             match &action {
                 Action::Request(n) => member(&format!("{field}.request"), *n)?,

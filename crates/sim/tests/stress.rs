@@ -117,15 +117,14 @@ fn fifo_broadcast_is_not_causal_and_stress_shows_it_when_asked() {
 
 #[test]
 fn duplicated_tokens_are_caught_as_storms_or_violations() {
-    let mut options = StressOptions::new(vec!["token-ring".into(), "central".into()], 40);
+    let mut options = StressOptions::new(vec!["token-ring".into()], 40);
     options.faults = Some(vec![Fault::Delay, Fault::Reorder, Fault::Duplicate]);
     options.max_events = 200_000;
     let result = stress::stress(&options, &|_, _| {}).unwrap();
     let ring = &result.algorithms[0];
     assert!(ring.storms > 0, "{:?}", ring.violations);
-    // central: a duplicated GRANT or RELEASE leaves requests waiting forever (a hang).
-    let central = &result.algorithms[1];
-    assert!(central.hangs > 0, "{:?}", central.violations);
+    // (central used to hang here; its messages now name their request:
+    // stress_findings.rs::central_survives_duplication.)
 }
 
 #[test]

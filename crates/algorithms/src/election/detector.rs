@@ -14,6 +14,12 @@
 //!    Start input, as if its application had noticed.
 //! 4. A coordinator that hears another process's heartbeat (two processes believe they lead)
 //!    starts an election too, so that the algorithm settles who leads.
+//! 5. On a ring, a process may learn of a new coordinator a whole lap before the coordinator
+//!    itself does (the COORDINATOR message passes it first, and every crashed process skipped on
+//!    the way costs T), and the coordinator beats only once it knows. So the first watch of a
+//!    coordinator learned during the run lasts `heartbeat_timeout` plus a lap, 2nT; later ones
+//!    `heartbeat_timeout`. (Without it, a re-election could silence the coordinator for longer
+//!    than `heartbeat_timeout` and start the next one, for ever: found by `distsync stress`.)
 //!
 //! `Detector<A>` wraps any election algorithm `A` without changing it; the simulator uses it when
 //! a scenario says `detect = "timeout"`. Heartbeats are counted under the kind "Heartbeat".
@@ -71,6 +77,11 @@ pub struct Detector<A: Process> {
     beating: bool,
     /// The coordinator whose heartbeats the Watch timer waits for.
     watched: Option<NodeId>,
+    /// Rule 5: the lap a newly learned coordinator may take to learn it leads (0 off a ring).
+    #[serde(skip)]
+    lap: Duration,
+    /// `on_start` has run: a coordinator learned from now on gets the lap (rule 5).
+    started: bool,
     #[serde(skip)]
     scratch: Vec<EffectOf<A>>,
 }
@@ -85,6 +96,7 @@ impl<A: Process + std::hash::Hash> std::hash::Hash for Detector<A> {
             self.timeout,
             self.beating,
             self.watched,
+            self.started,
         )
             .hash(state);
     }
@@ -103,6 +115,12 @@ impl<A: Election> Algorithm for Detector<A> {
             timeout: election::heartbeat_timeout(params),
             beating: false,
             watched: None,
+            lap: if A::uses_ring() {
+                election::answer_timeout(params) * 2 * peers.len() as u32
+            } else {
+                Duration::ZERO
+            },
+            started: false,
             scratch: Vec::new(),
         }
     }
@@ -137,6 +155,7 @@ impl<A: Election> Process for Detector<A> {
 
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.run(ctx, |a, c| a.on_start(c));
+        self.started = true;
     }
 
     fn on_input(&mut self, input: Input, ctx: &mut Ctx<'_, Self>) {
@@ -213,8 +232,14 @@ impl<A: Election> Detector<A> {
             }
         } else if leader != self.watched {
             self.watched = leader;
+            // Rule 5: a coordinator learned during the run gets a lap to learn it leads.
+            let grace = if self.started {
+                self.lap
+            } else {
+                Duration::ZERO
+            };
             match leader {
-                Some(_) => ctx.set_timer(DetectTimer::Watch, self.timeout),
+                Some(_) => ctx.set_timer(DetectTimer::Watch, self.timeout + grace),
                 None => ctx.cancel_timer(DetectTimer::Watch),
             }
         }

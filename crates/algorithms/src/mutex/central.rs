@@ -8,6 +8,17 @@
 //!   `request_queue` (first come, first served) and reply DENIED.
 //! - Coordinator on RELEASE: if `request_queue` is not empty, remove the first and GRANT it.
 //!
+//!
+//! A rule for duplicated messages, which the notes leave out (they assume exactly-once
+//! channels): each client numbers its requests 1, 2, 3, ... and every message carries the
+//! number of the request it belongs to. The coordinator remembers each client's latest number:
+//! a REQUEST it has already seen is a copy and is ignored, and a RELEASE counts only from the
+//! holder and for the request it holds the CS by (on a network that reorders, the client's next
+//! REQUEST may arrive before that RELEASE, and is queued). A client acts on a GRANT or DENIED only for the
+//! request it is waiting on. So a copy of a REQUEST is not queued behind its own grant (which
+//! used to hand the CS to a client no longer waiting: a deadlock), and a late copy of a GRANT or
+//! a RELEASE does not admit or free a later request (mutual exclusion).
+//!
 //! The coordinator is a lock manager that does not compete for the CS itself (`coordinator = ID`
 //! in the scenario, by default the highest id). 3 messages per entry uncontended, 4 when the
 //! request finds the CS busy; synchronization delay 2T (RELEASE, then GRANT).
@@ -15,28 +26,28 @@
 use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{Algorithm, Ctx, Message, NoTimer, NodeId, ParamError, Params, Peers, Process};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Messages, named as in the notes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// Client to coordinator: I want the CS.
-    Request,
-    /// Coordinator to client: you may enter.
-    Grant,
-    /// Coordinator to client: the CS is busy; your request is queued.
-    Denied,
-    /// Client to coordinator: I left the CS.
-    Release,
+    /// Client to coordinator: I want the CS (my request number `n`).
+    Request { n: u64 },
+    /// Coordinator to client: you may enter (for your request `n`).
+    Grant { n: u64 },
+    /// Coordinator to client: the CS is busy; your request `n` is queued.
+    Denied { n: u64 },
+    /// Client to coordinator: I left the CS I entered for request `n`.
+    Release { n: u64 },
 }
 
 impl Message for Msg {
     fn kind(&self) -> &'static str {
         match self {
-            Msg::Request => "Request",
-            Msg::Grant => "Grant",
-            Msg::Denied => "Denied",
-            Msg::Release => "Release",
+            Msg::Request { .. } => "Request",
+            Msg::Grant { .. } => "Grant",
+            Msg::Denied { .. } => "Denied",
+            Msg::Release { .. } => "Release",
         }
     }
 }
@@ -63,6 +74,10 @@ pub enum Central {
         holder: Option<NodeId>,
         /// Requests waiting for the CS, first come first served.
         request_queue: VecDeque<NodeId>,
+        /// The number of the request the holder holds the CS by.
+        held: u64,
+        /// Each client's latest request number (the duplicates rule).
+        latest: BTreeMap<NodeId, u64>,
     },
     /// A competing process.
     Client {
@@ -70,6 +85,8 @@ pub enum Central {
         coordinator: NodeId,
         /// Where its request stands.
         state: ClientState,
+        /// The number of its current (or last) request.
+        request: u64,
     },
 }
 
@@ -101,11 +118,14 @@ impl Algorithm for Central {
             Central::Coordinator {
                 holder: None,
                 request_queue: VecDeque::new(),
+                held: 0,
+                latest: BTreeMap::new(),
             }
         } else {
             Central::Client {
                 coordinator,
                 state: ClientState::Idle,
+                request: 0,
             }
         }
     }
@@ -138,17 +158,23 @@ impl Process for Central {
 
     fn on_input(&mut self, input: Input, ctx: &mut Ctx<'_, Self>) {
         // The coordinator does not compete; inputs to it are ignored.
-        let Central::Client { coordinator, state } = self else {
+        let Central::Client {
+            coordinator,
+            state,
+            request,
+        } = self
+        else {
             return;
         };
         match (input, *state) {
             (Input::Request, ClientState::Idle) => {
                 *state = ClientState::Waiting;
-                ctx.send(*coordinator, Msg::Request);
+                *request += 1;
+                ctx.send(*coordinator, Msg::Request { n: *request });
             }
             (Input::Release, ClientState::Held) => {
                 *state = ClientState::Idle;
-                ctx.send(*coordinator, Msg::Release);
+                ctx.send(*coordinator, Msg::Release { n: *request });
                 ctx.output(Output::Exit);
             }
             _ => {}
@@ -160,30 +186,42 @@ impl Process for Central {
             Central::Coordinator {
                 holder,
                 request_queue,
+                held,
+                latest,
             } => match msg {
-                Msg::Request if holder.is_none() => {
+                // A copy of a request already seen: it was answered.
+                Msg::Request { n } if latest.get(&from).is_some_and(|&l| n <= l) => {}
+                Msg::Request { n } if holder.is_none() => {
+                    latest.insert(from, n);
                     *holder = Some(from);
-                    ctx.send(from, Msg::Grant);
+                    *held = n;
+                    ctx.send(from, Msg::Grant { n });
                 }
-                Msg::Request => {
+                Msg::Request { n } => {
+                    latest.insert(from, n);
                     request_queue.push_back(from);
-                    ctx.send(from, Msg::Denied);
+                    ctx.send(from, Msg::Denied { n });
                 }
-                Msg::Release if *holder == Some(from) => {
+                Msg::Release { n } if *holder == Some(from) && n == *held => {
                     *holder = request_queue.pop_front();
                     if let Some(next) = *holder {
-                        ctx.send(next, Msg::Grant);
+                        // A client has one request outstanding: the queued one is its latest.
+                        *held = latest[&next];
+                        ctx.send(next, Msg::Grant { n: *held });
                     }
                 }
-                // A RELEASE from a non-holder, or a client-bound message: nothing to do.
+                // A RELEASE from a non-holder or of an earlier request (a late copy), or a
+                // client-bound message: nothing to do.
                 _ => {}
             },
-            Central::Client { state, .. } => match (msg, *state) {
-                (Msg::Grant, ClientState::Waiting | ClientState::Queued) => {
+            Central::Client { state, request, .. } => match (msg, *state) {
+                (Msg::Grant { n }, ClientState::Waiting | ClientState::Queued) if n == *request => {
                     *state = ClientState::Held;
                     ctx.output(Output::Enter);
                 }
-                (Msg::Denied, ClientState::Waiting) => *state = ClientState::Queued,
+                (Msg::Denied { n }, ClientState::Waiting) if n == *request => {
+                    *state = ClientState::Queued
+                }
                 _ => {}
             },
         }
@@ -205,17 +243,17 @@ mod tests {
             ..Params::default()
         };
         let mut lm = Driver::new(Central::new(NodeId(0), &peers, &params), NodeId(0), &peers);
-        lm.receive(3, Msg::Request);
-        assert_eq!(lm.sent(), vec![(NodeId(3), Msg::Grant)]);
-        lm.receive(1, Msg::Request);
-        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Denied)]);
-        lm.receive(2, Msg::Request);
-        assert_eq!(lm.sent(), vec![(NodeId(2), Msg::Denied)]);
-        lm.receive(3, Msg::Release);
-        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Grant)]);
-        lm.receive(1, Msg::Release);
-        assert_eq!(lm.sent(), vec![(NodeId(2), Msg::Grant)]);
-        lm.receive(2, Msg::Release);
+        lm.receive(3, Msg::Request { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(3), Msg::Grant { n: 1 })]);
+        lm.receive(1, Msg::Request { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Denied { n: 1 })]);
+        lm.receive(2, Msg::Request { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(2), Msg::Denied { n: 1 })]);
+        lm.receive(3, Msg::Release { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Grant { n: 1 })]);
+        lm.receive(1, Msg::Release { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(2), Msg::Grant { n: 1 })]);
+        lm.receive(2, Msg::Release { n: 1 });
         assert!(lm.sent().is_empty());
     }
 
@@ -230,16 +268,74 @@ mod tests {
         c.input(Input::Request);
         assert_eq!(
             c.sent(),
-            vec![(NodeId(2), Msg::Request)],
+            vec![(NodeId(2), Msg::Request { n: 1 })],
             "the highest id coordinates by default"
         );
-        c.receive(2, Msg::Denied);
+        c.receive(2, Msg::Denied { n: 1 });
         assert!(c.outputs().is_empty());
-        c.receive(2, Msg::Grant);
+        c.receive(2, Msg::Grant { n: 1 });
         assert_eq!(c.outputs(), vec![Output::Enter]);
         c.input(Input::Release);
-        assert_eq!(c.sent(), vec![(NodeId(2), Msg::Release)]);
+        assert_eq!(c.sent(), vec![(NodeId(2), Msg::Release { n: 1 })]);
         assert_eq!(c.outputs(), vec![Output::Exit]);
+    }
+
+    #[test]
+    fn duplicated_requests_grants_and_releases_count_once() {
+        // Coordinator 2, clients 0 and 1.
+        let peers = Peers::range(3);
+        let mut lm = Driver::new(
+            Central::new(NodeId(2), &peers, &Params::default()),
+            NodeId(2),
+            &peers,
+        );
+        lm.receive(0, Msg::Request { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(0), Msg::Grant { n: 1 })]);
+        // A copy of the same REQUEST is not queued behind its own grant.
+        lm.receive(0, Msg::Request { n: 1 });
+        assert!(lm.sent().is_empty());
+        lm.receive(1, Msg::Request { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Denied { n: 1 })]);
+        lm.receive(0, Msg::Release { n: 1 });
+        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Grant { n: 1 })]);
+        lm.receive(1, Msg::Release { n: 1 });
+        lm.receive(0, Msg::Request { n: 2 });
+        assert_eq!(lm.sent(), vec![(NodeId(0), Msg::Grant { n: 2 })]);
+        // A late copy of 0's first RELEASE does not free its second hold; its REQUEST 3
+        // overtaking its RELEASE 2 is queued, and granted by that release.
+        lm.receive(0, Msg::Release { n: 1 });
+        assert!(lm.sent().is_empty());
+        lm.receive(0, Msg::Request { n: 3 });
+        assert_eq!(lm.sent(), vec![(NodeId(0), Msg::Denied { n: 3 })]);
+        lm.receive(0, Msg::Release { n: 2 });
+        assert_eq!(lm.sent(), vec![(NodeId(0), Msg::Grant { n: 3 })]);
+        lm.receive(0, Msg::Release { n: 3 });
+        lm.receive(0, Msg::Request { n: 4 });
+        assert_eq!(lm.sent(), vec![(NodeId(0), Msg::Grant { n: 4 })]);
+        lm.receive(0, Msg::Release { n: 1 });
+        lm.receive(1, Msg::Request { n: 2 });
+        assert_eq!(lm.sent(), vec![(NodeId(1), Msg::Denied { n: 2 })]);
+
+        // A client: a late copy of the GRANT of its first request does not admit its second.
+        let mut c = Driver::new(
+            Central::new(NodeId(0), &peers, &Params::default()),
+            NodeId(0),
+            &peers,
+        );
+        c.input(Input::Request);
+        assert_eq!(c.sent(), vec![(NodeId(2), Msg::Request { n: 1 })]);
+        c.receive(2, Msg::Grant { n: 1 });
+        assert_eq!(c.outputs(), vec![Output::Enter]);
+        c.input(Input::Release);
+        assert_eq!(c.sent(), vec![(NodeId(2), Msg::Release { n: 1 })]);
+        c.input(Input::Request);
+        assert_eq!(c.sent(), vec![(NodeId(2), Msg::Request { n: 2 })]);
+        c.receive(2, Msg::Grant { n: 1 });
+        assert!(c.outputs().is_empty());
+        assert!(!c.process.in_critical_section());
+        c.receive(2, Msg::Denied { n: 1 });
+        c.receive(2, Msg::Grant { n: 2 });
+        assert_eq!(c.outputs(), vec![Output::Enter]);
     }
 
     #[test]
