@@ -205,7 +205,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         if let Some((_, i, _)) = checked
             .actions
             .iter()
-            .find(|(_, _, a)| matches!(a, Action::Elect(_)))
+            .find(|(_, _, a)| matches!(a, Action::Elect(_) | Action::ElectAll))
         {
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }

@@ -616,9 +616,10 @@ pub struct EventSpec {
     /// Every link delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
-    /// Node starts an election (it noticed the coordinator is gone).
+    /// Node starts an election (it noticed the coordinator is gone): `elect = 4`, or
+    /// `elect = "all"` for every live process, in ring order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elect: Option<NodeId>,
+    pub elect: Option<Elect>,
     /// Node synchronizes its clock now (clock synchronization).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<NodeId>,
@@ -628,6 +629,71 @@ pub struct EventSpec {
     /// Node multicasts a message (multicast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multicast: Option<NodeId>,
+}
+
+/// Who starts an election in an `elect` event: one node (`elect = 4`) or every process
+/// (`elect = "all"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elect {
+    /// This node.
+    Node(NodeId),
+    /// Every live process, in ring order.
+    All,
+}
+
+impl From<NodeId> for Elect {
+    fn from(node: NodeId) -> Self {
+        Elect::Node(node)
+    }
+}
+
+impl Serialize for Elect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Elect::Node(n) => n.serialize(s),
+            Elect::All => s.serialize_str("all"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Elect {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Elect;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a node id like 4, or \"all\" (every process)")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Elect, E> {
+                u32::try_from(v)
+                    .map(|v| Elect::Node(NodeId(v)))
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "node id {v} is out of range (at most {})",
+                            u32::MAX
+                        ))
+                    })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Elect, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "expected a node id like 4, or \"all\" (every process), got {v}"
+                    ))),
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Elect, E> {
+                if v == "all" {
+                    Ok(Elect::All)
+                } else {
+                    Err(E::custom(format!(
+                        "expected a node id like 4, or \"all\" (every process), got \"{v}\""
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A scripted event, checked.
@@ -645,6 +711,9 @@ pub enum Action {
     Heal,
     /// Node starts an election.
     Elect(NodeId),
+    /// Every live process starts an election, in ring order (`elect = "all"`): the same as one
+    /// `elect` event per process at that time, in ring order, in one scripted event.
+    ElectAll,
     /// Node synchronizes its clock.
     Sync(NodeId),
     /// Node starts a snapshot.
@@ -665,8 +734,10 @@ impl EventSpec {
         if let Some(n) = self.recover {
             found.push(("recover", Action::Recover(n)));
         }
-        if let Some(n) = self.elect {
-            found.push(("elect", Action::Elect(n)));
+        match self.elect {
+            Some(Elect::Node(n)) => found.push(("elect", Action::Elect(n))),
+            Some(Elect::All) => found.push(("elect", Action::ElectAll)),
+            None => {}
         }
         if let Some(n) = self.sync {
             found.push(("sync", Action::Sync(n)));
@@ -970,7 +1041,7 @@ impl Scenario {
                         }
                     }
                 }
-                Action::Heal => {}
+                Action::Heal | Action::ElectAll => {}
             }
             actions.push((spec.at, i, action));
         }

@@ -452,7 +452,7 @@ fn action_node(action: &Action) -> Option<NodeId> {
         | Action::Sync(n)
         | Action::Snapshot(n)
         | Action::Multicast(n) => Some(n),
-        Action::Partition(_) | Action::Heal => None,
+        Action::Partition(_) | Action::Heal | Action::ElectAll => None,
     }
 }
 
@@ -463,6 +463,7 @@ pub(crate) fn action_label(action: &Action) -> String {
         Action::Crash(n) => format!("crash {n}"),
         Action::Recover(n) => format!("recover {n}"),
         Action::Elect(n) => format!("elect at {n}"),
+        Action::ElectAll => "elect at every node".into(),
         Action::Sync(n) => format!("sync at {n}"),
         Action::Snapshot(n) => format!("snapshot at {n}"),
         Action::Multicast(n) => format!("multicast at {n}"),
