@@ -39,6 +39,7 @@ pub mod guard;
 mod multicast;
 mod mutex;
 mod network;
+pub mod queue;
 mod report;
 pub mod scenario;
 pub mod session;
