@@ -1,18 +1,20 @@
-//! The simulator's pending events: a radix heap keyed by time, whose cost per event does not
-//! grow with the number of events pending.
+//! The simulator's pending events: a radix heap keyed by time, whose cost per event hardly
+//! grows with the number of events pending.
 //!
 //! Events come out in (time, seq) order, exactly as from a binary heap ordered by that pair. A
 //! radix heap relies on what a discrete-event simulator guarantees: nothing is scheduled before
-//! the time of the last event taken out. It keeps `last`, the time of that event, and 65
-//! buckets: bucket 0 holds the events at time `last`, ordered by seq; bucket b (1..=64) holds
-//! the events whose time differs from `last` first in bit b-1, so every event of bucket b is
-//! earlier than every event of a higher bucket. Taking out the earliest event takes the front of
-//! bucket 0; when bucket 0 is empty, the lowest non-empty bucket is split: its earliest time
-//! becomes `last` and its events move to lower buckets (the events at the new `last` to bucket 0,
-//! sorted by seq). An event moves at most 64 times and in practice once or twice, and every
-//! bucket is a vector that is only appended to and read in order, so the work is sequential
-//! memory traffic instead of the binary heap's log2(n) scattered accesses per event: a heap of
-//! millions of large events misses the cache on most of them.
+//! the time of the last event taken out. It keeps `last`, the time of that event, the events
+//! at time `last` in seq order (the front), and buckets for the later ones: an event whose time
+//! first differs from `last` in byte `l` (counting from the low end) goes to bucket (l, d),
+//! where d is that byte of its time. Every event of a lower level is earlier than every event
+//! of a higher level, and within a level a lower digit is earlier. When the front is empty, the
+//! lowest non-empty bucket is split: its earliest time becomes `last` and its events move to
+//! lower levels (those at the new `last` to the front, sorted by seq); a bucket of level 0 holds
+//! a single time and becomes the front as it is. An event moves at most 8 times, and twice or
+//! three times for delays of milliseconds in nanoseconds; every bucket is a vector that is only
+//! appended to and then read in order, so the work is sequential memory traffic instead of a
+//! binary heap's log2(n) scattered accesses per event (a heap of millions of large events
+//! misses the cache on most of them).
 //!
 //! An event scheduled before `last` (which the engine never does) is still placed correctly:
 //! the queue is rebuilt around it.
@@ -27,18 +29,24 @@ pub trait Keyed {
     fn seq(&self) -> u64;
 }
 
+/// Buckets per level (one per byte value) and levels (one per byte of a u64).
+const DIGITS: usize = 256;
+const LEVELS: usize = 8;
+/// A drained bucket keeps its allocation for next time up to this many items; a larger one is
+/// given back, so that a burst of millions of events does not hold memory for the whole run.
+const KEEP: usize = 4096;
+
 /// A priority queue of `T`, earliest (time, seq) first.
 #[derive(Clone)]
 pub struct Queue<T> {
     /// The time of the last item taken out (or the smallest time the queue was rebuilt around).
     last: u64,
-    /// Bucket 0: the items at time `last`, in seq order.
+    /// The items at time `last`, in seq order.
     front: VecDeque<T>,
-    /// Buckets 1..=64 at indices 0..=63: bucket b holds the items whose time differs from
-    /// `last` first in bit b-1.
+    /// Bucket (level, digit) at index level * 256 + digit.
     buckets: Vec<Vec<T>>,
-    /// Bit b-1 set when bucket b is not empty.
-    occupied: u64,
+    /// Bit i of word i / 64 set when bucket i is not empty.
+    occupied: [u64; LEVELS * DIGITS / 64],
     len: usize,
 }
 
@@ -47,8 +55,8 @@ impl<T> Default for Queue<T> {
         Queue {
             last: 0,
             front: VecDeque::new(),
-            buckets: (0..64).map(|_| Vec::new()).collect(),
-            occupied: 0,
+            buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+            occupied: [0; LEVELS * DIGITS / 64],
             len: 0,
         }
     }
@@ -70,10 +78,26 @@ impl<T: Keyed> Queue<T> {
         self.len == 0
     }
 
-    /// The bucket index (0..=63 for buckets 1..=64) of a time later than `last`.
+    /// The bucket of a time later than `last`.
     #[inline]
     fn bucket(last: u64, time: u64) -> usize {
-        63 - (time ^ last).leading_zeros() as usize
+        let level = (63 - (time ^ last).leading_zeros() as usize) / 8;
+        level * DIGITS + ((time >> (8 * level)) & 0xff) as usize
+    }
+
+    #[inline]
+    fn mark(&mut self, b: usize) {
+        self.occupied[b / 64] |= 1 << (b % 64);
+    }
+
+    /// The lowest non-empty bucket.
+    #[inline]
+    fn lowest(&self) -> Option<usize> {
+        self.occupied
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != 0)
+            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
     }
 
     /// Adds `item`.
@@ -97,7 +121,7 @@ impl<T: Keyed> Queue<T> {
         } else {
             let b = Self::bucket(self.last, time);
             self.buckets[b].push(item);
-            self.occupied |= 1 << b;
+            self.mark(b);
         }
     }
 
@@ -116,10 +140,7 @@ impl<T: Keyed> Queue<T> {
         if let Some(first) = self.front.front() {
             return Some(first);
         }
-        if self.occupied == 0 {
-            return None;
-        }
-        let b = self.occupied.trailing_zeros() as usize;
+        let b = self.lowest()?;
         self.buckets[b].iter().min_by_key(|e| (e.time(), e.seq()))
     }
 
@@ -134,12 +155,12 @@ impl<T: Keyed> Queue<T> {
             self.len -= 1;
             return self.front.remove(i);
         }
-        for b in 0..64 {
+        for b in 0..self.buckets.len() {
             if let Some(i) = self.buckets[b].iter().position(&mut pick) {
                 self.len -= 1;
                 let item = self.buckets[b].remove(i);
                 if self.buckets[b].is_empty() {
-                    self.occupied &= !(1 << b);
+                    self.occupied[b / 64] &= !(1 << (b % 64));
                 }
                 return Some(item);
             }
@@ -147,34 +168,39 @@ impl<T: Keyed> Queue<T> {
         None
     }
 
-    /// Bucket 0 is empty: splits the lowest non-empty bucket. False when nothing is pending.
+    /// The front is empty: splits the lowest non-empty bucket. False when nothing is pending.
     fn refill(&mut self) -> bool {
-        if self.occupied == 0 {
+        let Some(b) = self.lowest() else {
             return false;
-        }
-        let b = self.occupied.trailing_zeros() as usize;
-        self.occupied &= !(1 << b);
+        };
+        self.occupied[b / 64] &= !(1 << (b % 64));
         let mut items = std::mem::take(&mut self.buckets[b]);
-        let last = items
-            .iter()
-            .map(|e| e.time())
-            .min()
-            .expect("a non-empty bucket");
-        self.last = last;
-        for item in items.drain(..) {
-            let time = item.time();
-            if time == last {
-                self.front.push_back(item);
-            } else {
-                // Every other item of bucket b agrees with `last` on bit b-1 and above: it
-                // goes to a lower bucket.
-                let c = Self::bucket(last, time);
-                self.buckets[c].push(item);
-                self.occupied |= 1 << c;
+        if b < DIGITS {
+            // Level 0: one time, the front as it is.
+            self.last = (self.last & !0xff) | b as u64;
+            let old = std::mem::replace(&mut self.front, VecDeque::from(items));
+            if old.capacity() <= KEEP {
+                self.buckets[b] = Vec::from(old);
+            }
+        } else {
+            let last = items.iter().map(|e| e.time()).min().expect("a non-empty bucket");
+            self.last = last;
+            for item in items.drain(..) {
+                let time = item.time();
+                if time == last {
+                    self.front.push_back(item);
+                } else {
+                    // Every other item agrees with `last` on this bucket's byte and above: it
+                    // goes to a lower level.
+                    let c = Self::bucket(last, time);
+                    self.buckets[c].push(item);
+                    self.mark(c);
+                }
+            }
+            if items.capacity() <= KEEP {
+                self.buckets[b] = items;
             }
         }
-        // Keep the bucket's capacity for next time.
-        self.buckets[b] = items;
         // Items of one time arrive in seq order when they were scheduled in seq order (the
         // engine's case); sort them otherwise.
         let front = self.front.make_contiguous();
@@ -193,7 +219,7 @@ impl<T: Keyed> Queue<T> {
         }
         all.extend(extra);
         all.sort_unstable_by_key(|e| (e.time(), e.seq()));
-        self.occupied = 0;
+        self.occupied = [0; LEVELS * DIGITS / 64];
         self.len = 0;
         self.last = all.first().map_or(0, |e| e.time());
         for item in all {
