@@ -42,6 +42,11 @@ fn every_scale_scenario_is_valid() {
         "{files:?}"
     );
     for file in files {
+        // A debug build takes a minute to lay out a million processes: the million-process
+        // files are run at a smaller size below instead.
+        if file.contains("-1m") {
+            continue;
+        }
         let o = distsync(&["validate", &file]);
         assert_eq!(
             o.status.code(),
