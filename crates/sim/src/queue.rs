@@ -183,7 +183,11 @@ impl<T: Keyed> Queue<T> {
                 self.buckets[b] = Vec::from(old);
             }
         } else {
-            let last = items.iter().map(|e| e.time()).min().expect("a non-empty bucket");
+            let last = items
+                .iter()
+                .map(|e| e.time())
+                .min()
+                .expect("a non-empty bucket");
             self.last = last;
             for item in items.drain(..) {
                 let time = item.time();
