@@ -198,6 +198,7 @@ fn from_scenario(
     for (_, _, action) in &checked.actions {
         match action {
             distsync_sim::scenario::Action::Elect(n) => elect.push(*n),
+            distsync_sim::scenario::Action::ElectAll => elect.extend_from_slice(ids),
             _ => ignored += 1,
         }
     }

@@ -48,6 +48,8 @@ impl std::error::Error for PeersError {}
 pub struct Peers {
     ids: Vec<NodeId>,
     index: Index,
+    /// The highest id, found once: every process of an election asks for it when it starts.
+    highest: NodeId,
 }
 
 #[derive(Clone, Debug)]
@@ -89,7 +91,12 @@ impl Peers {
             }
             Index::Sparse(sparse)
         };
-        Ok(Peers { ids, index })
+        let highest = *ids.iter().max().expect("non-empty");
+        Ok(Peers {
+            ids,
+            index,
+            highest,
+        })
     }
 
     /// The ids `0..n` in increasing order.
@@ -146,7 +153,7 @@ impl Peers {
 
     /// The highest id of the membership.
     pub fn highest(&self) -> NodeId {
-        *self.ids.iter().max().expect("non-empty")
+        self.highest
     }
 }
 

@@ -178,10 +178,15 @@ impl ElectionHarness {
 
 impl<P: Election> Harness<P> for ElectionHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
-        let Action::Elect(node) = *action else {
-            return Err(format!(
-                "{action:?} does not apply to leader election (start an election)"
-            ));
+        let node = match *action {
+            Action::Elect(node) => node,
+            Action::ElectAll if ctl.peers().ids().iter().any(|&id| ctl.alive(id)) => return Ok(()),
+            Action::ElectAll => return Err("every node is down".into()),
+            _ => {
+                return Err(format!(
+                    "{action:?} does not apply to leader election (start an election)"
+                ))
+            }
         };
         if !ctl.alive(node) {
             return Err(format!("node {node} is down or not a member"));
@@ -238,12 +243,27 @@ impl<P: Election> Harness<P> for ElectionHarness {
     }
 
     fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, P>) {
-        if let Action::Elect(node) = *action {
-            self.trigger(ctl, None);
-            if ctl.alive(node) {
-                let now = ctl.now();
-                ctl.input_at(now, node, Input::Start);
+        match *action {
+            Action::Elect(node) => {
+                self.trigger(ctl, None);
+                if ctl.alive(node) {
+                    let now = ctl.now();
+                    ctl.input_at(now, node, Input::Start);
+                }
             }
+            // What one `elect` event per process in ring order does: the first triggers the
+            // election, the others join it at the same instant, every live process is started.
+            Action::ElectAll => {
+                self.trigger(ctl, None);
+                let now = ctl.now();
+                for pos in 0..ctl.peers().len() {
+                    let node = ctl.peers().ids()[pos];
+                    if ctl.alive(node) {
+                        ctl.input_at(now, node, Input::Start);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

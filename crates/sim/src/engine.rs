@@ -16,6 +16,7 @@ pub(crate) use manual::short;
 use crate::clocks::Clocks;
 use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
+use crate::queue::{Keyed, Queue};
 use crate::report::{Frame, LinkReport, MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
 use crate::trace::{Line, MsgStamp, Tracer};
@@ -24,8 +25,7 @@ use distsync_core::{
 };
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 
 /// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
@@ -119,21 +119,16 @@ struct Event<P: Process> {
     kind: Kind<P>,
 }
 
-impl<P: Process> PartialEq for Event<P> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
+// The pending events come out earliest time first, and in the order they were scheduled among
+// equal times.
+impl<P: Process> Keyed for Event<P> {
+    #[inline]
+    fn time(&self) -> u64 {
+        self.time.as_nanos()
     }
-}
-impl<P: Process> Eq for Event<P> {}
-impl<P: Process> PartialOrd for Event<P> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<P: Process> Ord for Event<P> {
-    // Reversed: BinaryHeap is a max-heap and the earliest event must come out first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+    #[inline]
+    fn seq(&self) -> u64 {
+        self.seq
     }
 }
 
@@ -165,7 +160,7 @@ pub struct Core<P: Process> {
     params: Params,
     now: Time,
     seq: u64,
-    queue: BinaryHeap<Event<P>>,
+    queue: Queue<Event<P>>,
     slots: Vec<Slot<P>>,
     network: Network,
     clocks: Clocks,
@@ -579,7 +574,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             params: scenario.params(),
             now: Time::ZERO,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: Queue::new(),
             slots: (0..n)
                 .map(|_| Slot {
                     process: None,

@@ -40,6 +40,7 @@ pub mod guard;
 mod multicast;
 mod mutex;
 mod network;
+pub mod queue;
 mod report;
 pub mod scenario;
 pub mod session;
@@ -206,7 +207,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         if let Some((_, i, _)) = checked
             .actions
             .iter()
-            .find(|(_, _, a)| matches!(a, Action::Elect(_)))
+            .find(|(_, _, a)| matches!(a, Action::Elect(_) | Action::ElectAll))
         {
             return misplaced(format!("event[{i}].elect"), "`elect`");
         }

@@ -26,6 +26,11 @@ pub struct Scenario {
     /// The process ids in ring order. Give either this or `nodes`.
     #[serde(default)]
     pub ids: Option<Vec<NodeId>>,
+    /// With `nodes`: the ring order of the ids 0..nodes-1, `"ascending"` (the default),
+    /// `"descending"` or `"random"` (a shuffle drawn from the scenario's `seed`), so that a ring
+    /// of a million processes in a random order is a small file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<RingOrder>,
     /// The seed of every random choice.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -126,6 +131,7 @@ impl Default for Scenario {
             algorithm: String::new(),
             nodes: None,
             ids: None,
+            order: None,
             seed: default_seed(),
             until: None,
             coordinator: None,
@@ -154,6 +160,37 @@ impl Default for Scenario {
             check: None,
             events: Vec::new(),
         }
+    }
+}
+
+/// The ring order of `nodes = N` (the ids 0..N-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RingOrder {
+    /// 0, 1, ..., N-1.
+    Ascending,
+    /// N-1, ..., 1, 0.
+    Descending,
+    /// A shuffle drawn from the scenario's `seed` (Fisher-Yates with the simulator's generator).
+    Random,
+}
+
+impl RingOrder {
+    /// The ids 0..n in this order; `seed` draws the random one.
+    pub fn ids(self, n: u32, seed: u64) -> Vec<NodeId> {
+        use rand::{Rng, SeedableRng};
+        let mut ids: Vec<NodeId> = (0..n).map(NodeId).collect();
+        match self {
+            RingOrder::Ascending => {}
+            RingOrder::Descending => ids.reverse(),
+            RingOrder::Random => {
+                let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+                for i in (1..ids.len()).rev() {
+                    ids.swap(i, rng.gen_range(0..=i));
+                }
+            }
+        }
+        ids
     }
 }
 
@@ -616,9 +653,10 @@ pub struct EventSpec {
     /// Every link delivers again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heal: Option<bool>,
-    /// Node starts an election (it noticed the coordinator is gone).
+    /// Node starts an election (it noticed the coordinator is gone): `elect = 4`, or
+    /// `elect = "all"` for every live process, in ring order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elect: Option<NodeId>,
+    pub elect: Option<Elect>,
     /// Node synchronizes its clock now (clock synchronization).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<NodeId>,
@@ -628,6 +666,71 @@ pub struct EventSpec {
     /// Node multicasts a message (multicast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multicast: Option<NodeId>,
+}
+
+/// Who starts an election in an `elect` event: one node (`elect = 4`) or every process
+/// (`elect = "all"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elect {
+    /// This node.
+    Node(NodeId),
+    /// Every live process, in ring order.
+    All,
+}
+
+impl From<NodeId> for Elect {
+    fn from(node: NodeId) -> Self {
+        Elect::Node(node)
+    }
+}
+
+impl Serialize for Elect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Elect::Node(n) => n.serialize(s),
+            Elect::All => s.serialize_str("all"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Elect {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Elect;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a node id like 4, or \"all\" (every process)")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Elect, E> {
+                u32::try_from(v)
+                    .map(|v| Elect::Node(NodeId(v)))
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "node id {v} is out of range (at most {})",
+                            u32::MAX
+                        ))
+                    })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Elect, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "expected a node id like 4, or \"all\" (every process), got {v}"
+                    ))),
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Elect, E> {
+                if v == "all" {
+                    Ok(Elect::All)
+                } else {
+                    Err(E::custom(format!(
+                        "expected a node id like 4, or \"all\" (every process), got \"{v}\""
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A scripted event, checked.
@@ -645,6 +748,9 @@ pub enum Action {
     Heal,
     /// Node starts an election.
     Elect(NodeId),
+    /// Every live process starts an election, in ring order (`elect = "all"`): the same as one
+    /// `elect` event per process at that time, in ring order, in one scripted event.
+    ElectAll,
     /// Node synchronizes its clock.
     Sync(NodeId),
     /// Node starts a snapshot.
@@ -665,8 +771,10 @@ impl EventSpec {
         if let Some(n) = self.recover {
             found.push(("recover", Action::Recover(n)));
         }
-        if let Some(n) = self.elect {
-            found.push(("elect", Action::Elect(n)));
+        match self.elect {
+            Some(Elect::Node(n)) => found.push(("elect", Action::Elect(n))),
+            Some(Elect::All) => found.push(("elect", Action::ElectAll)),
+            None => {}
         }
         if let Some(n) = self.sync {
             found.push(("sync", Action::Sync(n)));
@@ -824,7 +932,16 @@ impl Scenario {
                     format!("at most {MAX_NODES} nodes can be simulated, got {n}"),
                 ))
             }
-            (Some(n), None) => (0..*n).map(NodeId).collect(),
+            (Some(n), None) => self
+                .order
+                .unwrap_or(RingOrder::Ascending)
+                .ids(*n, self.seed),
+            (None, Some(_)) if self.order.is_some() => {
+                return Err(err(
+                    "order",
+                    "`order` arranges the ids of `nodes = N`; with `ids = [...]` the ring order is the list's: remove one".into(),
+                ))
+            }
             (None, Some(ids)) => ids.clone(),
         };
         let peers = Peers::new(ids).map_err(|e| err("ids", e.to_string()))?;
@@ -983,7 +1100,7 @@ impl Scenario {
                         }
                     }
                 }
-                Action::Heal => {}
+                Action::Heal | Action::ElectAll => {}
             }
             actions.push((spec.at, i, action));
         }
@@ -1099,6 +1216,42 @@ mod tests {
         assert_eq!(e.field, "clocks.offset");
         let e = parse("algorithm = \"x\"\nnodes = 3\n[clocks]\noffset = 5").unwrap_err();
         assert!(e.message.contains("add a unit"), "{e}");
+    }
+
+    #[test]
+    fn order_arranges_the_ring_of_nodes() {
+        let ring = |text: &str| -> Vec<u32> {
+            parse(text)
+                .unwrap()
+                .peers
+                .ids()
+                .iter()
+                .map(|i| i.0)
+                .collect()
+        };
+        assert_eq!(ring("algorithm = \"x\"\nnodes = 4"), vec![0, 1, 2, 3]);
+        assert_eq!(
+            ring("algorithm = \"x\"\nnodes = 4\norder = \"descending\""),
+            vec![3, 2, 1, 0]
+        );
+        let a = ring("algorithm = \"x\"\nnodes = 50\norder = \"random\"\nseed = 3");
+        let b = ring("algorithm = \"x\"\nnodes = 50\norder = \"random\"\nseed = 4");
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+        assert_ne!(a, sorted);
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            ring("algorithm = \"x\"\nnodes = 50\norder = \"random\"\nseed = 3")
+        );
+        let e = parse("algorithm = \"x\"\nids = [2, 1]\norder = \"random\"").unwrap_err();
+        assert_eq!(e.field, "order");
+        let e = parse("algorithm = \"x\"\nnodes = 3\norder = \"shuffled\"").unwrap_err();
+        assert!(
+            e.message.contains("`ascending`, `descending`, `random`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl SnapshotHarness {
                 Action::Request(_) => "request",
                 Action::Sync(_) => "sync",
                 Action::Multicast(_) => "multicast",
-                Action::Elect(_) => "elect",
+                Action::Elect(_) | Action::ElectAll => "elect",
                 Action::Heal | Action::Snapshot(_) => continue,
             };
             return Err(err(

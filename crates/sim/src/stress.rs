@@ -464,7 +464,7 @@ pub fn generate(
             let starters = rng.gen_range(1..=n);
             for &id in ids.choose_multiple(&mut rng, starters as usize) {
                 let mut e = at(ms(&mut rng, 0, 2_000));
-                e.elect = Some(NodeId(id));
+                e.elect = Some(NodeId(id).into());
                 events.push(e);
             }
         }

@@ -302,7 +302,12 @@ fn election_events(w: &mut String, name: &str, last: u32) {
     }
     line(w, "[[event]]");
     field(w, "at", "\"1ms\"", "when");
-    field(w, "elect", "0", "process 0 starts an election");
+    field(
+        w,
+        "elect",
+        "0",
+        "process 0 starts an election (\"all\": every process does)",
+    );
 }
 
 fn clock_fields(w: &mut String, name: &str) {

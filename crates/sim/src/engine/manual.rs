@@ -10,7 +10,6 @@ use crate::scenario::Action;
 use crate::session::PendingEvent;
 use distsync_core::{Algorithm, Message, NodeId, Peers, Time};
 use serde_json::Value;
-use std::collections::BinaryHeap;
 
 impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     /// The current (true) time.
@@ -202,13 +201,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
 
     /// Takes the pending event `id` out of the queue.
     fn take(&mut self, id: u64) -> Result<Event<A>, String> {
-        let Some(index) = self.core.queue.iter().position(|e| e.seq == id) else {
-            return Err(format!("no pending event has id {id}"));
-        };
-        let mut events = std::mem::take(&mut self.core.queue).into_vec();
-        let event = events.swap_remove(index);
-        self.core.queue = BinaryHeap::from(events);
-        Ok(event)
+        self.core
+            .queue
+            .remove_where(|e| e.seq == id)
+            .ok_or_else(|| format!("no pending event has id {id}"))
     }
 
     /// The pending event `id`, checked: it would do something, and on a FIFO network a
@@ -457,7 +453,7 @@ fn action_node(action: &Action) -> Option<NodeId> {
         | Action::Sync(n)
         | Action::Snapshot(n)
         | Action::Multicast(n) => Some(n),
-        Action::Partition(_) | Action::Heal => None,
+        Action::Partition(_) | Action::Heal | Action::ElectAll => None,
     }
 }
 
@@ -468,6 +464,7 @@ pub(crate) fn action_label(action: &Action) -> String {
         Action::Crash(n) => format!("crash {n}"),
         Action::Recover(n) => format!("recover {n}"),
         Action::Elect(n) => format!("elect at {n}"),
+        Action::ElectAll => "elect at every node".into(),
         Action::Sync(n) => format!("sync at {n}"),
         Action::Snapshot(n) => format!("snapshot at {n}"),
         Action::Multicast(n) => format!("multicast at {n}"),

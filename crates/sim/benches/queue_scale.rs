@@ -1,0 +1,214 @@
+//! Cost per event of the simulator's pending-event queue against the number of events pending,
+//! beside a bare `BinaryHeap` of the same events (the issue's anchor), and the simulator itself
+//! on a run whose queue grows to ~N^2 events (ricart-agrawala, every node requesting once).
+//!
+//! The queue part is the classic "hold" model: fill the queue with `size` events of 72 bytes of
+//! payload due within [0.5ms, 1.5ms], then repeatedly take out the earliest and schedule a new
+//! one 0.5ms to 1.5ms after it, so the queue stays at `size`. Times are CPU time of this thread
+//! (Linux: /proc/thread-self/schedstat, in ns), which a busy machine disturbs less than wall time.
+//!
+//! Run with `cargo bench -p distsync-sim --bench queue_scale` (sizes up to 10,000,000; about
+//! 3 GB of memory at the largest size). Options: `-- --max 1000000` for a smaller largest size,
+//! `-- --engine 1000,3000` for the simulator part with those N (default 300,1000).
+
+use distsync_sim::queue::{Keyed, Queue};
+use distsync_sim::{run, RunOptions, Scenario};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// An event as the anchor has it: a time, a sequence number and 72 bytes of payload.
+#[derive(Clone)]
+struct Ev {
+    time: u64,
+    seq: u64,
+    payload: [u64; 9],
+}
+
+impl Keyed for Ev {
+    fn time(&self) -> u64 {
+        self.time
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// The same event for a max-heap: reversed, earliest first.
+struct HeapEv(Ev);
+impl PartialEq for HeapEv {
+    fn eq(&self, o: &Self) -> bool {
+        (self.0.time, self.0.seq) == (o.0.time, o.0.seq)
+    }
+}
+impl Eq for HeapEv {}
+impl PartialOrd for HeapEv {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for HeapEv {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.0.time, o.0.seq).cmp(&(self.0.time, self.0.seq))
+    }
+}
+
+/// CPU time of this thread, in ns.
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// CPU time of this process so far, in seconds (getrusage's figure, from /proc/self/stat).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let Some(at) = stat.rfind(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = stat[at + 2..].split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn delay(rng: &mut Xoshiro256PlusPlus) -> u64 {
+    rng.gen_range(500_000..1_500_000)
+}
+
+fn event(time: u64, seq: u64) -> Ev {
+    Ev {
+        time,
+        seq,
+        payload: [seq; 9],
+    }
+}
+
+/// ns per hold operation (one take-out and one schedule) of `ops` operations at `size` pending.
+fn hold<Q>(
+    size: usize,
+    ops: usize,
+    mut push: impl FnMut(&mut Q, Ev),
+    mut pop: impl FnMut(&mut Q) -> Ev,
+    mut q: Q,
+) -> f64 {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut seq = 0;
+    for _ in 0..size {
+        seq += 1;
+        push(&mut q, event(delay(&mut rng), seq));
+    }
+    let started = cpu_ns();
+    let mut check = 0u64;
+    for _ in 0..ops {
+        let e = pop(&mut q);
+        check = check.wrapping_add(e.payload[4]);
+        seq += 1;
+        push(&mut q, event(e.time + delay(&mut rng), seq));
+    }
+    let spent = cpu_ns() - started;
+    std::hint::black_box(check);
+    spent as f64 / ops as f64
+}
+
+fn queue_part(max: usize) {
+    println!("pending-event queue, hold model (ns per event: take out the earliest, schedule one)");
+    println!(
+        "{:>12} {:>12} {:>14} {:>10}",
+        "pending", "radix queue", "binary heap", "heap/radix"
+    );
+    let mut sizes = vec![32usize, 1_000, 32_000, 1_000_000, 10_000_000];
+    sizes.retain(|&s| s <= max);
+    let mut first = None;
+    let mut worst: f64 = 0.0;
+    for size in sizes {
+        let ops = size.clamp(4_000_000, 20_000_000);
+        let radix = hold(
+            size,
+            ops,
+            |q: &mut Queue<Ev>, e| q.push(e),
+            |q| q.pop().expect("pending"),
+            Queue::new(),
+        );
+        let heap = hold(
+            size,
+            ops.min(4_000_000),
+            |q: &mut BinaryHeap<HeapEv>, e| q.push(HeapEv(e)),
+            |q| q.pop().expect("pending").0,
+            BinaryHeap::new(),
+        );
+        let base = *first.get_or_insert(radix);
+        worst = worst.max(radix / base);
+        println!(
+            "{size:>12} {radix:>9.1} ns {heap:>11.1} ns {:>9.1}x",
+            heap / radix
+        );
+    }
+    println!("radix queue: the largest size costs {worst:.2}x the cost per event at 32 pending (target: at most 2x)");
+}
+
+/// Ricart-agrawala with every one of `n` nodes requesting once at time 0: ~2n^2 messages, most
+/// of them pending at once.
+fn engine_part(ns: &[u32]) {
+    println!("simulator: ricart-agrawala, every node requesting once at 0 (1ms per message)");
+    for &n in ns {
+        let events: String = (0..n)
+            .map(|i| format!("[[event]]\nat = \"0ms\"\nrequest = {i}\n"))
+            .collect();
+        let s = Scenario::from_toml(
+            &format!(
+                "algorithm = \"ricart-agrawala\"\nnodes = {n}\nuntil = \"10h\"\n\
+                 [workload]\nkind = \"none\"\ncs = \"1ms\"\n[limits]\nmax_pending = 100000000\n{events}"
+            ),
+            "bench",
+        )
+        .expect("valid");
+        let cpu = cpu_seconds();
+        let r = run(&s, RunOptions::default()).expect("runs");
+        let cpu = cpu_seconds() - cpu;
+        let m = r.mutex.as_ref().expect("a mutex report");
+        assert_eq!(m.entries, u64::from(n));
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        println!(
+            "  N={n:>5}: {} entries, {} messages, {} events in {cpu:.2}s CPU ({:.2} M events/s)",
+            m.entries,
+            r.messages.total,
+            r.events_processed,
+            r.events_processed as f64 / cpu / 1e6
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let max = value("--max")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let engine: Vec<u32> = value("--engine")
+        .unwrap_or_else(|| "300,1000".into())
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    queue_part(max);
+    engine_part(&engine);
+}
