@@ -310,14 +310,14 @@ impl<A: Election> ElectionSpec<A> {
     /// none is electing or holding unacknowledged messages, and none of the algorithm's own
     /// messages is in flight.
     fn settled(w: &World<A>, except: Option<usize>) -> Option<NodeId> {
-        if w.msgs
-            .iter()
-            .any(|f| !OVERHEAD_KINDS.contains(&distsync_core::Message::kind(&f.msg)))
+        if w
+            .msgs()
+            .any(|m| !OVERHEAD_KINDS.contains(&distsync_core::Message::kind(m)))
         {
             return None;
         }
         let mut agreed = None;
-        for (pos, p) in w.procs.iter().enumerate() {
+        for (pos, p) in w.procs().enumerate() {
             if Some(pos) == except {
                 continue;
             }
@@ -349,7 +349,7 @@ impl<A: Election> ElectionSpec<A> {
     /// moment (untimed). It is perfect: it suspects only crashed processes, and eventually.
     fn suspects(&self, w: &World<A>, pos: usize) -> bool {
         let Some(p) = w.proc(pos) else { return false };
-        if p.electing() || p.pending() || (!self.untimed && !w.msgs.is_empty()) {
+        if p.electing() || p.pending() || (!self.untimed && w.in_flight()) {
             return false;
         }
         match p.leader() {
@@ -440,7 +440,7 @@ impl<A: Election> Spec<A> for ElectionSpec<A> {
     fn check_terminal(&self, app: &Self::App, w: &World<A>) -> Option<Violation> {
         let mut unsettled = Vec::new();
         let mut named: Vec<(NodeId, NodeId)> = Vec::new();
-        for (pos, p) in w.procs.iter().enumerate() {
+        for (pos, p) in w.procs().enumerate() {
             let Some(p) = p else { continue };
             if p.electing() || p.leader().is_none() {
                 unsettled.push(self.ids[pos]);

@@ -634,19 +634,15 @@ fn model_of<'c, A, S>(
     config: &'c Config,
     family: &str,
     spec: impl FnOnce(&Peers) -> Result<S, CheckError>,
-) -> Result<model::Model<'c, S>, CheckError>
+) -> Result<model::Model<'c, A, S>, CheckError>
 where
-    A: distsync_core::Algorithm,
+    A: Checkable,
+    S: model::Spec<A>,
 {
     let peers = peers_of(config, family)?;
     A::validate(&config.params, &peers).map_err(|e| CheckError::new(e.field, e.message))?;
     let spec = spec(&peers)?;
-    Ok(model::Model {
-        config,
-        n: config.nodes,
-        peers,
-        spec,
-    })
+    Ok(model::Model::new(config, peers, spec))
 }
 
 /// Builds the model of one family's check and explores it: what every `check_*` entry does.
@@ -737,17 +733,19 @@ pub fn replay<A: MutualExclusion + Checkable>(
     Ok(Replayed {
         steps,
         violation: violation.map(|(v, at)| (v.property, v.detail, at)),
-        final_states: state
-            .world
-            .procs
-            .iter()
+        final_states: (0..model.n)
             .map(|p| {
-                p.as_ref()
+                model
+                    .proc_of(&state, p)
                     .map_or("crashed".to_string(), |p| format!("{p:?}"))
             })
             .collect(),
         in_critical_section: (0..model.n)
-            .filter(|&p| state.world.proc(p).is_some_and(|p| p.in_critical_section()))
+            .filter(|&p| {
+                model
+                    .proc_of(&state, p)
+                    .is_some_and(|p| p.in_critical_section())
+            })
             .map(|p| ids[p])
             .collect(),
     })
