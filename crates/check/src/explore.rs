@@ -33,17 +33,16 @@ struct Succ {
     fair: u64,
 }
 
-/// The 128-bit fingerprint of an encoded state.
-fn fp_of(bytes: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(bytes)
-}
-
 /// Every worker's scratch space: one per pool thread, and one for the calling thread.
 struct Workers<A: distsync_core::Process>(Vec<Mutex<Worker<A>>>);
 
 impl<A: distsync_core::Process> Workers<A> {
     fn new(threads: usize) -> Self {
-        Workers((0..=threads).map(|_| Mutex::new(Worker::default())).collect())
+        Workers(
+            (0..=threads)
+                .map(|_| Mutex::new(Worker::default()))
+                .collect(),
+        )
     }
 
     /// Runs `f` with this thread's worker (no other thread uses it meanwhile).
@@ -130,11 +129,12 @@ where
         let on_move = model.apply(w, &mut next, m, &mut sink);
         let start = bytes.len();
         next.encode(model.n, &mut bytes);
+        let fp = model.key(&next, &bytes[start..], &mut w.sym);
         succs.push(Succ {
             k: k as u32,
             start,
             end: bytes.len(),
-            fp: fp_of(&bytes[start..]),
+            fp,
             on_move,
             fair,
         });
@@ -220,27 +220,29 @@ where
         ..Stats::default()
     };
 
-    let (root, violation, root_stuck, root_goal, root_waiting, root_bytes) = workers.with(|w| {
-        let (root, violation) = model.initial(w, &mut Effects::sink());
-        let root_stuck = !model.progress_possible(&root, &mut w.inputs);
-        let (app, world) = (model.app(&root), model.world(&root));
-        let violation = violation
-            .or_else(|| model.spec.check_state(app, &world))
-            .or_else(|| {
-                root_stuck
-                    .then(|| model.spec.check_terminal(app, &world))
-                    .flatten()
-            });
-        let goal = model.spec.goal(app, &world);
-        let waiting = if config.liveness {
-            model.waiting_mask(&root)
-        } else {
-            0
-        };
-        let mut bytes = Vec::new();
-        root.encode(model.n, &mut bytes);
-        (root, violation, root_stuck, goal, waiting, bytes)
-    });
+    let (root, violation, root_stuck, root_goal, root_waiting, (root_bytes, root_key)) = workers
+        .with(|w| {
+            let (root, violation) = model.initial(w, &mut Effects::sink());
+            let root_stuck = !model.progress_possible(&root, &mut w.inputs);
+            let (app, world) = (model.app(&root), model.world(&root));
+            let violation = violation
+                .or_else(|| model.spec.check_state(app, &world))
+                .or_else(|| {
+                    root_stuck
+                        .then(|| model.spec.check_terminal(app, &world))
+                        .flatten()
+                });
+            let goal = model.spec.goal(app, &world);
+            let waiting = if config.liveness {
+                model.waiting_mask(&root)
+            } else {
+                0
+            };
+            let mut bytes = Vec::new();
+            root.encode(model.n, &mut bytes);
+            let key = model.key(&root, &bytes, &mut w.sym);
+            (root, violation, root_stuck, goal, waiting, (bytes, key))
+        });
     drop(root);
     stats.states = 1;
     if let Some(v) = violation {
@@ -256,7 +258,7 @@ where
     // Parent index and the move (its position in the parent's enabled list), by state index.
     let mut parents: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
     let mut visited: FpMap<u32> = FpMap::default();
-    visited.insert(fp_of(&root_bytes), 0);
+    visited.insert(root_key, 0);
     // For the progress analysis: every edge between state indices, and the goal states.
     let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut goal: Vec<bool> = vec![root_goal];

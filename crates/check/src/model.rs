@@ -26,8 +26,12 @@ use std::sync::Mutex;
 /// `Debug` to show them, and `Send + Sync` to explore on every core. Implemented for every
 /// such process type (all registered algorithms are).
 pub trait Checkable:
-    Process<Msg: Send + Sync, Timer: Send + Sync, Input: Send + Sync + Eq + Hash, Output: Sync>
-    + distsync_core::Algorithm
+    Process<
+        Msg: Send + Sync + 'static,
+        Timer: Send + Sync + 'static,
+        Input: Send + Sync + Eq + Hash,
+        Output: Sync,
+    > + distsync_core::Algorithm
     + Clone
     + Debug
     + Hash
@@ -37,8 +41,12 @@ pub trait Checkable:
 {
 }
 impl<A> Checkable for A where
-    A: Process<Msg: Send + Sync, Timer: Send + Sync, Input: Send + Sync + Eq + Hash, Output: Sync>
-        + distsync_core::Algorithm
+    A: Process<
+            Msg: Send + Sync + 'static,
+            Timer: Send + Sync + 'static,
+            Input: Send + Sync + Eq + Hash,
+            Output: Sync,
+        > + distsync_core::Algorithm
         + Clone
         + Debug
         + Hash
@@ -102,6 +110,12 @@ pub(crate) trait Spec<A: Process>: Sync {
     fn waiting(&self, app: &Self::App, w: &World<A>, pos: usize) -> bool;
     /// What fails when the goal cannot be reached ("some request is never granted").
     fn unreached(&self) -> &'static str;
+    /// The application renamed by `perm` (old position -> new position), for symmetry
+    /// reduction; `None` if this family's application cannot be renamed.
+    fn rename_app(&self, app: &Self::App, perm: &[usize]) -> Option<Self::App> {
+        let _ = (app, perm);
+        None
+    }
 }
 
 // ---------------------------------------------------------------- interning
@@ -430,6 +444,8 @@ pub(crate) struct Worker<A: Process> {
     pub moves: Vec<Move>,
     pub st: St,
     pub next: St,
+    /// Renamed fingerprints, for symmetry reduction.
+    pub sym: crate::symmetry::SymCache,
 }
 
 impl<A: Process> Default for Worker<A> {
@@ -441,6 +457,7 @@ impl<A: Process> Default for Worker<A> {
             moves: Vec::new(),
             st: St::default(),
             next: St::default(),
+            sym: Default::default(),
         }
     }
 }
@@ -461,6 +478,8 @@ pub(crate) struct Model<'c, A: Process, S: Spec<A>> {
     pub apps: Table<S::App>,
     /// The id of a fresh process (`Algorithm::new`), by position.
     fresh: Vec<u32>,
+    /// Symmetry reduction: the renaming and the permutations of the interchangeable positions.
+    pub sym: Option<(crate::symmetry::Renaming<A>, Vec<Vec<usize>>)>,
 }
 
 impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
@@ -482,6 +501,18 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
             inputs: Table::new(),
             apps: Table::new(),
             fresh,
+            sym: None,
+        }
+    }
+
+    /// The key under which `st` is remembered: its fingerprint (`bytes` is its encoding), or
+    /// under symmetry reduction the smallest fingerprint of its renamings.
+    pub fn key(&self, st: &St, bytes: &[u8], cache: &mut crate::symmetry::SymCache) -> u128 {
+        match &self.sym {
+            None => xxhash_rust::xxh3::xxh3_128(bytes),
+            Some((_, perms)) => {
+                crate::symmetry::canonical(st, self.n, self.config.fifo, perms, self, cache)
+            }
         }
     }
 
@@ -1003,5 +1034,29 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
             }
             Move::Heal => Transition::Heal,
         }
+    }
+}
+
+impl<A: Checkable, S: Spec<A>> crate::symmetry::Renamer for Model<'_, A, S> {
+    fn proc(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.proc)(self.procs.get(id), perm)
+    }
+    fn msg(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.msg)(self.msgs.get(id), perm)
+    }
+    fn timer(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.timer)(self.timers.get(id), perm)
+    }
+    fn app(&self, id: u32, perm: &[usize]) -> u128 {
+        let app = self.apps.get(id);
+        fingerprint(
+            &self
+                .spec
+                .rename_app(app, perm)
+                .expect("checked when the model was built"),
+        )
     }
 }
