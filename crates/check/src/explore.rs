@@ -17,8 +17,24 @@ use serde::Serialize;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// States expanded together in parallel before their successors are merged.
+/// States whose successors are merged and judged together: a violation stops the exploration
+/// at the end of its chunk, so the figures then depend on this size (and on nothing else).
 const CHUNK: usize = 64;
+
+/// Chunks expanded at once, in parallel, before they are merged one by one.
+const BATCH: usize = 32;
+
+/// One chunk merged: where its parents end in the level, its new states, what stopped it,
+/// and the figures after it.
+struct Merged {
+    end: usize,
+    fresh: std::ops::Range<usize>,
+    move_violation: Option<(Violation, Vec<u32>)>,
+    bound_hit: bool,
+    states: usize,
+    transitions: u64,
+    depth: usize,
+}
 
 /// One successor of a state; its bytes are `bytes[start..end]` of its parent's [`Expanded`].
 struct Succ {
@@ -256,7 +272,7 @@ where
         stats.terminal_states += 1;
     }
     // Parent index and the move (its position in the parent's enabled list), by state index.
-    let mut parents: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
+    let mut parents_of: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
     let mut visited: FpMap<u32> = FpMap::default();
     visited.insert(root_key, 0);
     // For the progress analysis: every edge between state indices, and the goal states.
@@ -297,67 +313,93 @@ where
         let mut next_level = Level::default();
         let level = std::mem::take(&mut frontier);
         let count = level.states.len();
-        for c in 0..count.div_ceil(CHUNK) {
-            let chunk = c * CHUNK..((c + 1) * CHUNK).min(count);
+        let chunks = count.div_ceil(CHUNK);
+        let mut c0 = 0;
+        while c0 < chunks {
+            // A batch of chunks is expanded at once (in parallel), then merged and judged chunk
+            // by chunk as if each had been expanded alone: the result does not depend on the
+            // batch (a violation stops at its chunk, with that chunk's figures).
+            let c1 = (c0 + BATCH).min(chunks);
+            let parents = c0 * CHUNK..(c1 * CHUNK).min(count);
             let expanded: Vec<Expanded> = if threads == 1 {
-                chunk
+                parents
                     .clone()
                     .map(|i| workers.with(|w| expand(model, w, level.get(i))))
                     .collect()
             } else {
                 pool.install(|| {
-                    chunk
+                    parents
                         .clone()
                         .into_par_iter()
                         .map(|i| workers.with(|w| expand(model, w, level.get(i))))
                         .collect()
                 })
             };
+            let mut expanded = expanded.into_iter();
             // Merge in order: known states become edges, new ones get the next indices.
             let mut fresh = Level::default();
-            let mut move_violation: Option<(Violation, Vec<u32>)> = None;
-            let mut bound_hit = false;
-            'merge: for (i, ex) in chunk.clone().zip(expanded) {
-                let idx = level.states[i].2;
-                if config.liveness {
-                    live.enabled_at[idx as usize] =
-                        (live.enabled.len() as u32, ex.enabled.len() as u32);
-                    live.enabled.extend(ex.enabled);
-                }
-                for s in ex.succs {
-                    stats.transitions += 1;
-                    if let Some(v) = s.on_move {
-                        stats.depth = stats.depth.max(depth + 1);
-                        move_violation = Some((v, path(&parents, idx, Some(s.k))));
-                        break 'merge;
+            let mut merged: Vec<Merged> = Vec::new();
+            for c in c0..c1 {
+                let chunk = c * CHUNK..((c + 1) * CHUNK).min(count);
+                let fresh_start = fresh.states.len();
+                let mut move_violation: Option<(Violation, Vec<u32>)> = None;
+                let mut bound_hit = false;
+                'merge: for i in chunk.clone() {
+                    let ex = expanded.next().expect("one per parent");
+                    let idx = level.states[i].2;
+                    if config.liveness {
+                        live.enabled_at[idx as usize] =
+                            (live.enabled.len() as u32, ex.enabled.len() as u32);
+                        live.enabled.extend(ex.enabled);
                     }
-                    if let Some(&known) = visited.get(&s.fp) {
-                        edges.push((idx, known));
+                    for s in ex.succs {
+                        stats.transitions += 1;
+                        if let Some(v) = s.on_move {
+                            stats.depth = stats.depth.max(depth + 1);
+                            move_violation = Some((v, path(&parents_of, idx, Some(s.k))));
+                            break 'merge;
+                        }
+                        if let Some(&known) = visited.get(&s.fp) {
+                            edges.push((idx, known));
+                            if config.liveness {
+                                live.edge_info.push((s.fair, s.k));
+                            }
+                            continue;
+                        }
+                        if stats.states >= bounds.max_states {
+                            bound_hit = true;
+                            break 'merge;
+                        }
+                        let child = parents_of.len() as u32;
+                        visited.insert(s.fp, child);
+                        parents_of.push((idx, s.k));
+                        edges.push((idx, child));
+                        goal.push(false);
                         if config.liveness {
                             live.edge_info.push((s.fair, s.k));
+                            live.waiting.push(0);
+                            live.enabled_at.push((0, 0));
                         }
-                        continue;
+                        stats.states += 1;
+                        stats.depth = stats.depth.max(depth + 1);
+                        fresh.push(&ex.bytes[s.start..s.end], child);
                     }
-                    if stats.states >= bounds.max_states {
-                        bound_hit = true;
-                        break 'merge;
-                    }
-                    let child = parents.len() as u32;
-                    visited.insert(s.fp, child);
-                    parents.push((idx, s.k));
-                    edges.push((idx, child));
-                    goal.push(false);
-                    if config.liveness {
-                        live.edge_info.push((s.fair, s.k));
-                        live.waiting.push(0);
-                        live.enabled_at.push((0, 0));
-                    }
-                    stats.states += 1;
-                    stats.depth = stats.depth.max(depth + 1);
-                    fresh.push(&ex.bytes[s.start..s.end], child);
+                }
+                let stop = move_violation.is_some() || bound_hit;
+                merged.push(Merged {
+                    end: chunk.end,
+                    fresh: fresh_start..fresh.states.len(),
+                    move_violation,
+                    bound_hit,
+                    states: stats.states,
+                    transitions: stats.transitions,
+                    depth: stats.depth,
+                });
+                if stop {
+                    break;
                 }
             }
-            // Judge the new states (in parallel), then take them in order.
+            // Judge the new states (in parallel), then take them chunk by chunk, in order.
             let judged: Vec<Judged> = if threads == 1 {
                 (0..fresh.states.len())
                     .map(|i| workers.with(|w| judge(model, w, fresh.get(i))))
@@ -370,49 +412,58 @@ where
                         .collect()
                 })
             };
-            for (i, j) in judged.into_iter().enumerate() {
-                let child = fresh.states[i].2;
-                goal[child as usize] = j.goal;
-                if config.liveness {
-                    live.waiting[child as usize] = j.waiting;
+            let mut judged = judged.into_iter();
+            for m in merged {
+                // The figures as they were when this chunk was merged.
+                stats.states = m.states;
+                stats.transitions = m.transitions;
+                stats.depth = m.depth;
+                for i in m.fresh {
+                    let j = judged.next().expect("one per fresh state");
+                    let child = fresh.states[i].2;
+                    goal[child as usize] = j.goal;
+                    if config.liveness {
+                        live.waiting[child as usize] = j.waiting;
+                    }
+                    if let Some(v) = j.on_state {
+                        found = Some((v, path(&parents_of, child, None)));
+                        break 'levels;
+                    }
+                    if j.stuck {
+                        stats.terminal_states += 1;
+                    }
+                    if j.live {
+                        next_level.push(fresh.get(i), child);
+                    }
                 }
-                if let Some(v) = j.on_state {
-                    found = Some((v, path(&parents, child, None)));
+                if let Some(mv) = m.move_violation {
+                    found = Some(mv);
                     break 'levels;
                 }
-                if j.stuck {
-                    stats.terminal_states += 1;
-                }
-                if j.live {
-                    next_level.push(fresh.get(i), child);
-                }
-            }
-            if let Some(m) = move_violation {
-                found = Some(m);
-                break 'levels;
-            }
-            if bound_hit {
-                stats.bound = Some(Bound::States);
-                break 'levels;
-            }
-            if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
-                next_check = stats.states + 4096;
-                last_report = Instant::now();
-                let rss = resident_bytes();
-                stats.peak_memory = stats.peak_memory.max(rss);
-                progress(&Progress {
-                    states: stats.states,
-                    depth,
-                    frontier: count - chunk.end + next_level.states.len(),
-                    max_states: bounds.max_states,
-                    elapsed: start.elapsed(),
-                    memory: rss,
-                });
-                if rss > max_memory {
-                    stats.bound = Some(Bound::Memory);
+                if m.bound_hit {
+                    stats.bound = Some(Bound::States);
                     break 'levels;
                 }
+                if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
+                    next_check = stats.states + 4096;
+                    last_report = Instant::now();
+                    let rss = resident_bytes();
+                    stats.peak_memory = stats.peak_memory.max(rss);
+                    progress(&Progress {
+                        states: stats.states,
+                        depth,
+                        frontier: count - m.end + next_level.states.len(),
+                        max_states: bounds.max_states,
+                        elapsed: start.elapsed(),
+                        memory: rss,
+                    });
+                    if rss > max_memory {
+                        stats.bound = Some(Bound::Memory);
+                        break 'levels;
+                    }
+                }
             }
+            c0 = c1;
         }
         frontier = next_level;
         depth += 1;
@@ -430,7 +481,7 @@ where
     if !stats.bound_hit {
         drop(visited);
         if let Some(stuck) = cannot_finish(&edges, &goal) {
-            let moves = path(&parents, stuck, None);
+            let moves = path(&parents_of, stuck, None);
             let v = Violation::new(
                 Property::Progress,
                 format!(
@@ -452,7 +503,7 @@ where
     }
     if config.liveness && !stats.bound_hit {
         if let Some((pos, state, cycle)) = fair_cycle(&edges, &live, goal.len(), model.n) {
-            let mut moves = path(&parents, state, None);
+            let mut moves = path(&parents_of, state, None);
             let loop_start = moves.len();
             moves.extend(cycle);
             let v = Violation::new(
