@@ -736,8 +736,7 @@ impl<A: Multicast> Spec<A> for MulticastSpec<A> {
                 .fold(0u64, |m, i| m | 1 << idx(i))
         };
         let mut r = app.clone();
-        for p in 0..self.ids.len() {
-            let q = perm[p];
+        for (p, &q) in perm.iter().enumerate().take(self.ids.len()) {
             r.made[q] = app.made[p];
             r.seen[q] = bits(app.seen[p]);
             r.delivered[q] = bits(app.delivered[p]);

@@ -175,7 +175,7 @@ pub(crate) fn permutations(n: usize, movable: &[usize]) -> Vec<Vec<usize>> {
         }
         for i in 0..k {
             heap(k - 1, order, n, movable, out);
-            let j = if k % 2 == 0 { i } else { 0 };
+            let j = if k.is_multiple_of(2) { i } else { 0 };
             order.swap(j, k - 1);
         }
     }
