@@ -43,11 +43,13 @@ run() { # algo nodes requests fifo flags... -> JSON on stdout
   timeout 300 "$bin" "${args[@]}" "$@" 2>/dev/null || true
 }
 
-verdict() { # JSON -> "holds" | property | "bound" | "refused"
-  jq -r 'if .result == "proved" then "holds"
-         elif .result == "violation" then .violation.property
-         elif .result == null then "refused"
-         else "bound" end' 2>/dev/null || echo refused
+verdict() { # JSON -> "holds" | property | "bound" | "refused" (no JSON: an input error)
+  local v
+  v=$(jq -r 'if .result == "proved" then "holds"
+             elif .result == "violation" then .violation.property
+             elif .result == null then "refused"
+             else "bound" end' 2>/dev/null || true)
+  echo "${v:-refused}"
 }
 
 echo "| algorithm | N | R | links | result | states | depth | time | --crash 1 | --loss 1 | --duplicate 1 | --partition | --symmetry |"
