@@ -54,11 +54,23 @@ struct Ra {
 }
 
 impl Ra {
-    fn call(&self, s: &mut State, pos: usize, f: impl FnOnce(&mut RicartAgrawala, &mut Ctx<'_, RicartAgrawala>)) {
+    fn call(
+        &self,
+        s: &mut State,
+        pos: usize,
+        f: impl FnOnce(&mut RicartAgrawala, &mut Ctx<'_, RicartAgrawala>),
+    ) {
         let mut effects = Vec::new();
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
         {
-            let mut ctx = Ctx::new(NodeId(pos as u32), &self.peers, Time::ZERO, false, &mut rng, &mut effects);
+            let mut ctx = Ctx::new(
+                NodeId(pos as u32),
+                &self.peers,
+                Time::ZERO,
+                false,
+                &mut rng,
+                &mut effects,
+            );
             f(&mut s.procs[pos], &mut ctx);
         }
         for e in effects {
@@ -71,7 +83,8 @@ impl Ra {
                 _ => {}
             }
         }
-        s.net.sort_unstable_by(|a, b| format_key(a).cmp(&format_key(b)));
+        s.net
+            .sort_unstable_by(|a, b| format_key(a).cmp(&format_key(b)));
     }
 }
 
@@ -118,7 +131,9 @@ impl Model for Ra {
         match action {
             Action::Deliver(i) => {
                 let (from, to, msg) = s.net.remove(i);
-                self.call(&mut s, to as usize, |p, ctx| p.on_message(NodeId(from as u32), msg, ctx));
+                self.call(&mut s, to as usize, |p, ctx| {
+                    p.on_message(NodeId(from as u32), msg, ctx)
+                });
             }
             Action::Input(p, input) => {
                 match input {
@@ -135,52 +150,186 @@ impl Model for Ra {
     }
 
     fn properties(&self) -> Vec<stateright::Property<Self>> {
-        vec![stateright::Property::always("mutual exclusion", |_, s: &State| {
-            s.phase.iter().filter(|p| **p == Phase::InCs).count() <= 1
-        })]
+        vec![stateright::Property::always(
+            "mutual exclusion",
+            |_, s: &State| s.phase.iter().filter(|p| **p == Phase::InCs).count() <= 1,
+        )]
+    }
+}
+
+/// CPU seconds used by this process so far (user + system, from /proc; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
+    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// One run: (unique states, wall seconds, CPU seconds).
+fn run(checker: &str, threads: usize, peers: &Peers) -> (usize, f64, f64) {
+    let (t, c) = (Instant::now(), cpu_seconds());
+    let states = if checker == "stateright" {
+        let c = Ra {
+            peers: peers.clone(),
+        }
+        .checker()
+        .threads(threads)
+        .spawn_bfs()
+        .join();
+        assert!(c.discovery("mutual exclusion").is_none());
+        c.unique_state_count()
+    } else {
+        let config = Config {
+            nodes: N,
+            requests: REQUESTS as u32,
+            fifo: false,
+            threads,
+            ..Config::default()
+        };
+        let o = check::<RicartAgrawala>(&config, &mut |_| {}).unwrap();
+        assert!(matches!(o.verdict, Verdict::Proved));
+        o.stats.states
+    };
+    (states, t.elapsed().as_secs_f64(), cpu_seconds() - c)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let peers = Peers::range(N as u32);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let rounds: usize = flag("--rounds").and_then(|a| a.parse().ok()).unwrap_or(5);
+    let only = flag("--only");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut rows = Vec::new();
-    for round in 0..rounds {
-        for threads in [1, cores] {
-            let t = Instant::now();
-            let c = Ra { peers: peers.clone() }.checker().threads(threads).spawn_bfs().join();
-            let secs = t.elapsed().as_secs_f64();
-            let states = c.unique_state_count();
-            assert!(c.discovery("mutual exclusion").is_none());
-            rows.push(("stateright 0.31", threads, round, states, secs));
-
-            let config = Config {
-                nodes: N,
-                requests: REQUESTS as u32,
-                fifo: false,
-                threads,
-                ..Config::default()
-            };
-            let t = Instant::now();
-            let o = check::<RicartAgrawala>(&config, &mut |_| {}).unwrap();
-            let secs = t.elapsed().as_secs_f64();
-            assert!(matches!(o.verdict, Verdict::Proved));
-            rows.push(("distsync check", threads, round, o.stats.states, secs));
+    let thread_counts: Vec<usize> = match flag("--threads").as_deref() {
+        Some("all") => vec![cores],
+        Some(t) => vec![t.parse().expect("--threads N or all")],
+        None if cores > 1 => vec![1, cores],
+        None => vec![1],
+    };
+    let checkers: Vec<&str> = match only.as_deref() {
+        Some("stateright") => vec!["stateright"],
+        Some("distsync") => vec!["distsync"],
+        Some(other) => panic!("--only stateright|distsync, not {other}"),
+        None => vec!["stateright", "distsync"],
+    };
+    let peers = Peers::range(N as u32);
+    let load_before = load_average();
+    // rows[(checker, threads)] = per round (states, wall, cpu)
+    let mut rows: Vec<(&str, usize, Vec<(usize, f64, f64)>)> = Vec::new();
+    for &threads in &thread_counts {
+        for &c in &checkers {
+            rows.push((c, threads, Vec::new()));
         }
     }
-    println!("ricart-agrawala, {N} nodes x {REQUESTS} requests, non-FIFO; best of {rounds} rounds");
-    println!("{:<16} {:>7} {:>9} {:>9} {:>12}", "checker", "threads", "states", "seconds", "states/s");
-    for name in ["stateright 0.31", "distsync check"] {
-        for threads in [1, cores] {
-            let best = rows
-                .iter()
-                .filter(|r| r.0 == name && r.1 == threads)
-                .min_by(|a, b| a.4.total_cmp(&b.4))
-                .unwrap();
+    for round in 0..rounds {
+        for &threads in &thread_counts {
+            // Paired runs, back to back; the order alternates from round to round.
+            let mut order = checkers.clone();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for c in order {
+                let r = run(c, threads, &peers);
+                eprintln!("round {round}: {c:<10} {threads} thread(s): {} states, {:.3} s wall, {:.2} s CPU", r.0, r.1, r.2);
+                rows.iter_mut()
+                    .find(|x| x.0 == c && x.1 == threads)
+                    .unwrap()
+                    .2
+                    .push(r);
+            }
+        }
+    }
+    println!("ricart-agrawala, {N} nodes x {REQUESTS} requests, non-FIFO links; medians of {rounds} paired rounds");
+    println!(
+        "load average before: {load_before}; after: {}; {cores} cores",
+        load_average()
+    );
+    println!(
+        "{:<16} {:>7} {:>9} {:>9} {:>9} {:>12}",
+        "checker", "threads", "states", "wall s", "CPU s", "states/s"
+    );
+    let mut rate = std::collections::HashMap::new();
+    for (c, threads, runs) in &rows {
+        let states = runs[0].0;
+        assert!(
+            runs.iter().all(|r| r.0 == states),
+            "state counts differ between rounds"
+        );
+        let wall = median(runs.iter().map(|r| r.1).collect());
+        let cpu = median(runs.iter().map(|r| r.2).collect());
+        let name = if *c == "stateright" {
+            "stateright 0.31"
+        } else {
+            "distsync check"
+        };
+        println!(
+            "{:<16} {:>7} {:>9} {:>9.3} {:>9.2} {:>12.0}",
+            name,
+            threads,
+            states,
+            wall,
+            cpu,
+            states as f64 / wall
+        );
+        rate.insert(
+            (*c, *threads),
+            runs.iter().map(|r| r.0 as f64 / r.1).collect::<Vec<f64>>(),
+        );
+    }
+    if checkers.len() == 2 {
+        let side = |t: usize| {
+            let d = &rate[&("distsync", t)];
+            let s = &rate[&("stateright", t)];
+            median(d.iter().zip(s).map(|(d, s)| d / s).collect())
+        };
+        let cells: Vec<String> = thread_counts
+            .iter()
+            .map(|&t| {
+                format!(
+                    "{} thread{}: {:.2}x",
+                    t,
+                    if t == 1 { "" } else { "s" },
+                    side(t)
+                )
+            })
+            .collect();
+        println!(
+            "distsync / stateright, unique states/s (median of the per-round ratios): {}",
+            cells.join("   ")
+        );
+        if thread_counts.len() == 2 {
+            let speedup = |c: &str| {
+                median(rate[&(c, thread_counts[1])].clone()) / median(rate[&(c, 1)].clone())
+            };
             println!(
-                "{:<16} {:>7} {:>9} {:>9.3} {:>12.0}",
-                name, threads, best.3, best.4, best.3 as f64 / best.4
+                "speed-up from 1 to {} threads: distsync {:.2}x, stateright {:.2}x",
+                thread_counts[1],
+                speedup("distsync"),
+                speedup("stateright")
             );
         }
     }

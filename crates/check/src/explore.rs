@@ -1,9 +1,12 @@
 //! The breadth-first explorer, shared by every family: level by level, each level's states
 //! expanded in parallel chunks and merged in a fixed order, so that the result (verdict, state
 //! count, counterexample) is the same on one thread as on many.
+//!
+//! A level is one buffer of encoded states (see [`crate::model::St`]); each worker thread has
+//! its own scratch state and memo of handler calls ([`Worker`]).
 
-use crate::fingerprint::{fingerprint, FpMap};
-use crate::model::{Checkable, Eff, Effects, Model, Spec, State, Violation};
+use crate::fingerprint::FpMap;
+use crate::model::{Checkable, Eff, Effects, Model, Move, Spec, St, Violation, Worker};
 use crate::{
     Action, Bound, CheckError, Counterexample, Outcome, Progress, Property, Stats, Step,
     StepEffect, Transition, Verdict,
@@ -11,21 +14,61 @@ use crate::{
 use distsync_core::{Algorithm, Message, NodeId};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::Mutex;
 use std::time::Instant;
 
-/// States expanded together in parallel before their successors are merged.
+/// States whose successors are merged and judged together: a violation stops the exploration
+/// at the end of its chunk, so the figures then depend on this size (and on nothing else).
 const CHUNK: usize = 64;
 
-/// One successor of a state.
-struct Succ<A: distsync_core::Process, App> {
+/// Chunks expanded at once, in parallel, before they are merged one by one.
+const BATCH: usize = 32;
+
+/// One chunk merged: where its parents end in the level, its new states, what stopped it,
+/// and the figures after it.
+struct Merged {
+    end: usize,
+    fresh: std::ops::Range<usize>,
+    move_violation: Option<(Violation, Vec<u32>)>,
+    bound_hit: bool,
+    states: usize,
+    transitions: u64,
+    depth: usize,
+}
+
+/// One successor of a state; its bytes are `bytes[start..end]` of its parent's [`Expanded`].
+struct Succ {
     /// The move's position in the parent's enabled list.
     k: u32,
-    next: State<A, App>,
+    start: usize,
+    end: usize,
     fp: u128,
     /// A property broken by the transition itself (an output).
     on_move: Option<Violation>,
     /// For liveness: the move's fairness identity.
     fair: u64,
+}
+
+/// Every worker's scratch space: one per pool thread, and one for the calling thread.
+struct Workers<A: distsync_core::Process>(Vec<Mutex<Worker<A>>>);
+
+impl<A: distsync_core::Process> Workers<A> {
+    fn new(threads: usize) -> Self {
+        Workers(
+            (0..=threads)
+                .map(|_| Mutex::new(Worker::default()))
+                .collect(),
+        )
+    }
+
+    /// Runs `f` with this thread's worker (no other thread uses it meanwhile).
+    fn with<R>(&self, f: impl FnOnce(&mut Worker<A>) -> R) -> R {
+        let slot = rayon::current_thread_index()
+            .unwrap_or(self.0.len() - 1)
+            .min(self.0.len() - 1);
+        let mut w = self.0[slot].lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut w)
+    }
 }
 
 /// What is judged of a state reached for the first time.
@@ -41,68 +84,83 @@ struct Judged {
     waiting: u64,
 }
 
-fn judge<A, S>(model: &Model<'_, S>, next: &State<A, S::App>) -> Judged
+fn judge<A, S>(model: &Model<'_, A, S>, w: &mut Worker<A>, bytes: &[u8]) -> Judged
 where
     A: Checkable + Algorithm,
     S: Spec<A>,
 {
-    let mut inputs = Vec::new();
-    let mut next_moves = Vec::new();
-    let stuck = !model.progress_possible(next, &mut inputs);
-    let on_state = model.spec.check_state(&next.app, &next.world).or_else(|| {
+    let mut st = std::mem::take(&mut w.st);
+    st.decode(model, bytes);
+    let stuck = !model.progress_possible(&st, &mut w.inputs);
+    let (app, world) = (model.app(&st), model.world(&st));
+    let on_state = model.spec.check_state(app, &world).or_else(|| {
         stuck
-            .then(|| model.spec.check_terminal(&next.app, &next.world))
+            .then(|| model.spec.check_terminal(app, &world))
             .flatten()
     });
-    model.enabled(next, &mut next_moves, &mut inputs);
-    Judged {
+    model.enabled(&st, &mut w.moves, &mut w.inputs);
+    let judged = Judged {
         on_state,
         stuck,
-        live: !next_moves.is_empty(),
-        goal: model.spec.goal(&next.app, &next.world),
+        live: !w.moves.is_empty(),
+        goal: model.spec.goal(app, &world),
         waiting: if model.config.liveness {
-            model.waiting_mask(next)
+            model.waiting_mask(&st)
         } else {
             0
         },
-    }
+    };
+    w.st = st;
+    judged
 }
 
 /// The successors of a state, and (for liveness) the fairness identities of its moves.
-struct Expanded<A: distsync_core::Process, App> {
-    succs: Vec<Succ<A, App>>,
+struct Expanded {
+    bytes: Vec<u8>,
+    succs: Vec<Succ>,
     enabled: Vec<u64>,
 }
 
-fn expand<A, S>(model: &Model<'_, S>, state: &State<A, S::App>) -> Expanded<A, S::App>
+fn expand<A, S>(model: &Model<'_, A, S>, w: &mut Worker<A>, parent: &[u8]) -> Expanded
 where
     A: Checkable + Algorithm,
     S: Spec<A>,
 {
-    let mut moves = Vec::new();
-    let mut inputs = Vec::new();
-    model.enabled(state, &mut moves, &mut inputs);
+    let mut st = std::mem::take(&mut w.st);
+    let mut next = std::mem::take(&mut w.next);
+    let mut moves = std::mem::take(&mut w.moves);
+    st.decode(model, parent);
+    model.enabled(&st, &mut moves, &mut w.inputs);
     let liveness = model.config.liveness;
-    let mut out = Vec::with_capacity(moves.len());
+    let mut bytes = Vec::with_capacity(parent.len() * (moves.len() + 1));
+    let mut succs = Vec::with_capacity(moves.len());
     let mut enabled = Vec::new();
     let mut sink = Effects::sink();
     for (k, &m) in moves.iter().enumerate() {
-        let fair = if liveness { model.fair_id(state, m) } else { 0 };
+        let fair = if liveness { model.fair_id(&st, m) } else { 0 };
         if fair != 0 && !enabled.contains(&fair) {
             enabled.push(fair);
         }
-        let (next, on_move) = model.apply(state, m, &mut inputs, &mut sink);
-        let fp = fingerprint(&next);
-        out.push(Succ {
+        next.clone_from(&st);
+        let on_move = model.apply(w, &mut next, m, &mut sink);
+        let start = bytes.len();
+        next.encode(model.n, &mut bytes);
+        let fp = model.key(&next, &bytes[start..], &mut w.sym);
+        succs.push(Succ {
             k: k as u32,
-            next,
+            start,
+            end: bytes.len(),
             fp,
             on_move,
             fair,
         });
     }
+    w.st = st;
+    w.next = next;
+    w.moves = moves;
     Expanded {
-        succs: out,
+        bytes,
+        succs,
         enabled,
     }
 }
@@ -130,10 +188,29 @@ pub(crate) fn machine_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// One BFS level: its states' bytes, and per state its range there and its index.
+#[derive(Default)]
+struct Level {
+    bytes: Vec<u8>,
+    states: Vec<(usize, usize, u32)>,
+}
+
+impl Level {
+    fn push(&mut self, bytes: &[u8], idx: u32) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        self.states.push((start, self.bytes.len(), idx));
+    }
+    fn get(&self, i: usize) -> &[u8] {
+        let (a, b, _) = self.states[i];
+        &self.bytes[a..b]
+    }
+}
+
 /// Explores `model` breadth first until a property breaks, every reachable state is visited,
 /// or a bound is reached.
 pub(crate) fn explore<A, S>(
-    model: &Model<'_, S>,
+    model: &Model<'_, A, S>,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Found, CheckError>
 where
@@ -153,21 +230,36 @@ where
         .num_threads(threads)
         .build()
         .map_err(|e| CheckError::new("threads", e.to_string()))?;
+    let workers = Workers::<A>::new(threads);
     let mut stats = Stats {
         threads,
         ..Stats::default()
     };
-    let mut inputs = Vec::new();
 
-    let (root, violation) = model.initial::<A>(&mut Effects::sink());
-    let root_stuck = !model.progress_possible(&root, &mut inputs);
-    let violation = violation
-        .or_else(|| model.spec.check_state(&root.app, &root.world))
-        .or_else(|| {
-            root_stuck
-                .then(|| model.spec.check_terminal(&root.app, &root.world))
-                .flatten()
+    let (root, violation, root_stuck, root_goal, root_waiting, (root_bytes, root_key)) = workers
+        .with(|w| {
+            let (root, violation) = model.initial(w, &mut Effects::sink());
+            let root_stuck = !model.progress_possible(&root, &mut w.inputs);
+            let (app, world) = (model.app(&root), model.world(&root));
+            let violation = violation
+                .or_else(|| model.spec.check_state(app, &world))
+                .or_else(|| {
+                    root_stuck
+                        .then(|| model.spec.check_terminal(app, &world))
+                        .flatten()
+                });
+            let goal = model.spec.goal(app, &world);
+            let waiting = if config.liveness {
+                model.waiting_mask(&root)
+            } else {
+                0
+            };
+            let mut bytes = Vec::new();
+            root.encode(model.n, &mut bytes);
+            let key = model.key(&root, &bytes, &mut w.sym);
+            (root, violation, root_stuck, goal, waiting, (bytes, key))
         });
+    drop(root);
     stats.states = 1;
     if let Some(v) = violation {
         stats.elapsed = start.elapsed();
@@ -180,21 +272,17 @@ where
         stats.terminal_states += 1;
     }
     // Parent index and the move (its position in the parent's enabled list), by state index.
-    let mut parents: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
+    let mut parents_of: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
     let mut visited: FpMap<u32> = FpMap::default();
-    visited.insert(fingerprint(&root), 0);
+    visited.insert(root_key, 0);
     // For the progress analysis: every edge between state indices, and the goal states.
     let mut edges: Vec<(u32, u32)> = Vec::new();
-    let mut goal: Vec<bool> = vec![model.spec.goal(&root.app, &root.world)];
+    let mut goal: Vec<bool> = vec![root_goal];
     // For liveness: per edge its fairness identity and move; per state its obligations and
     // the identities of its enabled moves.
     let mut live = Live {
         edge_info: Vec::new(),
-        waiting: vec![if config.liveness {
-            model.waiting_mask(&root)
-        } else {
-            0
-        }],
+        waiting: vec![root_waiting],
         enabled_at: vec![(0, 0)],
         enabled: Vec::new(),
     };
@@ -210,117 +298,172 @@ where
         moves
     };
 
-    let mut frontier: Vec<(State<A, S::App>, u32)> = vec![(root, 0)];
+    let mut frontier = Level::default();
+    frontier.push(&root_bytes, 0);
     let mut depth = 0usize;
     let mut last_report = Instant::now();
     // The memory is read, and progress reported, every 4096 new states or 200ms.
     let mut next_check = 4096;
     let mut found: Option<(Violation, Vec<u32>)> = None;
-    'levels: while !frontier.is_empty() {
+    'levels: while !frontier.states.is_empty() {
         if depth >= bounds.max_depth {
             stats.bound = Some(Bound::Depth);
             break;
         }
-        let mut next_level: Vec<(State<A, S::App>, u32)> = Vec::new();
+        let mut next_level = Level::default();
         let level = std::mem::take(&mut frontier);
-        for (c, chunk) in level.chunks(CHUNK).enumerate() {
-            let expanded: Vec<Expanded<A, S::App>> = if threads == 1 {
-                chunk.iter().map(|(s, _)| expand(model, s)).collect()
+        let count = level.states.len();
+        let chunks = count.div_ceil(CHUNK);
+        let mut c0 = 0;
+        while c0 < chunks {
+            // A batch of chunks is expanded at once (in parallel), then merged and judged chunk
+            // by chunk as if each had been expanded alone: the result does not depend on the
+            // batch (a violation stops at its chunk, with that chunk's figures).
+            let c1 = (c0 + BATCH).min(chunks);
+            let parents = c0 * CHUNK..(c1 * CHUNK).min(count);
+            let expanded: Vec<Expanded> = if threads == 1 {
+                parents
+                    .clone()
+                    .map(|i| workers.with(|w| expand(model, w, level.get(i))))
+                    .collect()
             } else {
-                pool.install(|| chunk.par_iter().map(|(s, _)| expand(model, s)).collect())
+                pool.install(|| {
+                    parents
+                        .clone()
+                        .into_par_iter()
+                        .map(|i| workers.with(|w| expand(model, w, level.get(i))))
+                        .collect()
+                })
             };
+            let mut expanded = expanded.into_iter();
             // Merge in order: known states become edges, new ones get the next indices.
-            let mut fresh: Vec<(State<A, S::App>, u32)> = Vec::new();
-            let mut move_violation: Option<(Violation, Vec<u32>)> = None;
-            let mut bound_hit = false;
-            'merge: for ((_, idx), ex) in chunk.iter().zip(expanded) {
-                let idx = *idx;
-                if config.liveness {
-                    live.enabled_at[idx as usize] =
-                        (live.enabled.len() as u32, ex.enabled.len() as u32);
-                    live.enabled.extend(ex.enabled);
-                }
-                for s in ex.succs {
-                    stats.transitions += 1;
-                    if let Some(v) = s.on_move {
-                        stats.depth = stats.depth.max(depth + 1);
-                        move_violation = Some((v, path(&parents, idx, Some(s.k))));
-                        break 'merge;
+            let mut fresh = Level::default();
+            let mut merged: Vec<Merged> = Vec::new();
+            for c in c0..c1 {
+                let chunk = c * CHUNK..((c + 1) * CHUNK).min(count);
+                let fresh_start = fresh.states.len();
+                let mut move_violation: Option<(Violation, Vec<u32>)> = None;
+                let mut bound_hit = false;
+                'merge: for i in chunk.clone() {
+                    let ex = expanded.next().expect("one per parent");
+                    let idx = level.states[i].2;
+                    if config.liveness {
+                        live.enabled_at[idx as usize] =
+                            (live.enabled.len() as u32, ex.enabled.len() as u32);
+                        live.enabled.extend(ex.enabled);
                     }
-                    if let Some(&known) = visited.get(&s.fp) {
-                        edges.push((idx, known));
+                    for s in ex.succs {
+                        stats.transitions += 1;
+                        if let Some(v) = s.on_move {
+                            stats.depth = stats.depth.max(depth + 1);
+                            move_violation = Some((v, path(&parents_of, idx, Some(s.k))));
+                            break 'merge;
+                        }
+                        if let Some(&known) = visited.get(&s.fp) {
+                            edges.push((idx, known));
+                            if config.liveness {
+                                live.edge_info.push((s.fair, s.k));
+                            }
+                            continue;
+                        }
+                        if stats.states >= bounds.max_states {
+                            bound_hit = true;
+                            break 'merge;
+                        }
+                        let child = parents_of.len() as u32;
+                        visited.insert(s.fp, child);
+                        parents_of.push((idx, s.k));
+                        edges.push((idx, child));
+                        goal.push(false);
                         if config.liveness {
                             live.edge_info.push((s.fair, s.k));
+                            live.waiting.push(0);
+                            live.enabled_at.push((0, 0));
                         }
-                        continue;
+                        stats.states += 1;
+                        stats.depth = stats.depth.max(depth + 1);
+                        fresh.push(&ex.bytes[s.start..s.end], child);
                     }
-                    if stats.states >= bounds.max_states {
-                        bound_hit = true;
-                        break 'merge;
-                    }
-                    let child = parents.len() as u32;
-                    visited.insert(s.fp, child);
-                    parents.push((idx, s.k));
-                    edges.push((idx, child));
-                    goal.push(false);
-                    if config.liveness {
-                        live.edge_info.push((s.fair, s.k));
-                        live.waiting.push(0);
-                        live.enabled_at.push((0, 0));
-                    }
-                    stats.states += 1;
-                    stats.depth = stats.depth.max(depth + 1);
-                    fresh.push((s.next, child));
                 }
-            }
-            // Judge the new states (in parallel), then take them in order.
-            let judged: Vec<Judged> = if threads == 1 {
-                fresh.iter().map(|(s, _)| judge(model, s)).collect()
-            } else {
-                pool.install(|| fresh.par_iter().map(|(s, _)| judge(model, s)).collect())
-            };
-            for ((next, child), j) in fresh.into_iter().zip(judged) {
-                goal[child as usize] = j.goal;
-                if config.liveness {
-                    live.waiting[child as usize] = j.waiting;
-                }
-                if let Some(v) = j.on_state {
-                    found = Some((v, path(&parents, child, None)));
-                    break 'levels;
-                }
-                if j.stuck {
-                    stats.terminal_states += 1;
-                }
-                if j.live {
-                    next_level.push((next, child));
-                }
-            }
-            if let Some(m) = move_violation {
-                found = Some(m);
-                break 'levels;
-            }
-            if bound_hit {
-                stats.bound = Some(Bound::States);
-                break 'levels;
-            }
-            if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
-                next_check = stats.states + 4096;
-                last_report = Instant::now();
-                let rss = resident_bytes();
-                stats.peak_memory = stats.peak_memory.max(rss);
-                progress(&Progress {
+                let stop = move_violation.is_some() || bound_hit;
+                merged.push(Merged {
+                    end: chunk.end,
+                    fresh: fresh_start..fresh.states.len(),
+                    move_violation,
+                    bound_hit,
                     states: stats.states,
-                    depth,
-                    frontier: level.len() - ((c + 1) * CHUNK).min(level.len()) + next_level.len(),
-                    max_states: bounds.max_states,
-                    elapsed: start.elapsed(),
-                    memory: rss,
+                    transitions: stats.transitions,
+                    depth: stats.depth,
                 });
-                if rss > max_memory {
-                    stats.bound = Some(Bound::Memory);
-                    break 'levels;
+                if stop {
+                    break;
                 }
             }
+            // Judge the new states (in parallel), then take them chunk by chunk, in order.
+            let judged: Vec<Judged> = if threads == 1 {
+                (0..fresh.states.len())
+                    .map(|i| workers.with(|w| judge(model, w, fresh.get(i))))
+                    .collect()
+            } else {
+                pool.install(|| {
+                    (0..fresh.states.len())
+                        .into_par_iter()
+                        .map(|i| workers.with(|w| judge(model, w, fresh.get(i))))
+                        .collect()
+                })
+            };
+            let mut judged = judged.into_iter();
+            for m in merged {
+                // The figures as they were when this chunk was merged.
+                stats.states = m.states;
+                stats.transitions = m.transitions;
+                stats.depth = m.depth;
+                for i in m.fresh {
+                    let j = judged.next().expect("one per fresh state");
+                    let child = fresh.states[i].2;
+                    goal[child as usize] = j.goal;
+                    if config.liveness {
+                        live.waiting[child as usize] = j.waiting;
+                    }
+                    if let Some(v) = j.on_state {
+                        found = Some((v, path(&parents_of, child, None)));
+                        break 'levels;
+                    }
+                    if j.stuck {
+                        stats.terminal_states += 1;
+                    }
+                    if j.live {
+                        next_level.push(fresh.get(i), child);
+                    }
+                }
+                if let Some(mv) = m.move_violation {
+                    found = Some(mv);
+                    break 'levels;
+                }
+                if m.bound_hit {
+                    stats.bound = Some(Bound::States);
+                    break 'levels;
+                }
+                if stats.states >= next_check || last_report.elapsed().as_millis() >= 200 {
+                    next_check = stats.states + 4096;
+                    last_report = Instant::now();
+                    let rss = resident_bytes();
+                    stats.peak_memory = stats.peak_memory.max(rss);
+                    progress(&Progress {
+                        states: stats.states,
+                        depth,
+                        frontier: count - m.end + next_level.states.len(),
+                        max_states: bounds.max_states,
+                        elapsed: start.elapsed(),
+                        memory: rss,
+                    });
+                    if rss > max_memory {
+                        stats.bound = Some(Bound::Memory);
+                        break 'levels;
+                    }
+                }
+            }
+            c0 = c1;
         }
         frontier = next_level;
         depth += 1;
@@ -338,7 +481,7 @@ where
     if !stats.bound_hit {
         drop(visited);
         if let Some(stuck) = cannot_finish(&edges, &goal) {
-            let moves = path(&parents, stuck, None);
+            let moves = path(&parents_of, stuck, None);
             let v = Violation::new(
                 Property::Progress,
                 format!(
@@ -360,7 +503,7 @@ where
     }
     if config.liveness && !stats.bound_hit {
         if let Some((pos, state, cycle)) = fair_cycle(&edges, &live, goal.len(), model.n) {
-            let mut moves = path(&parents, state, None);
+            let mut moves = path(&parents_of, state, None);
             let loop_start = moves.len();
             moves.extend(cycle);
             let v = Violation::new(
@@ -619,14 +762,14 @@ fn json<T: Serialize + ?Sized>(v: &T) -> serde_json::Value {
 /// after which it broke) and the final state.
 #[allow(clippy::type_complexity)]
 pub(crate) fn replay_moves<A, S>(
-    model: &Model<'_, S>,
+    model: &Model<'_, A, S>,
     moves: &[u32],
 ) -> Result<
     (
         Vec<Transition<A::Msg, A::Timer, A::Input>>,
         Vec<Step>,
         Option<(Violation, usize)>,
-        State<A, S::App>,
+        St,
     ),
     CheckError,
 >
@@ -634,11 +777,16 @@ where
     A: Checkable + Algorithm,
     S: Spec<A>,
 {
+    let mut w = Worker::default();
     let mut effects = Effects::new();
-    let (mut state, v) = model.initial::<A>(&mut effects);
+    let (mut state, v) = model.initial(&mut w, &mut effects);
     let mut inputs = Vec::new();
     let mut violation = v
-        .or_else(|| model.spec.check_state(&state.app, &state.world))
+        .or_else(|| {
+            model
+                .spec
+                .check_state(model.app(&state), &model.world(&state))
+        })
         .map(|v| (v, 0));
     let mut steps = Vec::new();
     if !effects.items.is_empty() || !effects.dropped.is_empty() {
@@ -658,7 +806,7 @@ where
         })?;
         let t = model.transition(&state, m, &mut inputs);
         let mut effects = Effects::new();
-        let (next, v) = model.apply(&state, m, &mut inputs, &mut effects);
+        let v = model.apply(&mut w, &mut state, m, &mut effects);
         steps.push(step_of::<A>(
             i + 1,
             action_of::<A>(&t),
@@ -666,14 +814,14 @@ where
             &effects,
         ));
         transitions.push(t);
-        state = next;
         if violation.is_none() {
             let stuck = !model.progress_possible(&state, &mut inputs);
+            let (app, world) = (model.app(&state), model.world(&state));
             violation = v
-                .or_else(|| model.spec.check_state(&state.app, &state.world))
+                .or_else(|| model.spec.check_state(app, &world))
                 .or_else(|| {
                     stuck
-                        .then(|| model.spec.check_terminal(&state.app, &state.world))
+                        .then(|| model.spec.check_terminal(app, &world))
                         .flatten()
                 })
                 .map(|v| (v, i + 1));
@@ -684,17 +832,17 @@ where
 
 /// The moves of a typed trace, checked to be enabled where they are taken.
 pub(crate) fn moves_of<A, S>(
-    model: &Model<'_, S>,
+    model: &Model<'_, A, S>,
     trace: &[Transition<A::Msg, A::Timer, A::Input>],
 ) -> Result<Vec<u32>, CheckError>
 where
     A: Checkable + Algorithm,
     S: Spec<A>,
-    A::Input: PartialEq,
 {
-    let (mut state, _) = model.initial::<A>(&mut Effects::sink());
+    let mut w = Worker::default();
+    let (mut state, _) = model.initial(&mut w, &mut Effects::sink());
     let mut inputs = Vec::new();
-    let mut enabled = Vec::new();
+    let mut enabled: Vec<Move> = Vec::new();
     let mut out = Vec::new();
     for (i, t) in trace.iter().enumerate() {
         model.enabled(&state, &mut enabled, &mut inputs);
@@ -708,9 +856,7 @@ where
                 )
             })?;
         out.push(k as u32);
-        state = model
-            .apply(&state, enabled[k], &mut inputs, &mut Effects::sink())
-            .0;
+        model.apply(&mut w, &mut state, enabled[k], &mut Effects::sink());
     }
     Ok(out)
 }
@@ -805,7 +951,7 @@ fn step_of<A: distsync_core::Process>(
 
 /// Builds the outcome of an exploration: the counterexample replayed and rendered.
 pub(crate) fn outcome<A, S>(
-    model: &Model<'_, S>,
+    model: &Model<'_, A, S>,
     found: Found,
 ) -> Outcome<A::Msg, A::Timer, A::Input>
 where
@@ -821,11 +967,8 @@ where
                 Ok((trace, steps, _, state)) => (
                     trace,
                     steps,
-                    state
-                        .world
-                        .procs
-                        .iter()
-                        .map(|p| match p {
+                    (0..model.n)
+                        .map(|p| match model.proc_of(&state, p) {
                             Some(p) => format!("{p:?}"),
                             None => "crashed".to_string(),
                         })
@@ -849,6 +992,6 @@ where
 
 /// The ids of a model, for the trace writer.
 #[allow(dead_code)]
-pub(crate) fn ids_of<S>(model: &Model<'_, S>) -> Vec<NodeId> {
+pub(crate) fn ids_of<A: Checkable, S: Spec<A>>(model: &Model<'_, A, S>) -> Vec<NodeId> {
     model.ids().to_vec()
 }

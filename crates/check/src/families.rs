@@ -254,6 +254,14 @@ impl<A: MutualExclusion> Spec<A> for MutexSpec<A> {
     fn waiting(&self, app: &Self::App, w: &World<A>, pos: usize) -> bool {
         w.alive(pos) && matches!(app[pos].phase, Phase::Waiting | Phase::Releasing)
     }
+
+    fn rename_app(&self, app: &Self::App, perm: &[usize]) -> Option<Self::App> {
+        let mut renamed = app.clone();
+        for (p, a) in app.iter().enumerate() {
+            renamed[perm[p]] = *a;
+        }
+        Some(renamed)
+    }
 }
 
 // ---------------------------------------------------------------- leader election
@@ -310,14 +318,13 @@ impl<A: Election> ElectionSpec<A> {
     /// none is electing or holding unacknowledged messages, and none of the algorithm's own
     /// messages is in flight.
     fn settled(w: &World<A>, except: Option<usize>) -> Option<NodeId> {
-        if w.msgs
-            .iter()
-            .any(|f| !OVERHEAD_KINDS.contains(&distsync_core::Message::kind(&f.msg)))
+        if w.msgs()
+            .any(|m| !OVERHEAD_KINDS.contains(&distsync_core::Message::kind(m)))
         {
             return None;
         }
         let mut agreed = None;
-        for (pos, p) in w.procs.iter().enumerate() {
+        for (pos, p) in w.procs().enumerate() {
             if Some(pos) == except {
                 continue;
             }
@@ -349,7 +356,7 @@ impl<A: Election> ElectionSpec<A> {
     /// moment (untimed). It is perfect: it suspects only crashed processes, and eventually.
     fn suspects(&self, w: &World<A>, pos: usize) -> bool {
         let Some(p) = w.proc(pos) else { return false };
-        if p.electing() || p.pending() || (!self.untimed && !w.msgs.is_empty()) {
+        if p.electing() || p.pending() || (!self.untimed && w.in_flight()) {
             return false;
         }
         match p.leader() {
@@ -440,7 +447,7 @@ impl<A: Election> Spec<A> for ElectionSpec<A> {
     fn check_terminal(&self, app: &Self::App, w: &World<A>) -> Option<Violation> {
         let mut unsettled = Vec::new();
         let mut named: Vec<(NodeId, NodeId)> = Vec::new();
-        for (pos, p) in w.procs.iter().enumerate() {
+        for (pos, p) in w.procs().enumerate() {
             let Some(p) = p else { continue };
             if p.electing() || p.leader().is_none() {
                 unsettled.push(self.ids[pos]);
@@ -718,6 +725,30 @@ impl<A: Multicast> Spec<A> for MulticastSpec<A> {
             .flat_map(|p| (0..app.made[p] as usize).map(move |k| p * self.per as usize + k))
             .fold(0, |m, i| m | 1 << i);
         w.alive(pos) && app.delivered[pos] != all
+    }
+
+    fn rename_app(&self, app: &Self::App, perm: &[usize]) -> Option<Self::App> {
+        let per = u64::from(self.per);
+        let idx = |i: u64| crate::symmetry::rename_multicast(i, per, perm);
+        let bits = |b: u64| {
+            (0..64)
+                .filter(|i| (b >> i) & 1 == 1)
+                .fold(0u64, |m, i| m | 1 << idx(i))
+        };
+        let mut r = app.clone();
+        for (p, &q) in perm.iter().enumerate().take(self.ids.len()) {
+            r.made[q] = app.made[p];
+            r.seen[q] = bits(app.seen[p]);
+            r.delivered[q] = bits(app.delivered[p]);
+            r.order[q] = app.order[p]
+                .iter()
+                .map(|&i| idx(u64::from(i)) as u8)
+                .collect();
+        }
+        for (i, &d) in app.deps.iter().enumerate() {
+            r.deps[idx(i as u64) as usize] = bits(d);
+        }
+        Some(r)
     }
 }
 

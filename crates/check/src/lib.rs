@@ -31,6 +31,7 @@ mod families;
 mod fingerprint;
 mod model;
 mod named;
+mod symmetry;
 mod trace;
 
 pub use model::Checkable;
@@ -120,6 +121,9 @@ pub struct Config {
     pub threads: usize,
     /// Also check liveness under weak fairness (fair cycles where a process waits for ever).
     pub liveness: bool,
+    /// Symmetry reduction: remember a state only once up to a renaming of interchangeable
+    /// processes (for algorithms whose rules never compare ids; refused for the others).
+    pub symmetry: bool,
 }
 
 impl Default for Config {
@@ -136,6 +140,7 @@ impl Default for Config {
             orders: None,
             threads: 1,
             liveness: false,
+            symmetry: false,
         }
     }
 }
@@ -634,19 +639,39 @@ fn model_of<'c, A, S>(
     config: &'c Config,
     family: &str,
     spec: impl FnOnce(&Peers) -> Result<S, CheckError>,
-) -> Result<model::Model<'c, S>, CheckError>
+) -> Result<model::Model<'c, A, S>, CheckError>
 where
-    A: distsync_core::Algorithm,
+    A: Checkable,
+    S: model::Spec<A>,
 {
     let peers = peers_of(config, family)?;
     A::validate(&config.params, &peers).map_err(|e| CheckError::new(e.field, e.message))?;
     let spec = spec(&peers)?;
-    Ok(model::Model {
-        config,
-        n: config.nodes,
-        peers,
-        spec,
-    })
+    if !config.symmetry {
+        return Ok(model::Model::new(config, peers, spec));
+    }
+    if config.liveness {
+        return Err(CheckError::new(
+            "symmetry",
+            "symmetry reduction cannot be combined with --liveness (fair cycles are judged on \
+             actual states, and the reduced graph merges renamed ones)",
+        ));
+    }
+    let renaming = symmetry::renaming::<A>(&peers, &config.params, config.requests)
+        .map_err(|why| CheckError::new("symmetry", why))?;
+    let perms = symmetry::permutations(config.nodes, &renaming.movable);
+    let mut model = model::Model::<A, S>::new(config, peers, spec);
+    let mut st = model::St::default();
+    st.procs[..config.nodes].fill(0);
+    let app = model.spec.init(&model.world(&st));
+    if model.spec.rename_app(&app, &perms[0]).is_none() {
+        return Err(CheckError::new(
+            "symmetry",
+            format!("the {family} family's application model has no renaming"),
+        ));
+    }
+    model.sym = Some((renaming, perms));
+    Ok(model)
 }
 
 /// Builds the model of one family's check and explores it: what every `check_*` entry does.
@@ -737,17 +762,19 @@ pub fn replay<A: MutualExclusion + Checkable>(
     Ok(Replayed {
         steps,
         violation: violation.map(|(v, at)| (v.property, v.detail, at)),
-        final_states: state
-            .world
-            .procs
-            .iter()
+        final_states: (0..model.n)
             .map(|p| {
-                p.as_ref()
+                model
+                    .proc_of(&state, p)
                     .map_or("crashed".to_string(), |p| format!("{p:?}"))
             })
             .collect(),
         in_critical_section: (0..model.n)
-            .filter(|&p| state.world.proc(p).is_some_and(|p| p.in_critical_section()))
+            .filter(|&p| {
+                model
+                    .proc_of(&state, p)
+                    .is_some_and(|p| p.in_critical_section())
+            })
             .map(|p| ids[p])
             .collect(),
     })

@@ -1,20 +1,37 @@
 //! The model every family shares: processes, links, timers, faults; the transitions between its
 //! states; and the family's application model and properties as a [`Spec`].
+//!
+//! States are kept compact. Every process state, message, timer, input and application state
+//! is **interned** once in a [`Table`] (a dense id per distinct value, by a 128-bit structural
+//! fingerprint), so a state is a short string of bytes: the ids of its processes and
+//! application, the time, the fault budget, and its messages and timers as ids. Successors are
+//! decoded into one reusable [`St`], changed, and encoded again: no allocation per state.
+//!
+//! A handler's result depends only on the process state and the event (each call gets the same
+//! freshly seeded generator), so each worker **memoizes** it: (position, process id, event,
+//! time) gives the next process id and the effects, and a handler runs once per distinct
+//! process state and event instead of once per transition.
 
-use crate::{Config, Property, Transition};
+use crate::fingerprint::{fingerprint, FpMap};
+use crate::{Config, Property, Transition, MAX_NODES};
 use distsync_core::{Ctx, Effect, EffectOf, NodeId, Peers, Process, Time};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rustc_hash::FxHashMap;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::Mutex;
 
 /// What the checker needs of an algorithm: `Clone` to copy states, `Hash` to fingerprint them,
 /// `Debug` to show them, and `Send + Sync` to explore on every core. Implemented for every
 /// such process type (all registered algorithms are).
 pub trait Checkable:
-    Process<Msg: Send + Sync, Timer: Send + Sync, Input: Send + Sync + PartialEq>
-    + distsync_core::Algorithm
+    Process<
+        Msg: Send + Sync + 'static,
+        Timer: Send + Sync + 'static,
+        Input: Send + Sync + Eq + Hash,
+        Output: Sync,
+    > + distsync_core::Algorithm
     + Clone
     + Debug
     + Hash
@@ -24,8 +41,12 @@ pub trait Checkable:
 {
 }
 impl<A> Checkable for A where
-    A: Process<Msg: Send + Sync, Timer: Send + Sync, Input: Send + Sync + PartialEq>
-        + distsync_core::Algorithm
+    A: Process<
+            Msg: Send + Sync + 'static,
+            Timer: Send + Sync + 'static,
+            Input: Send + Sync + Eq + Hash,
+            Output: Sync,
+        > + distsync_core::Algorithm
         + Clone
         + Debug
         + Hash
@@ -89,24 +110,86 @@ pub(crate) trait Spec<A: Process>: Sync {
     fn waiting(&self, app: &Self::App, w: &World<A>, pos: usize) -> bool;
     /// What fails when the goal cannot be reached ("some request is never granted").
     fn unreached(&self) -> &'static str;
+    /// The application renamed by `perm` (old position -> new position), for symmetry
+    /// reduction; `None` if this family's application cannot be renamed.
+    fn rename_app(&self, app: &Self::App, perm: &[usize]) -> Option<Self::App> {
+        let _ = (app, perm);
+        None
+    }
 }
 
-/// A message in flight: its link (`from * n + to`), a hash of it (for a canonical order of
-/// non-FIFO links), and the message.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Flight<M> {
+// ---------------------------------------------------------------- interning
+
+/// Index shards of a [`Table`]: threads interning at once rarely wait for each other.
+const SHARDS: usize = 16;
+
+/// Distinct values, each with a dense id that stays valid (as does a reference to the value)
+/// for the whole exploration. Values are told apart by a 128-bit structural fingerprint.
+pub(crate) struct Table<T> {
+    /// The value and a 64-bit FxHash of it (the canonical order of messages and timers).
+    items: boxcar::Vec<(T, u64)>,
+    index: Vec<Mutex<FpMap<u32>>>,
+}
+
+fn hash64<T: Hash + ?Sized>(value: &T) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    value.hash(&mut h);
+    h.finish()
+}
+
+impl<T: Hash> Table<T> {
+    fn new() -> Self {
+        Table {
+            items: boxcar::Vec::new(),
+            index: (0..SHARDS).map(|_| Mutex::new(FpMap::default())).collect(),
+        }
+    }
+
+    /// The id of `value`, adding it if new.
+    pub fn intern(&self, value: T) -> u32 {
+        let fp = fingerprint(&value);
+        let shard = &self.index[(fp >> 120) as usize % SHARDS];
+        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = map.get(&fp) {
+            return id;
+        }
+        let aux = hash64(&value);
+        let id = self.items.push((value, aux));
+        let id = u32::try_from(id).expect("fewer than 2^32 distinct values");
+        map.insert(fp, id);
+        id
+    }
+
+    /// The value of `id`.
+    pub fn get(&self, id: u32) -> &T {
+        &self.items[id as usize].0
+    }
+
+    /// The FxHash of value `id`.
+    pub fn hash_of(&self, id: u32) -> u64 {
+        self.items[id as usize].1
+    }
+}
+
+// ---------------------------------------------------------------- states
+
+/// A message in flight: its link (`from * n + to`), the FxHash of the message (the canonical
+/// order of non-FIFO links), and the message's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flight {
     pub link: u16,
     pub hash: u64,
-    pub msg: M,
+    pub msg: u32,
 }
 
-/// A pending timer of process `pos` and its deadline (in nanoseconds of abstract time).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct PendingTimer<T> {
+/// A pending timer of process `pos`, its deadline (in nanoseconds of abstract time), and the
+/// timer's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingTimer {
     pub pos: u16,
     pub hash: u64,
     pub deadline: u64,
-    pub timer: T,
+    pub timer: u32,
 }
 
 /// The fault budget left, and the partition.
@@ -122,55 +205,134 @@ pub(crate) struct Faults {
     pub cut: u64,
 }
 
-/// Everything but the application: processes (`None` while crashed), messages in flight (in a
-/// canonical order: by link, then FIFO order or hash order), pending timers and the time.
-#[derive(Clone, Debug)]
-pub(crate) struct World<A: Process> {
-    pub procs: Vec<Option<Arc<A>>>,
-    pub msgs: Vec<Flight<A::Msg>>,
-    pub timers: Vec<PendingTimer<A::Timer>>,
+/// No process (crashed), in [`St::procs`].
+pub(crate) const CRASHED: u32 = u32::MAX;
+
+/// One state, decoded: processes (ids, [`CRASHED`] while crashed), the application's id, the
+/// time, the faults, the messages in flight (in a canonical order: by link, then FIFO order or
+/// hash order) and the pending timers (by position, then hash).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct St {
+    pub procs: [u32; MAX_NODES],
+    pub app: u32,
     pub now: u64,
     pub faults: Faults,
+    pub msgs: Vec<Flight>,
+    pub timers: Vec<PendingTimer>,
 }
 
-impl<A: Process + Hash> Hash for World<A> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        for p in &self.procs {
-            match p {
-                Some(p) => {
-                    h.write_u8(1);
-                    p.hash(h);
-                }
-                None => h.write_u8(0),
-            }
+impl St {
+    pub fn alive(&self, pos: usize) -> bool {
+        self.procs[pos] != CRASHED
+    }
+
+    /// Appends the state's bytes to `out` (the positions `0..n`).
+    pub fn encode(&self, n: usize, out: &mut Vec<u8>) {
+        let mut put = |x: u32| out.extend_from_slice(&x.to_le_bytes());
+        for &p in &self.procs[..n] {
+            put(p);
         }
-        self.msgs.hash(h);
-        self.timers.hash(h);
-        self.now.hash(h);
-        self.faults.hash(h);
+        put(self.app);
+        put(self.now as u32);
+        put((self.now >> 32) as u32);
+        let f = &self.faults;
+        put(u32::from_le_bytes([
+            f.crashes,
+            f.recoveries,
+            f.losses,
+            f.duplicates,
+        ]));
+        put(u32::from(f.partition) | (f.cut as u32) << 8);
+        put(self.msgs.len() as u32);
+        for m in &self.msgs {
+            put(u32::from(m.link));
+            put(m.msg);
+        }
+        put(self.timers.len() as u32);
+        for t in &self.timers {
+            put(u32::from(t.pos));
+            put(t.timer);
+            put(t.deadline as u32);
+            put((t.deadline >> 32) as u32);
+        }
+    }
+
+    /// Reads a state written by [`St::encode`] into `self` (reusing its vectors).
+    pub fn decode<A: Checkable, S: Spec<A>>(&mut self, model: &Model<'_, A, S>, bytes: &[u8]) {
+        let mut at = 0;
+        let mut get = || {
+            let x = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+            at += 4;
+            x
+        };
+        let n = model.n;
+        for p in 0..n {
+            self.procs[p] = get();
+        }
+        self.app = get();
+        self.now = u64::from(get()) | u64::from(get()) << 32;
+        let [crashes, recoveries, losses, duplicates] = get().to_le_bytes();
+        let p = get();
+        self.faults = Faults {
+            crashes,
+            recoveries,
+            losses,
+            duplicates,
+            partition: p as u8,
+            cut: u64::from(p >> 8),
+        };
+        self.msgs.clear();
+        for _ in 0..get() {
+            let link = get() as u16;
+            let msg = get();
+            self.msgs.push(Flight {
+                link,
+                hash: model.msgs.hash_of(msg),
+                msg,
+            });
+        }
+        self.timers.clear();
+        for _ in 0..get() {
+            let pos = get() as u16;
+            let timer = get();
+            let deadline = u64::from(get()) | u64::from(get()) << 32;
+            self.timers.push(PendingTimer {
+                pos,
+                hash: model.timers.hash_of(timer),
+                deadline,
+                timer,
+            });
+        }
     }
 }
 
-impl<A: Process> World<A> {
+/// What the family's spec sees of a state: the processes (`None` while crashed) and the
+/// messages in flight.
+pub(crate) struct World<'a, A: Process> {
+    procs: [Option<&'a A>; MAX_NODES],
+    n: usize,
+    msgs: &'a [Flight],
+    table: &'a Table<A::Msg>,
+}
+
+impl<'a, A: Process> World<'a, A> {
     pub fn alive(&self, pos: usize) -> bool {
         self.procs[pos].is_some()
     }
-    pub fn proc(&self, pos: usize) -> Option<&A> {
-        self.procs[pos].as_deref()
+    pub fn proc(&self, pos: usize) -> Option<&'a A> {
+        self.procs[pos]
     }
-}
-
-/// One state of the model.
-#[derive(Clone, Debug)]
-pub(crate) struct State<A: Process, App> {
-    pub world: World<A>,
-    pub app: App,
-}
-
-impl<A: Process + Hash, App: Hash> Hash for State<A, App> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.world.hash(h);
-        self.app.hash(h);
+    /// Every process by position, `None` while crashed.
+    pub fn procs(&self) -> impl Iterator<Item = Option<&'a A>> + '_ {
+        self.procs[..self.n].iter().copied()
+    }
+    /// The messages in flight.
+    pub fn msgs(&self) -> impl Iterator<Item = &'a A::Msg> + '_ {
+        self.msgs.iter().map(|f| self.table.get(f.msg))
+    }
+    /// Whether some message is in flight.
+    pub fn in_flight(&self) -> bool {
+        !self.msgs.is_empty()
     }
 }
 
@@ -229,23 +391,158 @@ impl<A: Process> Effects<A> {
     }
 }
 
-/// The fixed part of a model: membership, configuration and the family's spec.
-pub(crate) struct Model<'c, S> {
+// ---------------------------------------------------------------- handler memo
+
+/// The event a handler is called with, by interned id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Event {
+    Start { recovered: bool },
+    Message { from: u16, msg: u32 },
+    Input(u32),
+    Timer(u32),
+}
+
+/// A handler call: who, in which state, what, when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct CallKey {
+    pos: u16,
+    proc: u32,
+    event: Event,
+    now: u64,
+}
+
+/// One effect of a handler, with interned messages and timers.
+enum Fx<A: Process> {
+    /// A send to `to` (at membership position `pos`, `None` if not a member).
+    Send {
+        to: NodeId,
+        pos: Option<usize>,
+        msg: u32,
+    },
+    SetTimer {
+        timer: u32,
+        after: u64,
+    },
+    CancelTimer {
+        timer: u32,
+    },
+    Output(A::Output),
+}
+
+/// What a handler call did: the process state after it, and its effects in order.
+struct CallResult<A: Process> {
+    proc: u32,
+    effects: Vec<Fx<A>>,
+}
+
+/// One worker's scratch space and memo of handler calls. Each thread has its own, so that
+/// looking up a call takes no lock.
+pub(crate) struct Worker<A: Process> {
+    memo: FxHashMap<CallKey, CallResult<A>>,
+    raw: Vec<EffectOf<A>>,
+    pub inputs: Vec<A::Input>,
+    pub moves: Vec<Move>,
+    pub st: St,
+    pub next: St,
+    /// Renamed fingerprints, for symmetry reduction.
+    pub sym: crate::symmetry::SymCache,
+}
+
+impl<A: Process> Default for Worker<A> {
+    fn default() -> Self {
+        Worker {
+            memo: FxHashMap::default(),
+            raw: Vec::new(),
+            inputs: Vec::new(),
+            moves: Vec::new(),
+            st: St::default(),
+            next: St::default(),
+            sym: Default::default(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the model
+
+/// The fixed part of a model: membership, configuration, the family's spec and the tables
+/// of interned values.
+pub(crate) struct Model<'c, A: Process, S: Spec<A>> {
     pub config: &'c Config,
     pub peers: Peers,
     pub n: usize,
     pub spec: S,
+    pub procs: Table<A>,
+    pub msgs: Table<A::Msg>,
+    pub timers: Table<A::Timer>,
+    pub inputs: Table<A::Input>,
+    pub apps: Table<S::App>,
+    /// The id of a fresh process (`Algorithm::new`), by position.
+    fresh: Vec<u32>,
+    /// Symmetry reduction: the renaming and the permutations of the interchangeable positions.
+    pub sym: Option<(crate::symmetry::Renaming<A>, Vec<Vec<usize>>)>,
 }
 
-fn hash64<T: Hash + ?Sized>(value: &T) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    value.hash(&mut h);
-    h.finish()
-}
+impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
+    pub fn new(config: &'c Config, peers: Peers, spec: S) -> Self {
+        let procs = Table::new();
+        let fresh = peers
+            .ids()
+            .iter()
+            .map(|&id| procs.intern(A::new(id, &peers, &config.params)))
+            .collect();
+        Model {
+            config,
+            n: config.nodes,
+            peers,
+            spec,
+            procs,
+            msgs: Table::new(),
+            timers: Table::new(),
+            inputs: Table::new(),
+            apps: Table::new(),
+            fresh,
+            sym: None,
+        }
+    }
 
-impl<'c, S> Model<'c, S> {
+    /// The key under which `st` is remembered: its fingerprint (`bytes` is its encoding), or
+    /// under symmetry reduction the smallest fingerprint of its renamings.
+    pub fn key(&self, st: &St, bytes: &[u8], cache: &mut crate::symmetry::SymCache) -> u128 {
+        match &self.sym {
+            None => xxhash_rust::xxh3::xxh3_128(bytes),
+            Some((_, perms)) => {
+                crate::symmetry::canonical(st, self.n, self.config.fifo, perms, self, cache)
+            }
+        }
+    }
+
     pub fn ids(&self) -> &[NodeId] {
         self.peers.ids()
+    }
+
+    /// What the spec sees of `st`.
+    pub fn world<'a>(&'a self, st: &'a St) -> World<'a, A> {
+        let mut procs = [None; MAX_NODES];
+        for (pos, slot) in procs.iter_mut().enumerate().take(self.n) {
+            if st.alive(pos) {
+                *slot = Some(self.procs.get(st.procs[pos]));
+            }
+        }
+        World {
+            procs,
+            n: self.n,
+            msgs: &st.msgs,
+            table: &self.msgs,
+        }
+    }
+
+    pub fn app<'a>(&'a self, st: &St) -> &'a S::App {
+        self.apps.get(st.app)
+    }
+
+    /// The process at `pos` in `st`, if alive.
+    pub fn proc_of<'a>(&'a self, st: &St, pos: usize) -> Option<&'a A> {
+        st.alive(pos).then(|| self.procs.get(st.procs[pos]))
     }
 
     fn cut_between(faults: &Faults, a: usize, b: usize) -> bool {
@@ -253,20 +550,11 @@ impl<'c, S> Model<'c, S> {
     }
 
     /// The initial state: every process built and started, in membership order.
-    pub fn initial<A>(&self, effects: &mut Effects<A>) -> (State<A, S::App>, Option<Violation>)
-    where
-        A: Checkable + distsync_core::Algorithm,
-        S: Spec<A>,
-    {
-        let ids = self.ids();
+    pub fn initial(&self, w: &mut Worker<A>, effects: &mut Effects<A>) -> (St, Option<Violation>) {
         let f = &self.config.faults;
-        let world = World::<A> {
-            procs: ids
-                .iter()
-                .map(|&id| Some(Arc::new(A::new(id, &self.peers, &self.config.params))))
-                .collect(),
-            msgs: Vec::new(),
-            timers: Vec::new(),
+        let mut st = St {
+            procs: [CRASHED; MAX_NODES],
+            app: 0,
             now: 0,
             faults: Faults {
                 crashes: f.crash,
@@ -276,110 +564,165 @@ impl<'c, S> Model<'c, S> {
                 partition: if f.partition { 0 } else { 2 },
                 cut: 0,
             },
+            msgs: Vec::new(),
+            timers: Vec::new(),
         };
-        let app = self.spec.init(&world);
-        let mut state = State { world, app };
+        st.procs[..self.n].copy_from_slice(&self.fresh);
+        st.app = self.apps.intern(self.spec.init(&self.world(&st)));
         let mut violation = None;
         for pos in 0..self.n {
-            let v = self.call(&mut state, pos, false, effects, |p, ctx| p.on_start(ctx));
+            let event = Event::Start { recovered: false };
+            let v = self.call(w, &mut st, pos, event, effects);
             violation = violation.or(v);
         }
-        (state, violation)
+        (st, violation)
     }
 
-    /// Runs one handler of process `pos` and carries out its effects.
-    fn call<A>(
+    /// Runs one handler of process `pos` (memoized) and carries out its effects.
+    fn call(
         &self,
-        state: &mut State<A, S::App>,
+        w: &mut Worker<A>,
+        st: &mut St,
         pos: usize,
-        recovered: bool,
+        event: Event,
         record: &mut Effects<A>,
-        handler: impl FnOnce(&mut A, &mut Ctx<'_, A>),
-    ) -> Option<Violation>
-    where
-        A: Checkable,
-        S: Spec<A>,
-    {
-        let id = self.ids()[pos];
-        let mut effects: Vec<EffectOf<A>> = Vec::new();
-        // Each call gets the same fresh generator: a call depends on the process state alone.
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
-        {
-            let process = Arc::make_mut(state.world.procs[pos].as_mut().expect("alive"));
-            let now = Time::from_nanos(state.world.now);
-            let mut ctx = Ctx::new(id, &self.peers, now, recovered, &mut rng, &mut effects);
-            handler(process, &mut ctx);
+    ) -> Option<Violation> {
+        let key = CallKey {
+            pos: pos as u16,
+            proc: st.procs[pos],
+            event,
+            now: st.now,
+        };
+        if !w.memo.contains_key(&key) {
+            let result = self.run_handler(&mut w.raw, key);
+            w.memo.insert(key, result);
         }
+        let result = &w.memo[&key];
+        st.procs[pos] = result.proc;
+        let id = self.ids()[pos];
+        let mut app: Option<S::App> = None;
         let mut violation = None;
-        for effect in effects {
-            match effect {
-                Effect::Send { to, msg } => match self.peers.position(to) {
+        for fx in &result.effects {
+            match *fx {
+                Fx::Send { to, pos: t, msg } => match t {
                     Some(t) if t != pos => {
-                        if !state.world.alive(t) {
+                        if !st.alive(t) {
                             if record.record {
-                                record.dropped.push((id, to, msg, "crashed"));
+                                let m = self.msgs.get(msg).clone();
+                                record.dropped.push((id, to, m, "crashed"));
                             }
-                        } else if Self::cut_between(&state.world.faults, pos, t) {
+                        } else if Self::cut_between(&st.faults, pos, t) {
                             if record.record {
-                                record.dropped.push((id, to, msg, "partition"));
+                                let m = self.msgs.get(msg).clone();
+                                record.dropped.push((id, to, m, "partition"));
                             }
                         } else {
                             if record.record {
-                                record.items.push(Eff::Send(id, to, msg.clone()));
+                                record
+                                    .items
+                                    .push(Eff::Send(id, to, self.msgs.get(msg).clone()));
                             }
-                            self.push_msg(&mut state.world, (pos * self.n + t) as u16, msg);
+                            self.push_msg(st, (pos * self.n + t) as u16, msg);
                         }
                     }
                     _ => {
+                        let m = self.msgs.get(msg);
                         violation = violation.or(Some(Violation::new(
                             Property::OutputContract,
-                            format!("node {id} sent {msg:?} to {to}, not another member"),
+                            format!("node {id} sent {m:?} to {to}, not another member"),
                         )));
                     }
                 },
-                Effect::SetTimer { timer, after } => {
-                    let timers = &mut state.world.timers;
-                    timers.retain(|t| !(t.pos as usize == pos && t.timer == timer));
+                Fx::SetTimer { timer, after } => {
+                    st.timers
+                        .retain(|t| !(t.pos as usize == pos && t.timer == timer));
                     let deadline = if self.config.untimed {
                         0
                     } else {
-                        state
-                            .world
-                            .now
-                            .saturating_add(after.as_nanos().min(u64::MAX as u128) as u64)
+                        st.now.saturating_add(after)
                     };
                     let t = PendingTimer {
                         pos: pos as u16,
-                        hash: hash64(&timer),
+                        hash: self.timers.hash_of(timer),
                         deadline,
                         timer,
                     };
-                    let at = timers
+                    let at = st
+                        .timers
                         .iter()
                         .position(|x| (x.pos, x.hash) > (t.pos, t.hash))
-                        .unwrap_or(timers.len());
-                    timers.insert(at, t);
+                        .unwrap_or(st.timers.len());
+                    st.timers.insert(at, t);
                 }
-                Effect::CancelTimer { timer } => state
-                    .world
+                Fx::CancelTimer { timer } => st
                     .timers
                     .retain(|t| !(t.pos as usize == pos && t.timer == timer)),
-                Effect::Output(output) => {
-                    let v = self.spec.output(&mut state.app, &state.world, pos, &output);
+                Fx::Output(ref output) => {
+                    let a = app.get_or_insert_with(|| self.apps.get(st.app).clone());
+                    let v = self.spec.output(a, &self.world(st), pos, output);
                     violation = violation.or(v);
                     if record.record {
-                        record.items.push(Eff::Output(id, output));
+                        record.items.push(Eff::Output(id, output.clone()));
                     }
                 }
             }
         }
+        if let Some(a) = app {
+            st.app = self.apps.intern(a);
+        }
         violation
     }
 
-    /// Puts `msg` in flight on `link`, keeping the canonical order.
-    fn push_msg<A: Process>(&self, world: &mut World<A>, link: u16, msg: A::Msg) {
-        let hash = hash64(&msg);
-        let msgs = &mut world.msgs;
+    /// Runs the handler of `key` on a copy of its process state.
+    fn run_handler(&self, raw: &mut Vec<EffectOf<A>>, key: CallKey) -> CallResult<A> {
+        let pos = key.pos as usize;
+        let id = self.ids()[pos];
+        let mut process = self.procs.get(key.proc).clone();
+        // Each call gets the same fresh generator: a call depends on the process state alone.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
+        raw.clear();
+        {
+            let now = Time::from_nanos(key.now);
+            let recovered = matches!(key.event, Event::Start { recovered: true });
+            let mut ctx = Ctx::new(id, &self.peers, now, recovered, &mut rng, raw);
+            match key.event {
+                Event::Start { .. } => process.on_start(&mut ctx),
+                Event::Message { from, msg } => {
+                    let from = self.ids()[from as usize];
+                    process.on_message(from, self.msgs.get(msg).clone(), &mut ctx)
+                }
+                Event::Input(i) => process.on_input(self.inputs.get(i).clone(), &mut ctx),
+                Event::Timer(t) => process.on_timer(self.timers.get(t).clone(), &mut ctx),
+            }
+        }
+        let effects = raw
+            .drain(..)
+            .map(|e| match e {
+                Effect::Send { to, msg } => Fx::Send {
+                    to,
+                    pos: self.peers.position(to),
+                    msg: self.msgs.intern(msg),
+                },
+                Effect::SetTimer { timer, after } => Fx::SetTimer {
+                    timer: self.timers.intern(timer),
+                    after: after.as_nanos().min(u64::MAX as u128) as u64,
+                },
+                Effect::CancelTimer { timer } => Fx::CancelTimer {
+                    timer: self.timers.intern(timer),
+                },
+                Effect::Output(o) => Fx::Output(o),
+            })
+            .collect();
+        CallResult {
+            proc: self.procs.intern(process),
+            effects,
+        }
+    }
+
+    /// Puts message `msg` in flight on `link`, keeping the canonical order.
+    fn push_msg(&self, st: &mut St, link: u16, msg: u32) {
+        let hash = self.msgs.hash_of(msg);
+        let msgs = &mut st.msgs;
         let at = if self.config.fifo {
             msgs.iter()
                 .position(|f| f.link > link)
@@ -392,48 +735,41 @@ impl<'c, S> Model<'c, S> {
         msgs.insert(at, Flight { link, hash, msg });
     }
 
-    /// Every move enabled in `state`, in a fixed order.
-    pub fn enabled<A>(
-        &self,
-        state: &State<A, S::App>,
-        out: &mut Vec<Move>,
-        inputs: &mut Vec<A::Input>,
-    ) where
-        A: Checkable,
-        S: Spec<A>,
-    {
+    /// Every move enabled in `st`, in a fixed order.
+    pub fn enabled(&self, st: &St, out: &mut Vec<Move>, inputs: &mut Vec<A::Input>) {
         out.clear();
-        let w = &state.world;
-        let f = &w.faults;
-        for (i, m) in w.msgs.iter().enumerate() {
-            let first_of_link = i == 0 || w.msgs[i - 1].link != m.link;
+        let f = &st.faults;
+        for (i, m) in st.msgs.iter().enumerate() {
+            let first_of_link = i == 0 || st.msgs[i - 1].link != m.link;
             let deliverable = if self.config.fifo {
                 first_of_link
             } else {
                 // Equal messages on one link lead to the same state: deliver one of them.
-                first_of_link || w.msgs[i - 1] != *m
+                first_of_link || st.msgs[i - 1] != *m
             };
             if deliverable {
                 out.push(Move::Deliver(i as u32));
             }
         }
+        let app = self.app(st);
+        let world = self.world(st);
         for pos in 0..self.n {
-            if w.alive(pos) {
+            if st.alive(pos) {
                 inputs.clear();
-                self.spec.inputs(&state.app, w, pos, inputs);
+                self.spec.inputs(app, &world, pos, inputs);
                 for k in 0..inputs.len() {
                     out.push(Move::Input(pos as u16, k as u16));
                 }
             }
         }
         if self.config.untimed {
-            for i in 0..w.timers.len() {
+            for i in 0..st.timers.len() {
                 out.push(Move::Timer(i as u32));
             }
-        } else if w.msgs.is_empty() {
+        } else if st.msgs.is_empty() {
             // A timer fires only when no message is in flight, and the earliest first.
-            if let Some(min) = w.timers.iter().map(|t| t.deadline).min() {
-                for (i, t) in w.timers.iter().enumerate() {
+            if let Some(min) = st.timers.iter().map(|t| t.deadline).min() {
+                for (i, t) in st.timers.iter().enumerate() {
                     if t.deadline == min {
                         out.push(Move::Timer(i as u32));
                     }
@@ -442,20 +778,20 @@ impl<'c, S> Model<'c, S> {
         }
         if f.crashes > 0 {
             for pos in 0..self.n {
-                if w.alive(pos) {
+                if st.alive(pos) {
                     out.push(Move::Crash(pos as u16));
                 }
             }
         }
         if f.recoveries > 0 {
             for pos in 0..self.n {
-                if !w.alive(pos) {
+                if !st.alive(pos) {
                     out.push(Move::Recover(pos as u16));
                 }
             }
         }
-        for (i, m) in w.msgs.iter().enumerate() {
-            let first_equal = i == 0 || w.msgs[i - 1] != *m;
+        for (i, m) in st.msgs.iter().enumerate() {
+            let first_equal = i == 0 || st.msgs[i - 1] != *m;
             if first_equal {
                 if f.losses > 0 {
                     out.push(Move::Lose(i as u32));
@@ -478,149 +814,145 @@ impl<'c, S> Model<'c, S> {
     }
 
     /// Whether some transition other than a fault is enabled.
-    pub fn progress_possible<A>(&self, state: &State<A, S::App>, inputs: &mut Vec<A::Input>) -> bool
-    where
-        A: Checkable,
-        S: Spec<A>,
-    {
-        let w = &state.world;
-        if !w.msgs.is_empty() || !w.timers.is_empty() {
+    pub fn progress_possible(&self, st: &St, inputs: &mut Vec<A::Input>) -> bool {
+        if !st.msgs.is_empty() || !st.timers.is_empty() {
             return true;
         }
+        let app = self.app(st);
+        let world = self.world(st);
         (0..self.n).any(|pos| {
-            w.alive(pos) && {
+            st.alive(pos) && {
                 inputs.clear();
-                self.spec.inputs(&state.app, w, pos, inputs);
+                self.spec.inputs(app, &world, pos, inputs);
                 !inputs.is_empty()
             }
         })
     }
 
-    /// Takes move `m` from `state`.
-    pub fn apply<A>(
+    /// Takes move `m` from the state in `next` (changed in place).
+    pub fn apply(
         &self,
-        state: &State<A, S::App>,
+        w: &mut Worker<A>,
+        next: &mut St,
         m: Move,
-        inputs: &mut Vec<A::Input>,
         effects: &mut Effects<A>,
-    ) -> (State<A, S::App>, Option<Violation>)
-    where
-        A: Checkable + distsync_core::Algorithm,
-        S: Spec<A>,
-    {
-        let mut next = state.clone();
+    ) -> Option<Violation> {
         let n = self.n;
-        let violation = match m {
+        match m {
             Move::Deliver(i) => {
-                let flight = next.world.msgs.remove(i as usize);
+                let flight = next.msgs.remove(i as usize);
                 let (f, r) = (flight.link as usize / n, flight.link as usize % n);
-                let from = self.ids()[f];
-                self.call(&mut next, r, false, effects, |p, ctx| {
-                    p.on_message(from, flight.msg, ctx)
-                })
+                let event = Event::Message {
+                    from: f as u16,
+                    msg: flight.msg,
+                };
+                self.call(w, next, r, event, effects)
             }
             Move::Input(pos, k) => {
                 let pos = pos as usize;
-                inputs.clear();
-                self.spec.inputs(&next.app, &next.world, pos, inputs);
-                let input = inputs.swap_remove(k as usize);
-                self.spec.take_input(&mut next.app, pos, &input);
-                self.call(&mut next, pos, false, effects, |p, ctx| {
-                    p.on_input(input, ctx)
-                })
+                let mut app = self.app(next).clone();
+                w.inputs.clear();
+                self.spec
+                    .inputs(&app, &self.world(next), pos, &mut w.inputs);
+                let input = w.inputs.swap_remove(k as usize);
+                self.spec.take_input(&mut app, pos, &input);
+                next.app = self.apps.intern(app);
+                let event = Event::Input(self.inputs.intern(input));
+                self.call(w, next, pos, event, effects)
             }
             Move::Timer(i) => {
-                let t = next.world.timers.remove(i as usize);
+                let t = next.timers.remove(i as usize);
                 if !self.config.untimed {
-                    next.world.now = next.world.now.max(t.deadline);
+                    next.now = next.now.max(t.deadline);
                 }
-                self.call(&mut next, t.pos as usize, false, effects, |p, ctx| {
-                    p.on_timer(t.timer, ctx)
-                })
+                self.call(w, next, t.pos as usize, Event::Timer(t.timer), effects)
             }
             Move::Crash(pos) => {
                 let pos = pos as usize;
-                next.world.faults.crashes -= 1;
-                self.spec.crash(&mut next.app, &next.world, pos);
-                next.world.procs[pos] = None;
-                next.world.timers.retain(|t| t.pos as usize != pos);
+                next.faults.crashes -= 1;
+                let mut app = self.app(next).clone();
+                self.spec.crash(&mut app, &self.world(next), pos);
+                next.app = self.apps.intern(app);
+                next.procs[pos] = CRASHED;
+                next.timers.retain(|t| t.pos as usize != pos);
                 let ids = self.peers.ids();
-                let msgs = std::mem::take(&mut next.world.msgs);
-                for fl in msgs {
+                let (mut i, msgs) = (0, &mut next.msgs);
+                while i < msgs.len() {
+                    let fl = msgs[i];
                     if fl.link as usize % n == pos {
                         if effects.record {
                             let (a, b) = (fl.link as usize / n, fl.link as usize % n);
-                            effects.dropped.push((ids[a], ids[b], fl.msg, "crashed"));
+                            let m = self.msgs.get(fl.msg).clone();
+                            effects.dropped.push((ids[a], ids[b], m, "crashed"));
                         }
+                        msgs.remove(i);
                     } else {
-                        next.world.msgs.push(fl);
+                        i += 1;
                     }
                 }
                 None
             }
             Move::Recover(pos) => {
                 let pos = pos as usize;
-                next.world.faults.recoveries -= 1;
-                self.spec.recover(&mut next.app, &next.world, pos);
-                let id = self.ids()[pos];
-                next.world.procs[pos] =
-                    Some(Arc::new(A::new(id, &self.peers, &self.config.params)));
-                self.call(&mut next, pos, true, effects, |p, ctx| p.on_start(ctx))
+                next.faults.recoveries -= 1;
+                let mut app = self.app(next).clone();
+                self.spec.recover(&mut app, &self.world(next), pos);
+                next.app = self.apps.intern(app);
+                next.procs[pos] = self.fresh[pos];
+                let event = Event::Start { recovered: true };
+                self.call(w, next, pos, event, effects)
             }
             Move::Lose(i) => {
-                next.world.faults.losses -= 1;
-                next.world.msgs.remove(i as usize);
+                next.faults.losses -= 1;
+                next.msgs.remove(i as usize);
                 None
             }
             Move::Duplicate(i) => {
-                next.world.faults.duplicates -= 1;
-                let f = next.world.msgs[i as usize].clone();
-                self.push_msg(&mut next.world, f.link, f.msg);
+                next.faults.duplicates -= 1;
+                let f = next.msgs[i as usize];
+                self.push_msg(next, f.link, f.msg);
                 None
             }
             Move::Partition(mask) => {
-                next.world.faults.partition = 1;
-                next.world.faults.cut = mask;
-                let faults = next.world.faults;
+                next.faults.partition = 1;
+                next.faults.cut = mask;
+                let faults = next.faults;
                 let ids = self.peers.ids();
-                let msgs = std::mem::take(&mut next.world.msgs);
-                for fl in msgs {
+                let (mut i, msgs) = (0, &mut next.msgs);
+                while i < msgs.len() {
+                    let fl = msgs[i];
                     let (a, b) = (fl.link as usize / n, fl.link as usize % n);
                     if Self::cut_between(&faults, a, b) {
                         if effects.record {
-                            effects.dropped.push((ids[a], ids[b], fl.msg, "partition"));
+                            let m = self.msgs.get(fl.msg).clone();
+                            effects.dropped.push((ids[a], ids[b], m, "partition"));
                         }
+                        msgs.remove(i);
                     } else {
-                        next.world.msgs.push(fl);
+                        i += 1;
                     }
                 }
                 None
             }
             Move::Heal => {
-                next.world.faults.partition = 2;
-                next.world.faults.cut = 0;
+                next.faults.partition = 2;
+                next.faults.cut = 0;
                 None
             }
-        };
-        (next, violation)
+        }
     }
 
     /// The identity of move `m` for weak fairness: the same message on the same link, the same
     /// timer of the same process, the same input; 0 for faults (never required).
-    pub fn fair_id<A>(&self, state: &State<A, S::App>, m: Move) -> u64
-    where
-        A: Checkable,
-        S: Spec<A>,
-    {
-        let w = &state.world;
+    pub fn fair_id(&self, st: &St, m: Move) -> u64 {
         let id = match m {
             Move::Deliver(i) => {
-                let f = &w.msgs[i as usize];
+                let f = &st.msgs[i as usize];
                 hash64(&(0u8, f.link, f.hash))
             }
             Move::Input(pos, k) => hash64(&(1u8, pos, k)),
             Move::Timer(i) => {
-                let t = &w.timers[i as usize];
+                let t = &st.timers[i as usize];
                 hash64(&(2u8, t.pos, t.hash))
             }
             _ => return 0,
@@ -628,37 +960,30 @@ impl<'c, S> Model<'c, S> {
         id.max(1)
     }
 
-    /// The positions with a liveness obligation in `state` (a request waiting, an election
-    /// not over), as bits.
-    pub fn waiting_mask<A>(&self, state: &State<A, S::App>) -> u64
-    where
-        A: Checkable,
-        S: Spec<A>,
-    {
+    /// The positions with a liveness obligation in `st` (a request waiting, an election not
+    /// over), as bits.
+    pub fn waiting_mask(&self, st: &St) -> u64 {
+        let app = self.app(st);
+        let world = self.world(st);
         (0..self.n)
-            .filter(|&p| self.spec.waiting(&state.app, &state.world, p))
+            .filter(|&p| self.spec.waiting(app, &world, p))
             .fold(0, |m, p| m | 1 << p)
     }
 
-    /// The typed transition of move `m` in `state`.
-    pub fn transition<A>(
+    /// The typed transition of move `m` in `st`.
+    pub fn transition(
         &self,
-        state: &State<A, S::App>,
+        st: &St,
         m: Move,
         inputs: &mut Vec<A::Input>,
-    ) -> Transition<A::Msg, A::Timer, A::Input>
-    where
-        A: Checkable,
-        S: Spec<A>,
-    {
+    ) -> Transition<A::Msg, A::Timer, A::Input> {
         let ids = self.ids();
-        let w = &state.world;
         let link = |i: u32| {
-            let f = &w.msgs[i as usize];
+            let f = &st.msgs[i as usize];
             (
                 ids[f.link as usize / self.n],
                 ids[f.link as usize % self.n],
-                f.msg.clone(),
+                self.msgs.get(f.msg).clone(),
             )
         };
         match m {
@@ -668,17 +993,18 @@ impl<'c, S> Model<'c, S> {
             }
             Move::Input(pos, k) => {
                 inputs.clear();
-                self.spec.inputs(&state.app, w, pos as usize, inputs);
+                self.spec
+                    .inputs(self.app(st), &self.world(st), pos as usize, inputs);
                 Transition::Input {
                     node: ids[pos as usize],
                     input: inputs[k as usize].clone(),
                 }
             }
             Move::Timer(i) => {
-                let t = &w.timers[i as usize];
+                let t = &st.timers[i as usize];
                 Transition::Timer {
                     node: ids[t.pos as usize],
-                    timer: t.timer.clone(),
+                    timer: self.timers.get(t.timer).clone(),
                 }
             }
             Move::Crash(p) => Transition::Crash {
@@ -708,5 +1034,29 @@ impl<'c, S> Model<'c, S> {
             }
             Move::Heal => Transition::Heal,
         }
+    }
+}
+
+impl<A: Checkable, S: Spec<A>> crate::symmetry::Renamer for Model<'_, A, S> {
+    fn proc(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.proc)(self.procs.get(id), perm)
+    }
+    fn msg(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.msg)(self.msgs.get(id), perm)
+    }
+    fn timer(&self, id: u32, perm: &[usize]) -> u128 {
+        let (r, _) = self.sym.as_ref().expect("symmetry on");
+        (r.timer)(self.timers.get(id), perm)
+    }
+    fn app(&self, id: u32, perm: &[usize]) -> u128 {
+        let app = self.apps.get(id);
+        fingerprint(
+            &self
+                .spec
+                .rename_app(app, perm)
+                .expect("checked when the model was built"),
+        )
     }
 }

@@ -79,6 +79,11 @@ pub struct CheckArgs {
     /// served (an election never ends...) is printed as a prefix and a loop.
     #[arg(long)]
     liveness: bool,
+    /// Symmetry reduction: remember each state once up to a renaming of interchangeable
+    /// processes (central's clients, causal-broadcast's processes); refused, with the reason,
+    /// for algorithms whose rules compare ids.
+    #[arg(long)]
+    symmetry: bool,
     /// Worker threads (default: every core); the result is the same for any number.
     #[arg(long)]
     threads: Option<usize>,
@@ -116,6 +121,7 @@ struct CheckTable {
     partition: Option<bool>,
     untimed: Option<bool>,
     liveness: Option<bool>,
+    symmetry: Option<bool>,
     order: Option<Vec<Order>>,
     threads: Option<usize>,
 }
@@ -123,7 +129,7 @@ struct CheckTable {
 fn input_error(e: CheckError) -> InputError {
     let flag = match e.field.as_str() {
         "algo" | "nodes" | "requests" | "max-states" | "max-memory" | "coordinator" | "holder"
-        | "quorums" | "crash" | "recover" | "partition" | "elect" | "threads" => {
+        | "quorums" | "crash" | "recover" | "partition" | "elect" | "threads" | "symmetry" => {
             format!("--{}", e.field)
         }
         other => format!("`{other}`"),
@@ -306,6 +312,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     };
     config.untimed = args.untimed || table.untimed.unwrap_or(false);
     config.liveness = args.liveness || table.liveness.unwrap_or(false);
+    config.symmetry = args.symmetry || table.symmetry.unwrap_or(false);
     if !args.elect.is_empty() {
         config.elect = args.elect.iter().map(|&i| NodeId(i)).collect();
     }
@@ -455,6 +462,7 @@ fn to_json(o: &NamedOutcome, c: &Config) -> serde_json::Value {
         "fifo": c.fifo,
         "timers": if c.untimed { "untimed" } else { "deadline" },
         "liveness": c.liveness,
+        "symmetry": c.symmetry,
         "faults": {
             "crash": c.faults.crash,
             "recover": c.faults.recover,
@@ -492,6 +500,11 @@ fn print_text(o: &NamedOutcome, c: &Config) {
             "by deadline"
         }
     );
+    if c.symmetry {
+        println!(
+            "symmetry reduction: states are counted up to a renaming of interchangeable processes"
+        );
+    }
     if o.needs_fifo && !c.fifo {
         println!(
             "note: {} assumes FIFO links; they are off here",
