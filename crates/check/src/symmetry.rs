@@ -93,18 +93,27 @@ pub(crate) fn renaming<A: Checkable>(
                     Central::Coordinator {
                         holder,
                         request_queue,
+                        held,
+                        latest,
                     } => Central::Coordinator {
                         holder: holder.map(map),
                         request_queue: request_queue.iter().map(|&id| map(id)).collect(),
+                        held: *held,
+                        latest: latest.iter().map(|(&id, &k)| (map(id), k)).collect(),
                     },
-                    Central::Client { coordinator, state } => Central::Client {
+                    Central::Client {
+                        coordinator,
+                        state,
+                        request,
+                    } => Central::Client {
                         coordinator: map(*coordinator),
                         state: *state,
+                        request: *request,
                     },
                 };
                 fingerprint(&renamed)
             }),
-            // REQUEST, GRANT, DENIED and RELEASE carry no id.
+            // REQUEST, GRANT, DENIED and RELEASE carry a request number, never an id.
             msg: Box::new(unchanged),
             timer: Box::new(unchanged),
         });
