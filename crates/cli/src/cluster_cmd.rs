@@ -298,9 +298,12 @@ fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Resu
     loop {
         let recorded = local::recorded(dir).map_err(|e| e.to_string())?;
         for &id in ids {
-            let alive = recorded
-                .iter()
-                .any(|&(r, pid, _)| r == id && local::is_node_of(pid, &canon));
+            // The pid files were just written by `start_nodes`, so a pid of ours that has not
+            // exited is the node, even in the instant after exec when its command line still
+            // reads empty (`is_node_of` alone took such a node for dead).
+            let alive = recorded.iter().any(|&(r, pid, _)| {
+                r == id && (local::is_node_of(pid, &canon) || !local::has_exited(pid))
+            });
             if !alive {
                 return Err(format!(
                     "node {id} exited; its log ({}) ends with: {}",

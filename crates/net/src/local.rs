@@ -303,6 +303,23 @@ pub fn is_node_of(pid: u32, cluster: &Path) -> bool {
     args.contains(&&b"node"[..]) && args.contains(&path)
 }
 
+/// Whether process `pid` is gone or a zombie (it has exited and nobody reaped it yet).
+///
+/// Unlike `!is_node_of(pid, ..)` this is never wrong about a process that has just been
+/// started: right after `execve` there is a moment in which `/proc/PID/cmdline` is still empty,
+/// so a node spawned a microsecond ago can fail `is_node_of` while it runs.
+pub fn has_exited(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the command name, which is in parentheses and may
+        // itself contain spaces or parentheses.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_none_or(|state| matches!(state, 'Z' | 'X')),
+        Err(_) => true,
+    }
+}
+
 /// Sends `sig` to `pid`.
 pub fn signal(pid: u32, sig: i32) -> io::Result<()> {
     let pid = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
