@@ -210,8 +210,9 @@ fn from_scenario(
     }
     let note = (ignored > 0).then(|| {
         format!(
-            "note: {origin}: the checker ignores the {ignored} timed event(s) other than `elect`; \
-             faults are choices bounded by the [check] table (crash, loss, duplicate, partition)"
+            "note: {origin}: the checker ignores the {ignored} timed event{} other than `elect`; \
+             faults are choices bounded by the [check] table (crash, loss, duplicate, partition)",
+            if ignored == 1 { "" } else { "s" }
         )
     });
     let config = Config {

@@ -327,7 +327,8 @@ fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Resu
         if Instant::now() >= until {
             let first = silent[0];
             return Err(format!(
-                "node(s) {silent:?} did not answer within {within:?}; node {first}'s log ends with: {}",
+                "{} {silent:?} did not answer within {within:?}; node {first}'s log ends with: {}",
+                if silent.len() == 1 { "node" } else { "nodes" },
                 local::last_log_line(dir, first)
             ));
         }

@@ -36,7 +36,7 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
     /// Replace the scenario's simulated-time horizon.
-    #[arg(long, value_parser = parse_duration_arg)]
+    #[arg(long, value_parser = parse_duration_arg, allow_hyphen_values = true)]
     until: Option<Duration>,
 }
 
@@ -75,7 +75,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     duplicate: f64,
     /// Simulated-time horizon (default 60s; for an election, 1s after the crash).
-    #[arg(long, value_parser = parse_duration_arg)]
+    #[arg(long, value_parser = parse_duration_arg, allow_hyphen_values = true)]
     until: Option<Duration>,
     /// The central algorithm's coordinator (default: the highest id); central only.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>)]
@@ -123,7 +123,15 @@ fn parse_load(s: &str) -> Result<Load, String> {
     }
 }
 
+/// A duration on the command line; a negative one is refused in words (without
+/// `allow_hyphen_values`, clap would take `-2s` for a flag and say "unexpected argument").
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!(
+            "expected a duration of 0 or more, like 2s; got the negative duration {}",
+            s.trim()
+        ));
+    }
     parse_duration(s).map_err(|e| e.to_string())
 }
 
@@ -429,10 +437,9 @@ fn execute(
             Some(command) => format!("{command} --seed {}", report.seed),
             None => format!("the same flags with --seed {}", report.seed),
         };
-        eprintln!(
-            "{} violation(s) found; reproduce with: {again}",
-            report.violations.len()
-        );
+        let n = report.violations.len();
+        let noun = if n == 1 { "violation" } else { "violations" };
+        eprintln!("{n} {noun} found; reproduce with: {again}");
         Ok(Outcome::Violation)
     }
 }

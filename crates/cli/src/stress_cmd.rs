@@ -224,9 +224,10 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stress: {} runs of each of {} algorithm(s), seed {}{}, faults {}",
+        "stress: {} runs of each of {} algorithm{}, seed {}{}, faults {}",
         r.seeds,
         r.algorithms.len(),
+        if r.algorithms.len() == 1 { "" } else { "s" },
         r.seed,
         if options.reliable {
             ", reliable links"

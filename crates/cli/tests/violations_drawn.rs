@@ -399,3 +399,38 @@ fn run_refuses_an_svg_on_standard_output_and_says_how() {
     assert!(!dir.join("-").exists(), "a file named - was written");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Left over from walking issue 16: `run --until -2s` and `simulate --until -2s` got clap's
+/// "unexpected argument" (it took `-2s` for a flag). They are refused in words, naming the flag.
+#[test]
+fn a_negative_horizon_is_refused_naming_the_flag() {
+    let dir = workdir("negative-until");
+    let lamport = scenario("lamport-non-fifo.toml");
+    let runs: [&[&str]; 2] = [
+        &["run", &lamport, "--until", "-2s"],
+        &["simulate", "--algo", "ricart-agrawala", "--until", "-2s"],
+    ];
+    for args in runs {
+        let o = distsync_in(&dir, args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--until") && err.contains("negative duration -2s"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A single violation is said in the singular (the README quotes the line).
+#[test]
+fn one_violation_is_said_in_the_singular() {
+    let dir = workdir("singular");
+    let o = distsync_in(&dir, &["run", &scenario("lamport-non-fifo.toml")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 violation found; reproduce with:"), "{err}");
+    assert!(!err.contains("violation(s)"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

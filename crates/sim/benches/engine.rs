@@ -3,28 +3,8 @@
 //! sweep. Run with `cargo bench -p distsync-sim --bench engine`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use distsync_sim::{run, RunOptions, Scenario};
-
-fn scenario(algorithm: &str, n: u32, requests: u64) -> Scenario {
-    Scenario::from_toml(
-        &format!(
-            r#"
-            algorithm = "{algorithm}"
-            nodes = {n}
-            until = "1h"
-            [network]
-            delay = {{ uniform = ["500us", "1500us"] }}
-            fifo = true
-            [workload]
-            kind = "saturated"
-            cs = "1ms"
-            requests = {requests}
-            "#
-        ),
-        "bench",
-    )
-    .expect("valid")
-}
+use distsync_sim::bench::mutex_heavy as scenario;
+use distsync_sim::{run, RunOptions};
 
 fn events_per_second(c: &mut Criterion) {
     let mut group = c.benchmark_group("simulator");
