@@ -13,14 +13,25 @@ pub struct ClocksArgs {
     /// The trace file (JSON lines, as written by `distsync run --trace`).
     trace: PathBuf,
     /// The first event's id (its `seq` in the trace).
-    #[arg(long = "a", value_name = "SEQ")]
+    #[arg(long = "a", value_name = "SEQ", value_parser = parse_seq, allow_hyphen_values = true)]
     a: u64,
     /// The second event's id.
-    #[arg(long = "b", value_name = "SEQ")]
+    #[arg(long = "b", value_name = "SEQ", value_parser = parse_seq, allow_hyphen_values = true)]
     b: u64,
     /// Print the answer as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// An event id on the command line; a negative one is refused in words (clap would take `-1`
+/// for a flag and say "unexpected argument").
+fn parse_seq(s: &str) -> Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "expected an event id, the `seq` of a trace line (0 or more, like 12); got {}",
+            s.trim()
+        )
+    })
 }
 
 fn describe(e: &Event) -> String {

@@ -122,3 +122,28 @@ fn bad_files_and_ids_exit_2_with_one_clear_line() {
     );
     refused(&["clocks", t, "--a", "-3", "--b", "1"], "--a");
 }
+
+/// Left over from walking issue 16: `--a -1` got clap's "unexpected argument" (it took `-1` for
+/// a flag). A negative or non-numeric id is refused in words, naming the flag.
+#[test]
+fn a_negative_event_id_is_refused_naming_the_flag() {
+    let t = trace("negative");
+    let t = t.to_str().unwrap();
+    for args in [["--a", "-1", "--b", "0"], ["--a", "0", "--b", "two"]] {
+        let mut all = vec!["clocks", t];
+        all.extend(args);
+        let o = distsync(&all);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let (flag, value) = if args[1] == "-1" {
+            ("--a", "-1")
+        } else {
+            ("--b", "two")
+        };
+        assert!(
+            err.contains(flag) && err.contains("an event id") && err.contains(value),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+}
