@@ -15,7 +15,7 @@ use crate::config::{ClusterFile, NodeEntry, Timeouts};
 use distsync_core::NodeId;
 use std::fs;
 use std::io;
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,14 +30,30 @@ pub fn random_secret() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// `n` ports on 127.0.0.1 that were free a moment ago (bound to port 0, then let go).
+/// `n` ports on 127.0.0.1 that were free a moment ago for both TCP and UDP (bound to port 0,
+/// then let go). A node listens on its port over TCP and, with a `[clock]`, over UDP too; a port
+/// free for TCP alone could be some process's ephemeral UDP socket (another cluster's NTP
+/// client, say), and the node's clock would then fail with "Address already in use".
 pub fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<io::Result<_>>()?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
+    // Everything chosen is held until the end, so no port is chosen twice.
+    let mut held: Vec<(TcpListener, UdpSocket)> = Vec::with_capacity(n);
+    let mut attempts = 0;
+    while held.len() < n {
+        attempts += 1;
+        if attempts > 100 * n.max(1) {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("found no {n} ports on 127.0.0.1 free for both TCP and UDP"),
+            ));
+        }
+        let tcp = TcpListener::bind("127.0.0.1:0")?;
+        let port = tcp.local_addr()?.port();
+        if let Ok(udp) = UdpSocket::bind(("127.0.0.1", port)) {
+            held.push((tcp, udp));
+        }
+    }
+    held.iter()
+        .map(|(t, _)| t.local_addr().map(|a| a.port()))
         .collect()
 }
 

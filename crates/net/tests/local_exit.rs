@@ -1,6 +1,7 @@
-//! `local::has_exited`: what `cluster up` asks before it calls a node dead. A node spawned a
-//! moment ago can still show an empty command line (seen as a flaky "node 2 exited; its log
-//! ends with: (empty log)"), so being alive is decided by the process's state, not its name.
+//! `local::has_exited` and `local::free_ports`: what `cluster up` relies on. `has_exited` is
+//! what it asks before it calls a node dead: a node spawned a moment ago can still show an empty
+//! command line (seen as a flaky "node 2 exited; its log ends with: (empty log)"), so being
+//! alive is decided by the process's state, not its name.
 
 use distsync_net::local::has_exited;
 use std::process::Command;
@@ -27,4 +28,36 @@ fn a_zombie_and_a_reaped_process_have_exited() {
     }
     child.wait().unwrap();
     assert!(has_exited(pid), "a reaped pid {pid} is gone");
+}
+
+/// `free_ports` gives distinct ports, each free for UDP as well as TCP (a node's clock listens
+/// over UDP on its port), so a cluster's clock does not start on another socket's port.
+#[test]
+fn free_ports_are_distinct_and_free_for_tcp_and_udp() {
+    let ports = distsync_net::local::free_ports(16).unwrap();
+    let mut seen = ports.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 16, "{ports:?}");
+    for p in ports {
+        std::net::TcpListener::bind(("127.0.0.1", p)).unwrap();
+        std::net::UdpSocket::bind(("127.0.0.1", p)).unwrap();
+    }
+}
+
+/// A port some process holds over UDP is never handed out, however many are asked for.
+#[test]
+fn a_port_taken_over_udp_is_not_chosen() {
+    let taken: Vec<std::net::UdpSocket> = (0..64)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let taken_ports: Vec<u16> = taken
+        .iter()
+        .map(|s| s.local_addr().unwrap().port())
+        .collect();
+    for _ in 0..20 {
+        for p in distsync_net::local::free_ports(32).unwrap() {
+            assert!(!taken_ports.contains(&p), "port {p} is held over UDP");
+        }
+    }
 }
