@@ -319,3 +319,72 @@ fn central_survives_duplication() {
     );
     assert!(claims(distsync_algorithms::registry::lookup("central").unwrap()).duplicate);
 }
+
+/// Stress's run 2474 of chang-roberts (`stress --algo chang-roberts --seeds 3000 --seed 11`,
+/// seed 769252444112): 7 processes, three starters, exponential delays (mean 2.25ms) without
+/// FIFO, T = 135ms, node 2 crashes at 49.8ms. Election{4} is overtaken by Election{6} and
+/// reaches 6 after 6 has won; 6, non-participant, replaces it with its own UID (rule 4b) and
+/// starts a second round of Election{6}. Node 0, still a participant of the first round (its
+/// elected message is late), used to discard the second Election{6} as "already forwarded:
+/// its owner crashed", and 5 and 6 stayed participants with no leader. From then on every T'
+/// met a process that had "already forwarded" the same UID: six processes were still electing
+/// at 15s.
+const CHANG_ROBERTS_RUN_2474: &str = r#"
+algorithm = "chang-roberts"
+ids = [6, 5, 0, 2, 1, 3, 4]
+seed = 769252444112
+until = "15.027s"
+answer_timeout = "135.18ms"
+heartbeat = "135.18ms"
+detect = "timeout"
+[network]
+fifo = false
+delay = { exponential = "2.253ms" }
+[[event]]
+at = "895us"
+elect = 0
+[[event]]
+at = "1.098ms"
+elect = 6
+[[event]]
+at = "1.378ms"
+elect = 2
+[[event]]
+at = "49.845ms"
+crash = 2
+"#;
+
+#[test]
+fn chang_roberts_a_second_round_of_the_same_uid_is_not_taken_for_an_orphan() {
+    let seed = 769252444112;
+    let r = run_toml(CHANG_ROBERTS_RUN_2474, seed);
+    assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+    let e = r.election.as_ref().unwrap();
+    assert!(e.agreed, "seed {seed}");
+    assert_eq!(e.leader, Some(6), "seed {seed}");
+    // Settled within the first T' (4nT = 3.785s), not by a later restart.
+    assert!(
+        e.completion_time_ns.unwrap() < 3_785_040_000,
+        "seed {seed}: completed at {:?}",
+        e.completion_time_ns
+    );
+}
+
+#[test]
+fn chang_roberts_with_crashes_and_reordering_terminates_over_many_seeds() {
+    // Seed 11's run 2474 is the one above; these are 400 others.
+    let mut options = StressOptions::new(vec!["chang-roberts".into()], 400);
+    options.seed = 23;
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    let a = &result.algorithms[0];
+    assert_eq!(
+        a.failed,
+        0,
+        "chang-roberts (stress seed 23): {:?}",
+        a.failures
+            .iter()
+            .take(3)
+            .map(|f| (f.seed, f.first.detail.clone()))
+            .collect::<Vec<_>>()
+    );
+}

@@ -24,9 +24,8 @@
 //!
 //! Additions for crashes, which the notes leave to "faulty systems are skipped" (ring_link.rs):
 //! a participant that hears no elected message within T' (`coordinator_timeout`, default 4n T)
-//! marks itself non-participant and starts again; an election message whose UID a participant
-//! has already forwarded has lost its owner (it would have stopped there) and is discarded, as
-//! is an elected message a non-participant has already recorded; a recovered process starts an
+//! marks itself non-participant and starts again; a non-participant passes on an elected
+//! message it has already recorded without recording it twice; a recovered process starts an
 //! election; and a process that receives an elected message with a UID smaller than its own
 //! (it was down during that election) passes it on and starts an election, so that the largest
 //! live UID leads. Without crashes no process ever sees such a message.
@@ -37,7 +36,11 @@
 //! has lost its owner to a crash and is discarded, however often other messages reset the
 //! processes it meets (an orphaned Elected{2} and Election{3} used to chase each other round
 //! the live processes for ever). Without crashes no message is ever discarded this way, and the
-//! message counts are the notes'.
+//! message counts are the notes'. The hop count is the only orphan rule: the same UID can be
+//! sent round again by its live owner (a late, smaller election message reaches the leader, a
+//! non-participant again, which replaces it with its own UID by rule 4b), so "I have already
+//! forwarded this UID" does not mean its owner crashed (taking it for that left the second
+//! round's processes participants with no leader for ever: found by `distsync stress`).
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -76,8 +79,6 @@ pub struct ChangRoberts {
     participant: bool,
     /// The elected UID this process recorded.
     elected: Option<NodeId>,
-    /// The largest UID this process has sent in the current election.
-    forwarded: Option<NodeId>,
     #[serde(skip)]
     t_prime: Duration,
 }
@@ -92,7 +93,6 @@ impl Algorithm for ChangRoberts {
             uid: id,
             participant: false,
             elected: Some(election::initial_coordinator(peers, params)),
-            forwarded: None,
             t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
         }
     }
@@ -134,9 +134,6 @@ impl Process for ChangRoberts {
         let n = ctx.peers().len() as u32;
         match msg {
             Msg::Election { uid, hops } if uid > self.uid => {
-                if self.participant && self.forwarded == Some(uid) {
-                    return; // round twice: its owner crashed
-                }
                 if hops >= n {
                     return; // a lap without its owner: an orphan (the crash rule)
                 }
@@ -150,7 +147,6 @@ impl Process for ChangRoberts {
             Msg::Election { .. } => {
                 // 4d, 5a.
                 self.participant = false;
-                self.forwarded = None;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(self.uid, ctx);
                 let elected = Msg::Elected {
@@ -175,13 +171,20 @@ impl Process for ChangRoberts {
                     self.start(ctx);
                 }
             }
+            Msg::Elected { uid, hops } if !self.participant && self.elected == Some(uid) => {
+                // Recorded already (a second round of the same leader): pass it on for those
+                // behind, without recording it twice.
+                ctx.send(
+                    successor(ctx),
+                    Msg::Elected {
+                        uid,
+                        hops: hops + 1,
+                    },
+                );
+            }
             Msg::Elected { uid, hops } => {
-                if !self.participant && self.elected == Some(uid) {
-                    return; // recorded already: its leader crashed before removing it
-                }
                 // 5b.
                 self.participant = false;
-                self.forwarded = None;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(uid, ctx);
                 ctx.send(
@@ -210,7 +213,6 @@ fn successor(ctx: &Ctx<'_, ChangRoberts>) -> NodeId {
 impl ChangRoberts {
     /// Rule 2.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
-        self.forwarded = None;
         self.send_election(self.uid, 1, ctx);
     }
 
@@ -221,7 +223,6 @@ impl ChangRoberts {
         }
         self.participant = true;
         self.elected = None;
-        self.forwarded = self.forwarded.max(Some(uid));
         ctx.send(successor(ctx), Msg::Election { uid, hops });
     }
 
@@ -277,7 +278,11 @@ mod tests {
         assert!(p.sent().is_empty());
         p.receive(3, election(6, 6)); // 4a: larger forwarded, one hop more
         assert_eq!(p.sent(), vec![(NodeId(5), election(6, 7))]);
-        p.receive(3, election(6, 7)); // seen twice: 6 crashed, so it is dropped
+        // Seen again: it may be a second round of a live 6, so it goes on...
+        p.receive(3, election(6, 6));
+        assert_eq!(p.sent(), vec![(NodeId(5), election(6, 7))]);
+        // ...unless it has made a lap (8 hops) without reaching 6: 6 crashed, it is dropped.
+        p.receive(3, election(6, 8));
         assert!(p.sent().is_empty());
         p.receive(3, election(4, 8)); // 4d
         assert_eq!(p.sent(), vec![(NodeId(5), elected(4, 1))]);
@@ -288,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn step_5b_elected_is_recorded_and_forwarded_once() {
+    fn step_5b_elected_is_recorded_once_and_forwarded() {
         let peers = Peers::range(8);
         let mut p = process(4, &peers);
         p.input(Input::Start);
@@ -298,11 +303,11 @@ mod tests {
         assert_eq!(p.sent(), vec![(NodeId(5), elected(6, 7))]);
         assert_eq!(p.process.leader(), Some(NodeId(6)));
         assert!(!p.process.participant());
+        // A second round of the same leader: passed on for those behind, not recorded twice.
         p.receive(3, elected(6, 6));
-        assert!(
-            p.sent().is_empty(),
-            "an elected message seen twice is removed"
-        );
+        assert_eq!(p.sent(), vec![(NodeId(5), elected(6, 7))]);
+        assert!(p.outputs().is_empty());
+        assert!(!p.process.participant());
     }
 
     /// The crash rule: a message that has made n hops without reaching its end is an orphan.
@@ -373,8 +378,8 @@ mod tests {
     }
 
     /// The leader-to-be crashes while its election message is on its way round: 2 finds it
-    /// down and skips to 0, 0 has forwarded 3 already and drops the message, T' restarts the
-    /// election and 2 wins.
+    /// down and skips to 0, where the message has made a lap (4 hops) without its owner and is
+    /// dropped; T' restarts the election and 2 wins.
     #[test]
     fn a_crashed_candidate_is_dropped_and_t_prime_restarts() {
         let mut net: Net<RingLink<ChangRoberts>> = Net::new(&[3, 0, 1, 2], Params::default());
