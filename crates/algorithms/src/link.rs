@@ -30,7 +30,13 @@
 //!    recovered receiver is discarded (and acknowledged, so it is not sent again), and a sender
 //!    that hears of a new incarnation of its receiver drops the frames meant for the previous
 //!    one, as a TCP connection is reset when its peer restarts. A frame sent before the sender heard from
-//!    its receiver at all may reach the receiver's next life.
+//!    its receiver at all (meant for no life in particular) may reach the receiver's next life,
+//!    however long it was retransmitted: over reliable links, a message to a crashed process can
+//!    arrive long after the network's delay bound (as over TCP, whose connection attempts to a
+//!    host that is down are retried, and go to whoever accepts).
+//! 7. Incarnations grow (they are clock readings): a frame or acknowledgement of an older
+//!    incarnation than the one last heard (late in the network from a previous life) neither
+//!    resets a link nor moves it back.
 //!
 //! The link's own traffic goes under its own kinds ([`RETRANSMIT`], [`ACK`], [`REACK`]); a first
 //! transmission goes under the algorithm's kind, so message counts of the algorithm are the same
@@ -145,14 +151,13 @@ impl<M> Outgoing<M> {
         self.unacked.keys().next().copied().unwrap_or(self.next)
     }
 
-    /// The receiver is (now) in incarnation `inc`: frames meant for its previous life would be
-    /// discarded there, so they are dropped here, and the base moves past them.
+    /// The receiver is (now) in incarnation `inc`: frames meant for its previous lives would be
+    /// discarded there, so they are dropped here, and the base moves past them. An older
+    /// incarnation (a late frame of a previous life) changes nothing (rule 7).
     fn heard(&mut self, inc: u64) {
-        if self.peer != inc {
-            let old = std::mem::replace(&mut self.peer, inc);
-            if old != 0 {
-                self.unacked.retain(|_, f| f.to != old);
-            }
+        if inc > self.peer {
+            self.peer = inc;
+            self.unacked.retain(|_, f| f.to == 0 || f.to >= inc);
         }
     }
 }
@@ -163,8 +168,6 @@ struct Incoming<M> {
     inc: u64,
     expected: u64,
     buffer: BTreeMap<u64, M>,
-    /// Incarnations of the sender that came before `inc`.
-    retired: Vec<u64>,
 }
 
 /// Process `A` over reliable FIFO links.
@@ -360,10 +363,10 @@ impl<A: Process> Reliable<A> {
             inc,
             expected: base,
             buffer: BTreeMap::new(),
-            retired: Vec::new(),
         });
         if inc != link.inc {
-            if link.retired.contains(&inc) {
+            if inc < link.inc {
+                // Rule 7: a late frame of the sender's previous life.
                 let rinc = self.inc;
                 ctx.send(
                     from,
@@ -377,8 +380,7 @@ impl<A: Process> Reliable<A> {
                 return;
             }
             // Rule 5: the sender has recovered.
-            let old = std::mem::replace(&mut link.inc, inc);
-            link.retired.push(old);
+            link.inc = inc;
             link.expected = base;
             link.buffer.clear();
         }
@@ -592,17 +594,24 @@ mod tests {
         // ...and a late frame of the old one is discarded.
         assert_eq!(d.receive(0, data(7, 6, 0)).sent(), ack(7, 6, true));
         assert_eq!(d.process.inner().got, vec![0, 1, 5, 0]);
+        // Rule 7: so is a frame of a life before the newest heard, even one never seen (the
+        // newer life's frames overtook it); it does not reset the link back.
+        d.receive(0, data(20, 0, 0));
+        assert_eq!(d.process.inner().got, vec![0, 1, 5, 0, 0]);
+        assert_eq!(d.receive(0, data(15, 0, 0)).sent(), ack(15, 0, true));
+        d.receive(0, data(20, 1, 0));
+        assert_eq!(d.process.inner().got, vec![0, 1, 5, 0, 0, 1]);
         // A frame meant for a previous life of this receiver is discarded.
         let stale = Frame::Data {
-            inc: 9,
-            seq: 1,
+            inc: 20,
+            seq: 2,
             base: 0,
             to: RINC + 1,
             again: false,
-            msg: Ping(1),
+            msg: Ping(2),
         };
-        assert_eq!(d.receive(0, stale).sent(), ack(9, 1, true));
-        assert_eq!(d.process.inner().got, vec![0, 1, 5, 0]);
+        assert_eq!(d.receive(0, stale).sent(), ack(20, 2, true));
+        assert_eq!(d.process.inner().got, vec![0, 1, 5, 0, 0, 1]);
     }
 
     #[test]
@@ -668,5 +677,18 @@ mod tests {
         // Later frames are meant for the receiver's incarnation it acknowledged with.
         d.input(5);
         assert!(matches!(d.sent()[0].1, Frame::Data { seq: 2, to: 5, .. }));
+        // Rule 7: a late acknowledgement from an older life of the receiver moves nothing back.
+        d.receive(
+            1,
+            Frame::Ack {
+                inc,
+                rinc: 3,
+                seq: 0,
+                dup: true,
+            },
+        );
+        assert_eq!(d.process.unacknowledged(), 1);
+        d.input(6);
+        assert!(matches!(d.sent()[0].1, Frame::Data { seq: 3, to: 5, .. }));
     }
 }

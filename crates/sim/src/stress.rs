@@ -104,11 +104,14 @@ pub struct Claims {
     /// Properties it does not promise even within its assumptions (maekawa-basic can
     /// deadlock): a run that breaks only these is counted as a known break, not a failure.
     pub not_promised: &'static [&'static str],
-    /// It survives recoveries over reliable links (`[network] reliable = true`). The ring
-    /// elections do not: the link discards frames meant for a recovered process's previous
-    /// life, so a sender that has not heard of the new life loses its message to a live
-    /// process, and the ring takes it for crashed (docs/faults.md). A reliable stress draws
-    /// crashes without recoveries for them, unless the faults are asked for explicitly.
+    /// It survives recoveries over reliable links (`[network] reliable = true`). The elections
+    /// do not, for two reasons of the link layer (docs/faults.md): it discards frames meant for
+    /// a recovered process's previous life, so a sender that has not heard of the new life
+    /// loses its message to a live process (the ring takes it for crashed); and a frame sent
+    /// to a crashed process by a sender that had never heard from it is retransmitted until
+    /// the next life accepts it, long after the delay bound their timeouts rely on (bully's
+    /// COORDINATOR naming a stale leader). A reliable stress draws crashes without recoveries
+    /// for them, unless the faults are asked for explicitly.
     pub recoveries_over_reliable_links: bool,
 }
 
@@ -154,13 +157,9 @@ pub fn claims(entry: &Entry) -> Claims {
         },
         // The election algorithms skip crashed processes (the ring link, the bully's timeouts)
         // and, with the failure detector, elect again when the coordinator crashes.
-        (Family::Election, "ring" | "chang-roberts" | "ring-active-list" | "peterson") => Claims {
-            crash: true,
-            recoveries_over_reliable_links: false,
-            ..base
-        },
         (Family::Election, _) => Claims {
             crash: true,
+            recoveries_over_reliable_links: false,
             ..base
         },
         // A REPLY echoes the timestamp of the REQUEST it answers, and central's messages name
