@@ -87,8 +87,9 @@ pub enum LockError {
         /// The wait.
         after: Duration,
     },
-    /// The node sends this client elsewhere (central's coordinator does not take locks), but
-    /// guards of this connection are still alive, so it cannot move.
+    /// The node sends this client elsewhere, but guards of this connection are still alive, so
+    /// it cannot move. (Nodes of this version serve every client where it connected: central's
+    /// coordinator, which used to redirect, serves its own through `colocated`.)
     Redirected {
         /// The node connected to.
         from: NodeId,
