@@ -16,7 +16,10 @@
 # Environment: CLIENTS (default "1 64"), HANDOFFS (default "0 8"), REPS (paired repetitions, default 2; the table shows
 # medians), MODE (distsync: drop the guard, the Unlock written ahead of the next Lock; or
 # distsync-release: wait for each release's confirmation, a second round trip as Redis's),
-# OUT (raw JSON lines, default target/bench-locks.jsonl).
+# OUT (raw JSON lines, default target/bench-locks.jsonl), PLACEMENT (auto, the default: clients
+# connect where the library puts them, central's on the coordinator's node through
+# `LockClient::connect`, the others' round-robin over the nodes; spread: round-robin for every
+# algorithm, central's 4-hop path included).
 # Needs redis-server (Debian package redis-server: apt-get install redis-server); without it the
 # Redis columns stay empty. Redis runs on 127.0.0.1, a free port, no persistence, and is killed
 # at the end.

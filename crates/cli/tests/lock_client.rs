@@ -1,8 +1,8 @@
 //! The persistent lock client (`distsync_net::lock_client`, issue 15 target 5) against real
 //! node processes on 127.0.0.1: many locks over one connection with growing fencing tokens,
 //! mutual exclusion among clients, `try_lock` and `lock_timeout` that give up and withdraw,
-//! guards released on drop and explicitly, central's redirect, a lost lock reported, and
-//! `distsync lock --stdin`.
+//! guards released on drop and explicitly, central's coordinator serving its own clients, a
+//! lost lock reported, and `distsync lock --stdin`.
 
 mod lock_common;
 
@@ -122,22 +122,24 @@ fn try_lock_and_timeouts_give_up_and_withdraw() {
     });
 }
 
-/// Central's coordinator does not take locks: a client connected to it follows the redirect to
-/// a competing node. A guard whose holding node is killed -9 reports the lock lost, and the
-/// client connects again for the next lock once that guard is dropped.
+/// Central's coordinator node serves its own clients (through a local competitor, see
+/// crates/net/src/colocated.rs), and `LockClient::connect` goes there. A guard whose holding
+/// node (here the coordinator) is killed -9 reports the lock lost, and the client connects
+/// again for the next lock once that guard is dropped.
 #[test]
-fn central_redirects_and_a_dead_holder_is_reported() {
+fn central_coordinator_serves_its_clients_and_a_dead_holder_is_reported() {
     let _g = lock_guard();
     let c = TestCluster::start("client-central", 3, "central", "bully");
     let leader = c.settled(Duration::from_secs(20)) as u32;
     let cluster = Cluster::load(&c.cluster).unwrap();
     rt().block_on(async {
-        let mut locks = LockClient::connect_to(&cluster, distsync_core::NodeId(leader))
-            .await
-            .unwrap();
+        let mut locks = LockClient::connect(&cluster).await.unwrap();
         let g = locks.lock("c").await.unwrap();
         let holder = g.holder();
-        assert_ne!(holder.0, leader, "the coordinator redirected the client");
+        assert_eq!(
+            holder.0, leader,
+            "connected to the coordinator, which granted"
+        );
         assert_eq!(locks.node().await, Some(holder));
         c.kill9(holder.0 as usize);
         let mut waited = 0;

@@ -1,8 +1,9 @@
 //! Lock acquire-and-release latency and throughput on loopback, for scripts/bench-locks.sh.
 //!
 //! `lockbench distsync CLUSTER.toml CLIENTS SECONDS` runs CLIENTS clients of the persistent
-//! lock client (`distsync_net::lock_client`), spread over the nodes round-robin (a central
-//! coordinator redirects its share), each taking lock "bench" and dropping its guard in a loop
+//! lock client (`distsync_net::lock_client`), spread over the nodes round-robin (with central,
+//! unless the environment says `PLACEMENT=spread`, each connects where `LockClient::connect`
+//! puts it: the coordinator's node), each taking lock "bench" and dropping its guard in a loop
 //! for SECONDS (the dropped guard's `Release` goes out with the next `Lock`, in one write).
 //! `distsync-release` instead waits for the node to confirm each release (`Guard::release`), a
 //! second round trip per entry as Redis's `DEL` is.
@@ -89,9 +90,17 @@ fn main() {
 async fn distsync_loop(cluster: &str, i: usize, until: Instant, explicit: bool) -> Vec<Duration> {
     let cluster = Cluster::load(Path::new(cluster)).unwrap();
     let ids = cluster.peers.ids().to_vec();
-    let mut locks = LockClient::connect_to(&cluster, ids[i % ids.len()])
-        .await
-        .unwrap();
+    // PLACEMENT=spread: client i on node i mod N, whatever the algorithm. Otherwise (auto)
+    // where the library puts a client: central's clients on the coordinator's node
+    // (`LockClient::connect`), the other algorithms' spread as above.
+    let spread = std::env::var("PLACEMENT").is_ok_and(|p| p == "spread");
+    let mut locks = if spread || cluster.file.mutex != "central" {
+        LockClient::connect_to(&cluster, ids[i % ids.len()])
+            .await
+            .unwrap()
+    } else {
+        LockClient::connect(&cluster).await.unwrap()
+    };
     let mut lat = Vec::new();
     while Instant::now() < until {
         let t0 = Instant::now();

@@ -12,6 +12,7 @@
 //! - `timers`: the algorithms' timers as deadlines keyed by name with generations;
 //! - `node`: the node runtime (events in, algorithm handlers, effects out; views and failover);
 //! - [`persist`]: the epoch high-water mark each node keeps on disk;
+//! - [`colocated`]: central's coordinator and a competing client in one node;
 //! - `client`: the client side of the client protocol (the `lock` and `leader` verbs);
 //! - [`lock_client`]: a persistent lock client for programs (many locks, one connection);
 //! - `shutdown`: clean stop on SIGTERM and ctrl-c.
@@ -20,6 +21,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod colocated;
 pub mod config;
 pub mod connection;
 pub mod frame;

@@ -87,8 +87,9 @@ pub enum LockError {
         /// The wait.
         after: Duration,
     },
-    /// The node sends this client elsewhere (central's coordinator does not take locks), but
-    /// guards of this connection are still alive, so it cannot move.
+    /// The node sends this client elsewhere, but guards of this connection are still alive, so
+    /// it cannot move. (Nodes of this version serve every client where it connected: central's
+    /// coordinator, which used to redirect, serves its own through `colocated`.)
     Redirected {
         /// The node connected to.
         from: NodeId,
@@ -213,9 +214,33 @@ pub struct LockClient {
 }
 
 impl LockClient {
-    /// Connects to a node of `cluster`, trying them in a random order.
+    /// Connects to the node of `cluster` that grants locks in the fewest hops: with an algorithm
+    /// that has a coordinator (central), the coordinator's node, which is the leader and serves
+    /// its own clients without a message on the wire (`colocated`); with the others, any node
+    /// (they are tried in a random order). A client that holds nothing follows the leader anyway
+    /// only here, at connection: if the leader changes later it stays where it is (every node
+    /// serves locks; the coordinator's node only saves hops).
     pub async fn connect(cluster: &Cluster) -> Result<LockClient, LockError> {
-        Self::connect_first(cluster, None).await
+        let mut client = Self::connect_first(cluster, None).await?;
+        if has_coordinator(cluster) {
+            client.move_to_leader().await;
+        }
+        Ok(client)
+    }
+
+    /// Asks the node connected to who leads and, if another node does and answers, moves there
+    /// (keeping the connection it has otherwise).
+    async fn move_to_leader(&mut self) {
+        let mut slot = self.shared.conn.lock().await;
+        let Some(conn) = slot.as_mut() else { return };
+        let at = conn.node;
+        let leader = match tokio::time::timeout(CONNECT_TIMEOUT, ask_leader(conn)).await {
+            Ok(Ok(Some(l))) if l != at && self.cluster.peers.contains(l) => l,
+            _ => return,
+        };
+        if let Ok(c) = open(&self.cluster, leader).await {
+            *slot = Some(c);
+        }
     }
 
     /// Connects to node `first` if it answers, else to another.
@@ -476,6 +501,31 @@ async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(
                     conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
                 }
             }
+        }
+    }
+}
+
+/// Whether the cluster's lock algorithm has a node that coordinates (one that does not compete
+/// when the algorithm runs alone: central's coordinator, the view's leader).
+fn has_coordinator(cluster: &Cluster) -> bool {
+    crate::machine::mutex_kind(&cluster.file.mutex).is_some_and(|kind| {
+        let params = cluster.params();
+        (kind.competitors)(&cluster.peers, &params).len() < cluster.peers.len()
+    })
+}
+
+/// The leader the node connected to knows of (a fresh connection: nothing else is in flight).
+async fn ask_leader(conn: &mut Conn) -> Result<Option<NodeId>, String> {
+    conn.writer
+        .send(&ClientRequest::Status)
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        match conn.reader.recv::<ClientReply>().await {
+            Ok(Some(ClientReply::Status(s))) => return Ok(s.leader),
+            Ok(Some(_)) => {}
+            Ok(None) => return Err("the node closed the connection".into()),
+            Err(e) => return Err(e.to_string()),
         }
     }
 }

@@ -858,16 +858,14 @@ impl Node {
         let peers = Peers::new(members.clone()).expect("a subset of the cluster's ids");
         let params = view_params(&self.params, self.id, None);
         let usable = (self.mutex.validate)(&params, &peers);
-        let competitors: BTreeSet<NodeId> = (self.mutex.competitors)(&peers, &params)
-            .into_iter()
-            .collect();
         // The holder with the highest token keeps each lock, among the nodes that were in the
         // latest view: a node that missed a view (paused, cut off) was left out of it while the
-        // lock was handed on, so its holds are stale.
+        // lock was handed on, so its holds are stale. Every member competes (central's
+        // coordinator through its local client, `colocated`), so any member may keep a lock.
         let latest = change.states.values().map(|(v, _)| *v).max().unwrap_or(0);
         let mut best: BTreeMap<String, (u64, NodeId)> = BTreeMap::new();
         for (&node, (view, held)) in &change.states {
-            if !competitors.contains(&node) || usable.is_err() || *view != latest {
+            if usable.is_err() || *view != latest {
                 continue;
             }
             for (name, token) in held {
@@ -1187,7 +1185,12 @@ impl Node {
             return true;
         }
         let params = view_params(&self.params, view.leader, view.holders.get(name).copied());
-        lock.instance = Some((self.mutex.new)(self.id, &view.members, &params));
+        lock.instance = Some(crate::colocated::instance(
+            &self.mutex,
+            self.id,
+            &view.members,
+            &params,
+        ));
         let (epoch, members) = (view.epoch, view.members.ids().to_vec());
         if announce {
             for p in members {
@@ -1401,9 +1404,8 @@ impl Node {
     }
 
     /// Asks the instance for the critical section when a local client waits and the view is
-    /// open; redirects clients away from a node that does not compete (central's coordinator).
+    /// open. Every node competes: central's coordinator through its local client (`colocated`).
     fn pump(&mut self, name: &str) {
-        let me = self.id;
         let Some(view) = &self.view else { return };
         if !view.open {
             return;
@@ -1424,8 +1426,6 @@ impl Node {
             }
             return;
         }
-        let params = view_params(&self.params, view.leader, None);
-        let competitors = (self.mutex.competitors)(&view.members, &params);
         let Some(lock) = self.locks.get(name) else {
             return;
         };
@@ -1436,30 +1436,6 @@ impl Node {
             || lock.pending
             || lock.unheld
         {
-            return;
-        }
-        if !competitors.contains(&me) {
-            let target = competitors.first().copied();
-            let waiting: Vec<u64> = self
-                .locks
-                .get_mut(name)
-                .map(|l| l.waiting.drain(..).collect())
-                .unwrap_or_default();
-            for c in waiting {
-                let reply = match target {
-                    Some(node) => ClientReply::Redirect {
-                        node,
-                        reason: format!(
-                            "node {me} coordinates the {} algorithm and does not take the lock itself",
-                            self.cluster.file.mutex
-                        ),
-                    },
-                    None => ClientReply::Refused {
-                        reason: "no node of the view competes for the lock".into(),
-                    },
-                };
-                self.reply(c, reply);
-            }
             return;
         }
         if !self.ensure_instance(name, true) {
@@ -1853,16 +1829,15 @@ addr = "127.0.0.1:3"
         let mut h = Harness::new();
         h.run(1000).await;
         assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
-        // The coordinator redirects; node 0's client gets the lock, node 1's waits.
-        h.client(2, 9, lock());
-        assert!(matches!(h.replies(9)[..], [ClientReply::Redirect { .. }]));
+        // Node 0's client gets the lock; the coordinator's own client (through its local
+        // competitor, `colocated`) and node 1's client wait.
         h.client(0, 1, lock());
         let t1 = granted(&h.replies(1)).expect("granted");
-        h.client(0, 2, lock());
+        h.client(2, 9, lock());
         assert_eq!(
-            granted(&h.replies(2)),
+            granted(&h.replies(9)),
             None,
-            "a second client of node 0 waits"
+            "the coordinator's client waits"
         );
         h.client(1, 3, lock());
         assert_eq!(granted(&h.replies(3)), None, "node 1's client waits");
@@ -1874,24 +1849,14 @@ addr = "127.0.0.1:3"
             "node 1 leads a view of the two live nodes"
         );
         assert!(h.replies(1).is_empty(), "the holder was not revoked");
-        assert_eq!(granted(&h.replies(2)), None, "the lock is still held");
-        // Node 1 now coordinates and does not compete: its waiting client goes to node 0.
-        assert!(
-            matches!(
-                h.replies(3)[..],
-                [ClientReply::Redirect {
-                    node: NodeId(0),
-                    ..
-                }]
-            ),
-            "redirected"
-        );
-        // The holder releases: the waiting client is served with a token of the new view.
+        // Node 1 now coordinates, and its waiting client stays (no redirect).
+        assert!(h.replies(3).is_empty(), "node 1's client still waits");
+        // The holder releases: node 1's client is served with a token of the new view.
         h.client(0, 1, ClientRequest::Unlock { name: "x".into() });
         h.run(100).await;
-        let t2 = granted(&h.replies(2)).expect("the waiting client is served");
+        let t2 = granted(&h.replies(3)).expect("the waiting client is served");
         assert!(t2 > t1, "{t2} > {t1}");
-        let epoch = h.nodes[0].status().epoch.unwrap();
+        let epoch = h.nodes[1].status().epoch.unwrap();
         assert_eq!(
             t2 >> 32,
             epoch as u64,

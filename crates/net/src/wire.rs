@@ -170,8 +170,8 @@ pub enum ClientReply {
         /// Why.
         reason: String,
     },
-    /// Ask node `node` instead (e.g. this node is the central algorithm's coordinator and does
-    /// not compete for the lock).
+    /// Ask node `node` instead. Nodes of this version do not send it (central's coordinator,
+    /// which did, serves its own clients through `colocated`); clients still follow it.
     Redirect {
         /// Where to go.
         node: NodeId,

@@ -188,10 +188,11 @@ fn a_dropped_guard_and_the_next_lock_are_handed_on_at_most_handoff_times_in_a_ro
     }
 }
 
-/// Six clients, two per node (node 2's are sent on by central's coordinator), 25 entries each,
-/// with `handoff = 4`: never two inside at once, every token above all earlier ones, everybody
-/// through, and the nodes did hand the lock on (each client's release and next request go in
-/// one write, so a node in the critical section always has the next request at hand).
+/// Six clients, two per node (node 2's are served by the coordinator's node itself), 25
+/// entries each, with `handoff = 4`: never two inside at once, every token above all earlier
+/// ones, everybody through, and the nodes did hand the lock on (each client's release and next
+/// request go in one write, so a node in the critical section always has the next request at
+/// hand).
 #[test]
 fn with_handoffs_the_clients_of_several_nodes_still_exclude_each_other_and_tokens_grow() {
     let nodes = Nodes::start(3, "central", 4, 50, 1000);
