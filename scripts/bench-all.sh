@@ -42,7 +42,7 @@ echo
 echo "== 2. checker: distsync against stateright 0.31 (same model), load $(load)"
 ROUNDS=3
 [ -n "$QUICK" ] && ROUNDS=1
-cargo run --release -q --manifest-path benches/checker-vs-stateright/Cargo.toml -- "$ROUNDS"
+cargo run --release -q --manifest-path benches/checker-vs-stateright/Cargo.toml -- --rounds "$ROUNDS"
 
 echo
 echo "== 3. lock service against Redis, load $(load)"

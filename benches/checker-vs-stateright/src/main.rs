@@ -215,13 +215,35 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Every argument is a known flag followed by its value: anything else is refused, so that a
+    // mistyped flag is not silently measured with the defaults.
+    for pair in args.chunks(2) {
+        if !["--rounds", "--only", "--threads"].contains(&pair[0].as_str()) || pair.len() < 2 {
+            eprintln!(
+                "checker-vs-stateright: unexpected argument '{}'; usage: [--rounds N] [--only distsync|stateright] [--threads N|all]",
+                pair[0]
+            );
+            std::process::exit(2);
+        }
+    }
     let flag = |name: &str| {
         args.iter()
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let rounds: usize = flag("--rounds").and_then(|a| a.parse().ok()).unwrap_or(5);
+    let rounds: usize = match flag("--rounds") {
+        None => 5,
+        Some(r) => {
+            match r.parse() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    eprintln!("checker-vs-stateright: --rounds: expected a positive whole number, got '{r}'");
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
     let only = flag("--only");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let thread_counts: Vec<usize> = match flag("--threads").as_deref() {
