@@ -14,7 +14,8 @@
 #
 # Usage: scripts/bench-all.sh [--quick]
 # Environment: RING (ring size of `distsync bench` row c, default 1000000), SECS (seconds per
-# lock-service run, default 3), BENCH_ARGS (more flags for `distsync bench`, e.g. "--rows a,b").
+# lock-service run, default 3), BENCH_ARGS (more flags for `distsync bench`, e.g. "--rows a,b"),
+# SECTIONS (which of the five to run, default "1 2 3 4 5").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=
@@ -24,10 +25,16 @@ SECS=${SECS:-3}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 BIN=$CARGO_TARGET_DIR/release/distsync
 load() { cut -d' ' -f1 /proc/loadavg; }
+SECTIONS=${SECTIONS:-1 2 3 4 5}
+for s in $SECTIONS; do
+  case $s in [1-5]) ;; *) echo "SECTIONS: expected numbers 1 to 5, got '$s'" >&2; exit 2 ;; esac
+done
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(load)"
 cargo build --release -q -p distsync-cli
 
+if want 1; then
 echo
 echo "== 1. distsync bench (simulator, elections at scale, checker)"
 if [ -n "$QUICK" ]; then
@@ -37,13 +44,17 @@ else
   # shellcheck disable=SC2086
   "$BIN" bench --ring "$RING" ${BENCH_ARGS:-}
 fi
+fi
 
+if want 2; then
 echo
 echo "== 2. checker: distsync against stateright 0.31 (same model), load $(load)"
 ROUNDS=3
 [ -n "$QUICK" ] && ROUNDS=1
 cargo run --release -q --manifest-path benches/checker-vs-stateright/Cargo.toml -- --rounds "$ROUNDS"
+fi
 
+if want 3; then
 echo
 echo "== 3. lock service against Redis, load $(load)"
 if command -v redis-server >/dev/null; then
@@ -51,7 +62,9 @@ if command -v redis-server >/dev/null; then
 else
   echo "skipped: redis-server not installed (install with apt-get install redis-server)"
 fi
+fi
 
+if want 4; then
 echo
 echo "== 4. one lock per process start against one persistent client, load $(load)"
 WORK=$(mktemp -d)
@@ -89,7 +102,9 @@ print("| --- | ---: | ---: | ---: |")
 print(f"| `distsync lock -- true` in a loop | {loop:.0f} | {stdin_rate:.0f} | {loop / stdin_rate:.2f} |")
 EOF
 "$BIN" cluster down --dir "$WORK/cluster" >/dev/null 2>&1 || true
+fi
 
+if want 5; then
 echo
 echo "== 5. DistAlgo's 10 x 100 mutual-exclusion workload, load $(load)"
 if [ -n "${DISTALGO_PYTHON:-}" ] \
@@ -98,6 +113,7 @@ if [ -n "${DISTALGO_PYTHON:-}" ] \
   if [ -n "$QUICK" ]; then scripts/bench-distalgo.sh 10 100 1; else scripts/bench-distalgo.sh; fi
 else
   echo "skipped: DistAlgo not installed (it needs Python 3.7: python3.7 -m pip install pyDistAlgo==1.1.0b15)"
+fi
 fi
 echo
 echo "== done, load $(load)"
