@@ -62,11 +62,12 @@ struct Entry {
 pub struct Queue<T> {
     /// The time of the last item taken out (or the smallest time the queue was rebuilt around).
     last: u64,
-    /// The entries at time `last`, in seq order, from `head` on (those before were taken out).
-    front: Vec<Entry>,
-    head: usize,
-    /// Bucket (level, digit) at index level * 256 + digit.
+    /// Bucket (level, digit) at index level * 256 + digit. The bucket of level 0 whose digit is
+    /// `last`'s lowest byte is the front: the entries at time `last`, in seq order, from `head`
+    /// on (those before were taken out). No other entry can go there (an entry of level 0
+    /// differs from `last` in that byte), and it is never marked in `occupied`.
     buckets: Vec<Vec<Entry>>,
+    head: usize,
     /// Bit i of word i / 64 set when bucket i is not empty.
     occupied: [u64; WORDS],
     /// Bit w set when word w of `occupied` is not zero.
@@ -77,30 +78,26 @@ pub struct Queue<T> {
     free: Vec<u32>,
     /// Empty vectors with room for more than `KEEP` entries, at most `SPARES`.
     spare: Vec<Vec<Entry>>,
-    /// The entry whose item was last asked of the memory ahead of time: in the front
-    /// (`FRONT`, index) or in a bucket of level 0 (digit, index). A hint only: entries come out
-    /// of the front and then the level-0 buckets in order, so the queue keeps asking for the
-    /// item about `AHEAD` entries ahead of the one taken out.
+    /// The entry whose item was last asked of the memory ahead of time: (bucket of level 0,
+    /// index). A hint only: entries come out of the front and then the next buckets of level 0
+    /// in order, so the queue keeps asking for the item about `AHEAD` entries ahead of the one
+    /// taken out.
     ahead: (usize, usize),
     len: usize,
 }
-
-/// `Queue::ahead` in the front.
-const FRONT: usize = usize::MAX;
 
 impl<T> Default for Queue<T> {
     fn default() -> Self {
         Queue {
             last: 0,
-            front: Vec::new(),
-            head: 0,
             buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+            head: 0,
             occupied: [0; WORDS],
             words: 0,
             slab: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
-            ahead: (FRONT, 0),
+            ahead: (0, 0),
             len: 0,
         }
     }
@@ -129,6 +126,12 @@ impl<T: Keyed> Queue<T> {
         level * DIGITS + ((time >> (8 * level)) & 0xff) as usize
     }
 
+    /// The front's bucket.
+    #[inline]
+    fn f(&self) -> usize {
+        (self.last & 0xff) as usize
+    }
+
     #[inline]
     fn mark(&mut self, b: usize) {
         self.occupied[b / 64] |= 1 << (b % 64);
@@ -144,7 +147,7 @@ impl<T: Keyed> Queue<T> {
         }
     }
 
-    /// The lowest non-empty bucket.
+    /// The lowest non-empty bucket, the front aside.
     #[inline]
     fn lowest(&self) -> Option<usize> {
         if self.words == 0 {
@@ -230,28 +233,18 @@ impl<T: Keyed> Queue<T> {
     #[inline]
     fn look_ahead(&mut self) {
         let (b, i) = self.ahead;
-        let entries = if b == FRONT {
-            &self.front
-        } else {
-            &self.buckets[b]
-        };
-        if let Some(e) = entries.get(i + 1) {
+        if let Some(e) = self.buckets[b].get(i + 1) {
             self.ahead = (b, i + 1);
             self.prefetch(e.slot);
             return;
         }
         // The next occupied bucket of level 0 after this one.
-        let from = if b == FRONT {
-            (self.last & 0xff) as usize + 1
-        } else {
-            b + 1
-        };
+        let from = b + 1;
         if from >= DIGITS {
             return;
         }
-        let (w, bit) = (from / 64, from % 64);
-        let mut word = self.occupied[w] & (!0u64 << bit);
-        let mut w = w;
+        let mut w = from / 64;
+        let mut word = self.occupied[w] & (!0u64 << (from % 64));
         while word == 0 {
             w += 1;
             if w == DIGITS / 64 {
@@ -268,8 +261,9 @@ impl<T: Keyed> Queue<T> {
 
     /// Starts `ahead` over at the front and asks for the first `AHEAD` items.
     fn restart_ahead(&mut self) {
-        self.ahead = (FRONT, self.head);
-        if let Some(e) = self.front.get(self.head) {
+        let f = self.f();
+        self.ahead = (f, self.head);
+        if let Some(e) = self.buckets[f].get(self.head) {
             self.prefetch(e.slot);
         }
         for _ in 1..AHEAD {
@@ -294,19 +288,22 @@ impl<T: Keyed> Queue<T> {
         }
         self.len += 1;
         if e.time == self.last {
-            match self.front.last() {
-                Some(b) if self.front.len() > self.head && b.seq > e.seq => {
-                    if self.head > 0 && self.front[self.head].seq > e.seq {
-                        // Before every pending one (an item put back): where the last taken out was.
+            let head = self.head;
+            let f = self.f();
+            let front = &mut self.buckets[f];
+            match front.last() {
+                Some(b) if front.len() > head && b.seq > e.seq => {
+                    if head > 0 && front[head].seq > e.seq {
+                        // Before every pending one (an item put back): where the last taken
+                        // out was.
                         self.head -= 1;
-                        self.front[self.head] = e;
+                        front[head - 1] = e;
                     } else {
-                        let at =
-                            self.head + self.front[self.head..].partition_point(|f| f.seq < e.seq);
-                        self.front.insert(at, e);
+                        let at = head + front[head..].partition_point(|x| x.seq < e.seq);
+                        front.insert(at, e);
                     }
                 }
-                _ => self.front.push(e),
+                _ => front.push(e),
             }
         } else {
             let b = Self::bucket(self.last, e.time);
@@ -327,24 +324,25 @@ impl<T: Keyed> Queue<T> {
         self.mark(b);
     }
 
-    /// Gives bucket `b` the drained vector `v` back, or keeps `v` as a spare when it is large.
+    /// Empties bucket `b`, keeping its room when it is small, or as a spare when it is large.
     #[inline]
-    fn recycle(&mut self, b: usize, mut v: Vec<Entry>) {
-        v.clear();
-        if v.capacity() <= KEEP {
-            self.buckets[b] = v;
-        } else if self.spare.len() < SPARES {
-            self.spare.push(v);
+    fn recycle(&mut self, b: usize) {
+        self.buckets[b].clear();
+        if self.buckets[b].capacity() > KEEP {
+            let v = std::mem::take(&mut self.buckets[b]);
+            if self.spare.len() < SPARES {
+                self.spare.push(v);
+            }
         }
     }
 
     /// Takes out the earliest item.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
-        if self.head == self.front.len() && !self.refill() {
+        if self.head == self.buckets[self.f()].len() && !self.refill() {
             return None;
         }
-        let e = self.front[self.head];
+        let e = self.buckets[self.f()][self.head];
         self.head += 1;
         if self.slab.len() > PREFETCH_FROM {
             self.look_ahead();
@@ -355,7 +353,7 @@ impl<T: Keyed> Queue<T> {
 
     /// The earliest item, without taking it out.
     pub fn peek(&self) -> Option<&T> {
-        if let Some(first) = self.front.get(self.head) {
+        if let Some(first) = self.buckets[self.f()].get(self.head) {
             return Some(self.get(first.slot));
         }
         let b = self.lowest()?;
@@ -363,11 +361,16 @@ impl<T: Keyed> Queue<T> {
         Some(self.get(e.slot))
     }
 
-    /// The entries in the order `iter` gives them.
+    /// The entries in the order `iter` gives them: the front, then the buckets in order.
     fn entries(&self) -> impl Iterator<Item = &Entry> + '_ {
-        self.front[self.head..]
-            .iter()
-            .chain(self.buckets.iter().flatten())
+        let f = self.f();
+        self.buckets[f][self.head..].iter().chain(
+            self.buckets
+                .iter()
+                .enumerate()
+                .filter(move |(b, _)| *b != f)
+                .flat_map(|(_, bucket)| bucket),
+        )
     }
 
     /// Every pending item, in no particular order.
@@ -377,15 +380,16 @@ impl<T: Keyed> Queue<T> {
 
     /// Takes out the first item (in no particular order) for which `pick` holds.
     pub fn remove_where(&mut self, mut pick: impl FnMut(&T) -> bool) -> Option<T> {
-        if let Some(i) = self.front[self.head..]
+        let f = self.f();
+        if let Some(i) = self.buckets[f][self.head..]
             .iter()
             .position(|e| pick(self.get(e.slot)))
         {
             self.len -= 1;
-            let e = self.front.remove(self.head + i);
+            let e = self.buckets[f].remove(self.head + i);
             return Some(self.take(e.slot));
         }
-        for b in 0..self.buckets.len() {
+        for b in (0..self.buckets.len()).filter(|&b| b != f) {
             if let Some(i) = self.buckets[b].iter().position(|e| pick(self.get(e.slot))) {
                 self.len -= 1;
                 let e = self.buckets[b].remove(i);
@@ -398,12 +402,13 @@ impl<T: Keyed> Queue<T> {
         None
     }
 
-    /// The front is used up: splits the lowest non-empty bucket. False when nothing is pending.
+    /// The front is used up: the lowest non-empty bucket becomes the front, or is split.
+    /// False when nothing is pending.
     fn refill(&mut self) -> bool {
+        self.recycle(self.f());
+        self.head = 0;
         let Some(b) = self.lowest() else {
             // Nothing pending: the slab is all free; a burst's memory is given back.
-            self.front.clear();
-            self.head = 0;
             if self.slab.capacity() > KEEP {
                 self.slab = Vec::new();
                 self.free = Vec::new();
@@ -412,45 +417,50 @@ impl<T: Keyed> Queue<T> {
             return false;
         };
         self.unmark(b);
-        let mut entries = std::mem::take(&mut self.buckets[b]);
-        let mut old = std::mem::take(&mut self.front);
-        old.clear();
-        self.head = 0;
         if b < DIGITS {
             // Level 0: one time, the front as it is.
             self.last = (self.last & !0xff) | b as u64;
-            self.front = entries;
-            self.recycle(b, old);
             self.sort_front();
             if self.slab.len() > PREFETCH_FROM {
-                let (a, i) = self.ahead;
-                if a == b {
-                    self.ahead = (FRONT, i);
-                } else if a == FRONT || a < b {
+                let a = self.ahead.0;
+                if a != b && (a < b || a >= DIGITS) {
                     self.restart_ahead();
                 }
             }
             return true;
-        } else {
-            let last = entries
-                .iter()
-                .map(|e| e.time)
-                .min()
-                .expect("a non-empty bucket");
-            self.last = last;
-            self.front = old;
-            for e in entries.drain(..) {
-                if e.time == last {
-                    self.front.push(e);
-                } else {
-                    // Every other entry agrees with `last` on this bucket's byte and above: it
-                    // goes to a lower level.
-                    let c = Self::bucket(last, e.time);
-                    self.push_to(c, e);
-                }
-            }
-            self.recycle(b, entries);
         }
+        if self.buckets[b].len() == 1 {
+            // One entry (the common case of a short queue): the front as it is.
+            let e = self.buckets[b][0];
+            self.recycle(b);
+            self.last = e.time;
+            let f = self.f();
+            self.buckets[f].push(e);
+            if self.slab.len() > PREFETCH_FROM {
+                self.restart_ahead();
+            }
+            return true;
+        }
+        let mut entries = std::mem::take(&mut self.buckets[b]);
+        let mut last = u64::MAX;
+        for e in &entries {
+            last = last.min(e.time);
+        }
+        self.last = last;
+        let f = self.f();
+        for &e in &entries {
+            if e.time == last {
+                self.buckets[f].push(e);
+            } else {
+                // Every other entry agrees with `last` on this bucket's byte and above: it goes
+                // to a lower level.
+                let c = Self::bucket(last, e.time);
+                self.push_to(c, e);
+            }
+        }
+        entries.clear();
+        self.buckets[b] = entries;
+        self.recycle(b);
         self.sort_front();
         if self.slab.len() > PREFETCH_FROM {
             self.restart_ahead();
@@ -462,27 +472,31 @@ impl<T: Keyed> Queue<T> {
     /// engine's case); sorts them otherwise.
     #[inline]
     fn sort_front(&mut self) {
-        if !self.front.is_sorted_by_key(|e| e.seq) {
-            self.front.sort_unstable_by_key(|e| e.seq);
+        let head = self.head;
+        let f = self.f();
+        let front = &mut self.buckets[f][head..];
+        if !front.is_sorted_by_key(|e| e.seq) {
+            front.sort_unstable_by_key(|e| e.seq);
         }
     }
 
     /// Rebuilds the queue with `extra`, which is earlier than `last`.
     #[cold]
     fn rebuild(&mut self, extra: Entry) {
-        let mut all: Vec<Entry> = self.front.drain(self.head..).collect();
-        self.front.clear();
+        let f = self.f();
+        let mut all: Vec<Entry> = self.buckets[f].drain(self.head..).collect();
+        self.buckets[f].clear();
         self.head = 0;
         for bucket in &mut self.buckets {
             all.append(bucket);
         }
         all.push(extra);
         all.sort_unstable_by_key(|e| (e.time, e.seq));
-        self.ahead = (FRONT, 0);
         self.occupied = [0; WORDS];
         self.words = 0;
         self.len = 0;
         self.last = all.first().map_or(0, |e| e.time);
+        self.ahead = (self.f(), 0);
         for e in all {
             self.place(e);
         }
@@ -582,6 +596,57 @@ mod tests {
         q.push(item(15, 3));
         let out: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|e| e.time).collect();
         assert_eq!(out, vec![4, 15, 20]);
+    }
+
+    #[test]
+    fn a_queue_of_tens_of_thousands_orders_exactly_as_a_binary_heap() {
+        // Past PREFETCH_FROM slots (the queue asks for items ahead), with ties, put-backs and
+        // bursts that grow and shrink the queue.
+        let mut q = Queue::new();
+        let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut seq = 0;
+        for spread in [3u64, 2_000, 1_000_000] {
+            for _ in 0..20_000 {
+                seq += 1;
+                let t = next() % spread;
+                q.push(item(t, seq));
+                heap.push(Reverse((t, seq)));
+            }
+            for i in 0..60_000u64 {
+                let e = q.pop().expect("pending");
+                let Reverse((t, s)) = heap.pop().expect("pending");
+                assert_eq!((e.time, e.seq), (t, s), "event {i}, spread {spread}");
+                if i % 101 == 0 {
+                    q.push(e);
+                    heap.push(Reverse((t, s)));
+                    continue;
+                }
+                let follow_ups = if i < 30_000 {
+                    next() % 2 + 1
+                } else {
+                    next() % 2
+                };
+                for _ in 0..follow_ups {
+                    seq += 1;
+                    let at = t + next() % spread;
+                    q.push(item(at, seq));
+                    heap.push(Reverse((at, seq)));
+                }
+                assert_eq!(q.len(), heap.len());
+            }
+        }
+        while let Some(Reverse((t, s))) = heap.pop() {
+            let e = q.pop().expect("pending");
+            assert_eq!((e.time, e.seq), (t, s));
+        }
+        assert!(q.pop().is_none() && q.is_empty());
     }
 
     #[derive(Clone, Debug)]
