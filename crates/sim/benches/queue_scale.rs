@@ -7,9 +7,16 @@
 //! one 0.5ms to 1.5ms after it, so the queue stays at `size`. Times are CPU time of this thread
 //! (Linux: /proc/thread-self/schedstat, in ns), which a busy machine disturbs less than wall time.
 //!
+//! The radix queues of every size are filled first and then run **interleaved**, a million
+//! events at a time each, round after round: the project's machine is shared, and a size
+//! measured alone can land beside someone's build while another does not, which moves the ratio
+//! the target is about (largest against smallest) more than the queue does. The binary heaps are
+//! run one after the other (their cost grows a hundredfold; noise does not hide that).
+//!
 //! Run with `cargo bench -p distsync-sim --bench queue_scale` (sizes up to 10,000,000; about
 //! 3 GB of memory at the largest size). Options: `-- --max 1000000` for a smaller largest size,
-//! `-- --engine 1000,3000` for the simulator part with those N (default 300,1000).
+//! `-- --rounds 30` for more rounds (default 20), `-- --engine 1000,3000` for the simulator part
+//! with those N (default 300,1000).
 
 use distsync_sim::queue::{Keyed, Queue};
 use distsync_sim::{run, RunOptions, Scenario};
@@ -117,36 +124,91 @@ fn hold<Q>(
     spent as f64 / ops as f64
 }
 
-fn queue_part(max: usize) {
+/// One radix queue of the interleaved run: its events, generator and CPU time so far.
+struct Held {
+    size: usize,
+    q: Queue<Ev>,
+    rng: Xoshiro256PlusPlus,
+    seq: u64,
+    ns: u64,
+    ops: u64,
+}
+
+impl Held {
+    /// A queue of `size` events, run once through (every first event taken out) before timing.
+    fn new(size: usize) -> Held {
+        let mut h = Held {
+            size,
+            q: Queue::new(),
+            rng: Xoshiro256PlusPlus::seed_from_u64(7),
+            seq: 0,
+            ns: 0,
+            ops: 0,
+        };
+        for _ in 0..size {
+            h.seq += 1;
+            let t = delay(&mut h.rng);
+            h.q.push(event(t, h.seq));
+        }
+        h.run(size.max(100_000) as u64, &mut 0);
+        (h.ns, h.ops) = (0, 0);
+        h
+    }
+
+    fn run(&mut self, ops: u64, check: &mut u64) {
+        let started = cpu_ns();
+        for _ in 0..ops {
+            let e = self.q.pop().expect("pending");
+            *check = check.wrapping_add(e.payload[4]);
+            self.seq += 1;
+            let t = e.time + delay(&mut self.rng);
+            self.q.push(event(t, self.seq));
+        }
+        self.ns += cpu_ns() - started;
+        self.ops += ops;
+    }
+
+    fn per_event(&self) -> f64 {
+        self.ns as f64 / self.ops as f64
+    }
+}
+
+fn queue_part(max: usize, rounds: usize) {
     println!("pending-event queue, hold model (ns per event: take out the earliest, schedule one)");
-    println!(
-        "{:>12} {:>12} {:>14} {:>10}",
-        "pending", "radix queue", "binary heap", "heap/radix"
-    );
     let mut sizes = vec![32usize, 1_000, 32_000, 1_000_000, 10_000_000];
     sizes.retain(|&s| s <= max);
-    let mut first = None;
+    let mut held: Vec<Held> = sizes.iter().map(|&s| Held::new(s)).collect();
+    let mut check = 0;
+    for _ in 0..rounds {
+        for h in &mut held {
+            h.run(1_000_000, &mut check);
+        }
+    }
+    std::hint::black_box(check);
+    let figures: Vec<(usize, f64)> = held.iter().map(|h| (h.size, h.per_event())).collect();
+    // The heaps need the memory.
+    drop(held);
+    println!(
+        "radix queue: {rounds} rounds of 1,000,000 events per size, interleaved; binary heap: one run per size"
+    );
+    println!(
+        "{:>12} {:>12} {:>10} {:>14} {:>10}",
+        "pending", "radix queue", "vs 32", "binary heap", "heap/radix"
+    );
+    let base = figures[0].1;
     let mut worst: f64 = 0.0;
-    for size in sizes {
-        let ops = size.clamp(4_000_000, 20_000_000);
-        let radix = hold(
-            size,
-            ops,
-            |q: &mut Queue<Ev>, e| q.push(e),
-            |q| q.pop().expect("pending"),
-            Queue::new(),
-        );
+    for (size, radix) in figures {
         let heap = hold(
             size,
-            ops.min(4_000_000),
+            4_000_000,
             |q: &mut BinaryHeap<HeapEv>, e| q.push(HeapEv(e)),
             |q| q.pop().expect("pending").0,
             BinaryHeap::new(),
         );
-        let base = *first.get_or_insert(radix);
         worst = worst.max(radix / base);
         println!(
-            "{size:>12} {radix:>9.1} ns {heap:>11.1} ns {:>9.1}x",
+            "{size:>12} {radix:>9.1} ns {:>9.2}x {heap:>11.1} ns {:>9.1}x",
+            radix / base,
             heap / radix
         );
     }
@@ -209,6 +271,7 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    queue_part(max);
+    let rounds = value("--rounds").and_then(|v| v.parse().ok()).unwrap_or(20);
+    queue_part(max, rounds);
     engine_part(&engine);
 }

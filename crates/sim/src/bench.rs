@@ -182,9 +182,13 @@ pub fn mutex_heavy(algorithm: &str, n: u32, requests: u64) -> Scenario {
 }
 
 /// Every one of `n` nodes requests the critical section once, all at time 0: about n(n-1)
-/// requests are in flight at once (the pending queue's size grows with n²).
+/// requests are in flight at once (the pending queue's size grows with n²), so the runaway
+/// guard's `max_pending` is raised above that (its default, 4,000,000, stops N = 3,000).
 pub fn mutex_once(algorithm: &str, n: u32) -> Scenario {
-    mutex_heavy(algorithm, n, 1)
+    let mut s = mutex_heavy(algorithm, n, 1);
+    let n = u64::from(n);
+    s.limits.get_or_insert_with(Default::default).max_pending = Some((2 * n * n).max(4_000_000));
+    s
 }
 
 /// A ring of `n` processes in a random order (seeded), every process starting an election at
@@ -262,6 +266,21 @@ mod tests {
         // Every node holds a request or a reply in flight most of the time.
         assert!(mean > 1.0 && mean < 100.0, "{mean}");
         assert!(mean_pending(&mutex_heavy("central", 4, 3)).is_none());
+    }
+
+    #[test]
+    fn every_node_requesting_once_is_not_stopped_as_a_runaway() {
+        // At N = 3,000 about 9 million requests are pending at once: more than the guard's
+        // default of 4 million.
+        let s = mutex_once("ricart-agrawala", 3_000);
+        assert_eq!(s.limits.and_then(|l| l.max_pending), Some(18_000_000));
+        let r = crate::run(
+            &mutex_once("ricart-agrawala", 20),
+            crate::RunOptions::default(),
+        )
+        .expect("runs");
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.mutex.expect("a mutex report").entries, 20);
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl Msg {
 }
 
 /// One site's state.
-#[derive(Clone, Debug, Hash, Serialize)]
+#[derive(Clone, Hash, Serialize)]
 pub struct LamportMutex {
     id: NodeId,
     clock: LamportClock,
@@ -62,6 +62,24 @@ pub struct LamportMutex {
     in_cs: bool,
     /// `latest[k]`: the largest timestamp received from the site at membership position k (L1).
     latest: Vec<u64>,
+    /// `queued[k]`: the timestamps of the requests of the site at position k in
+    /// `request_queue`, in order, so that rule 4 finds them without scanning the queue
+    /// (bookkeeping only: a function of `request_queue`, left out of `Debug` and the JSON).
+    #[serde(skip)]
+    queued: Vec<Vec<u64>>,
+}
+
+impl std::fmt::Debug for LamportMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LamportMutex")
+            .field("id", &self.id)
+            .field("clock", &self.clock)
+            .field("request_queue", &self.request_queue)
+            .field("request", &self.request)
+            .field("in_cs", &self.in_cs)
+            .field("latest", &self.latest)
+            .finish()
+    }
 }
 
 impl Algorithm for LamportMutex {
@@ -73,6 +91,7 @@ impl Algorithm for LamportMutex {
             request: None,
             in_cs: false,
             latest: vec![0; peers.len()],
+            queued: vec![Vec::new(); peers.len()],
         }
     }
 }
@@ -122,22 +141,34 @@ impl Process for LamportMutex {
     fn on_message(&mut self, from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         let ts = msg.ts();
         self.clock.observe(ts);
-        if let Some(k) = ctx.peers().position(from) {
+        let k = ctx.peers().position(from);
+        if let Some(k) = k {
             self.latest[k] = self.latest[k].max(ts);
         }
         match msg {
             // Rule 2.
             Msg::Request { ts } => {
-                self.request_queue.insert(Stamp {
+                let new = self.request_queue.insert(Stamp {
                     time: ts,
                     node: from,
                 });
+                if let (true, Some(k)) = (new, k) {
+                    let at = self.queued[k].partition_point(|&t| t < ts);
+                    self.queued[k].insert(at, ts);
+                }
                 let reply = self.clock.tick();
                 ctx.send(from, Msg::Reply { ts: reply });
             }
             Msg::Reply { .. } => {}
             // Rule 4: a site has one request at a time, so "j's request" is any entry of j.
-            Msg::Release { .. } => self.request_queue.retain(|s| s.node != from),
+            Msg::Release { .. } => match k {
+                Some(k) => {
+                    for time in std::mem::take(&mut self.queued[k]) {
+                        self.request_queue.remove(&Stamp { time, node: from });
+                    }
+                }
+                None => self.request_queue.retain(|s| s.node != from),
+            },
         }
         self.enter_if_permitted(ctx);
     }
@@ -147,6 +178,11 @@ impl LamportMutex {
     fn enter_if_permitted(&mut self, ctx: &mut Ctx<'_, Self>) {
         let Some(ours) = self.request else { return };
         if self.in_cs {
+            return;
+        }
+        // L2 first: it fails at every site but the next to enter, and costs one comparison.
+        let l2 = self.request_queue.first() == Some(&ours);
+        if !l2 {
             return;
         }
         let l1 = ctx
@@ -161,8 +197,7 @@ impl LamportMutex {
                         node: site,
                     } > ours
             });
-        let l2 = self.request_queue.first() == Some(&ours);
-        if l1 && l2 {
+        if l1 {
             self.in_cs = true;
             ctx.output(Output::Enter);
         }
@@ -230,5 +265,38 @@ mod tests {
         assert_eq!(s.sent(), vec![(NodeId(0), Msg::Release { ts: 8 })]);
         assert_eq!(s.outputs(), vec![Output::Exit]);
         assert!(stamps(&s).is_empty());
+    }
+
+    #[test]
+    fn a_release_removes_every_request_of_its_sender_and_only_those() {
+        // Without FIFO links, a site's next REQUEST can overtake its RELEASE: rule 4 then
+        // removes both of its entries, as the queue holds no other "request of j".
+        let peers = Peers::range(3);
+        let mut s = site(2, &peers);
+        s.receive(0, Msg::Request { ts: 7 });
+        s.receive(1, Msg::Request { ts: 2 });
+        s.receive(0, Msg::Request { ts: 3 });
+        s.receive(0, Msg::Request { ts: 3 }); // a duplicate: queued once
+        assert_eq!(stamps(&s), vec![(2, 1), (3, 0), (7, 0)]);
+        s.receive(0, Msg::Release { ts: 8 });
+        assert_eq!(stamps(&s), vec![(2, 1)]);
+        s.receive(0, Msg::Request { ts: 9 });
+        s.receive(1, Msg::Release { ts: 10 });
+        assert_eq!(stamps(&s), vec![(9, 0)]);
+        s.receive(0, Msg::Release { ts: 11 });
+        assert!(stamps(&s).is_empty());
+    }
+
+    #[test]
+    fn the_state_prints_as_the_rules_name_it() {
+        let peers = Peers::range(2);
+        let mut s = site(0, &peers);
+        s.receive(1, Msg::Request { ts: 1 });
+        let text = format!("{:?}", s.process);
+        assert_eq!(
+            text,
+            "LamportMutex { id: 0, clock: LamportClock(3), request_queue: {Stamp { time: 1, node: 1 }}, \
+             request: None, in_cs: false, latest: [0, 1] }"
+        );
     }
 }
