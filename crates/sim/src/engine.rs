@@ -25,7 +25,7 @@ use distsync_core::{
 };
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io::Write;
 
 /// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
@@ -148,9 +148,73 @@ struct KindInfo {
 #[derive(Clone)]
 struct Slot<P: Process> {
     process: Option<P>,
-    timers: HashMap<P::Timer, u64>,
+    timers: Timers<P::Timer>,
     /// Longest causal chain of messages ending at this node.
     chain: u64,
+}
+
+/// The generation of each pending timer of one process: a timer event applies only if its
+/// generation is still the one here (setting a timer again, cancelling it or a crash makes the
+/// event already queued a dead one). A process has few timers at once (a ring link's one per
+/// unacknowledged message, a T'): up to [`FEW_TIMERS`] they are a short list, scanned, which
+/// costs no allocation while empty and no hashing; beyond, a hash map.
+#[derive(Clone)]
+pub(crate) enum Timers<T> {
+    Few(Vec<(T, u64)>),
+    Many(FxHashMap<T, u64>),
+}
+
+/// The most timers [`Timers`] keeps in a list.
+const FEW_TIMERS: usize = 16;
+
+impl<T: Eq + std::hash::Hash> Timers<T> {
+    /// The generation of `timer`, if it is pending.
+    #[inline]
+    pub(crate) fn get(&self, timer: &T) -> Option<&u64> {
+        match self {
+            Timers::Few(list) => list.iter().find(|(t, _)| t == timer).map(|(_, g)| g),
+            Timers::Many(map) => map.get(timer),
+        }
+    }
+
+    /// Sets `timer` to `generation`, replacing the pending one.
+    #[inline]
+    fn insert(&mut self, timer: T, generation: u64) {
+        match self {
+            Timers::Few(list) => match list.iter().position(|(t, _)| *t == timer) {
+                Some(i) => list[i].1 = generation,
+                None if list.len() < FEW_TIMERS => list.push((timer, generation)),
+                None => {
+                    let mut map: FxHashMap<T, u64> = list.drain(..).collect();
+                    map.insert(timer, generation);
+                    *self = Timers::Many(map);
+                }
+            },
+            Timers::Many(map) => {
+                map.insert(timer, generation);
+            }
+        }
+    }
+
+    /// Forgets `timer`.
+    #[inline]
+    fn remove(&mut self, timer: &T) {
+        match self {
+            Timers::Few(list) => {
+                if let Some(i) = list.iter().position(|(t, _)| t == timer) {
+                    list.swap_remove(i);
+                }
+            }
+            Timers::Many(map) => {
+                map.remove(timer);
+            }
+        }
+    }
+
+    /// Forgets every timer (a crash).
+    fn clear(&mut self) {
+        *self = Timers::Few(Vec::new());
+    }
 }
 
 /// The engine's state, which harnesses reach through [`Control`].
@@ -578,7 +642,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             slots: (0..n)
                 .map(|_| Slot {
                     process: None,
-                    timers: HashMap::new(),
+                    timers: Timers::Few(Vec::new()),
                     chain: 0,
                 })
                 .collect(),

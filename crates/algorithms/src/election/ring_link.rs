@@ -24,7 +24,6 @@ use distsync_core::{
     Algorithm, Ctx, Effect, EffectOf, Message, NodeId, ParamError, Params, Peers, Process,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A wrapped message, or the acknowledgement of one.
@@ -67,9 +66,10 @@ pub struct RingLink<A: Process> {
     t: Duration,
     incarnation: u64,
     next_seq: u64,
-    /// Messages sent and not yet acknowledged: to whom, and what.
-    #[serde(serialize_with = "crate::state::pairs")]
-    unacked: BTreeMap<u64, (NodeId, A::Msg)>,
+    /// Messages sent and not yet acknowledged, by `seq` (increasing: each is sent after the
+    /// last): to whom, and what. Rarely more than one or two at once, so a short list (it
+    /// writes and hashes as the map it stands for: `[seq, [to, msg]]` pairs in `seq` order).
+    unacked: Vec<(u64, (NodeId, A::Msg))>,
     #[serde(skip)]
     scratch: Vec<EffectOf<A>>,
 }
@@ -94,7 +94,7 @@ impl<A: Election> Algorithm for RingLink<A> {
             t: election::answer_timeout(params),
             incarnation: 0,
             next_seq: 0,
-            unacked: BTreeMap::new(),
+            unacked: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -145,7 +145,7 @@ impl<A: Election> Process for RingLink<A> {
                 self.run(ctx, |a, c| a.on_message(from, msg, c));
             }
             LinkMsg::Ack { inc, seq } => {
-                if inc == self.incarnation && self.unacked.remove(&seq).is_some() {
+                if inc == self.incarnation && self.take_unacked(seq).is_some() {
                     ctx.cancel_timer(LinkTimer::Ack(seq));
                 }
             }
@@ -157,7 +157,7 @@ impl<A: Election> Process for RingLink<A> {
             LinkTimer::Inner(t) => self.run(ctx, |a, c| a.on_timer(t, c)),
             // Rule 2.
             LinkTimer::Ack(seq) => {
-                if let Some((to, msg)) = self.unacked.remove(&seq) {
+                if let Some((to, msg)) = self.take_unacked(seq) {
                     let next = ctx.peers().successor(to);
                     if next == self.id {
                         // Rule 3.
@@ -190,7 +190,7 @@ impl<A: Election> RingLink<A> {
     fn send(&mut self, to: NodeId, msg: A::Msg, ctx: &mut Ctx<'_, Self>) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.unacked.insert(seq, (to, msg.clone()));
+        self.unacked.push((seq, (to, msg.clone())));
         ctx.send(
             to,
             LinkMsg::Data {
@@ -200,6 +200,12 @@ impl<A: Election> RingLink<A> {
             },
         );
         ctx.set_timer(LinkTimer::Ack(seq), self.t);
+    }
+
+    /// Takes message `seq` out of the unacknowledged ones, if it is there.
+    fn take_unacked(&mut self, seq: u64) -> Option<(NodeId, A::Msg)> {
+        let i = self.unacked.iter().position(|(s, _)| *s == seq)?;
+        Some(self.unacked.remove(i).1)
     }
 
     /// The wrapped algorithm.
