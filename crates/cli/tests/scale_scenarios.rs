@@ -43,8 +43,9 @@ fn every_scale_scenario_is_valid() {
     );
     for file in files {
         // A debug build takes a minute to lay out a million processes: the million-process
-        // files are run at a smaller size below instead.
-        if file.contains("-1m") {
+        // files are run at a smaller size below instead (the ten-million one is the same file as
+        // the million one but for its size, horizon and pending cap).
+        if file.contains("-1m") || file.contains("-10m") {
             continue;
         }
         let o = distsync(&["validate", &file]);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The identity of one process. Ids need not be contiguous: the ring example of seed 000 has
 /// processes 0, 1, 3, 4, 5 and 6.
@@ -46,7 +47,9 @@ impl std::error::Error for PeersError {}
 /// successor of `ids[i]` is `ids[(i + 1) % n]`.
 #[derive(Clone, Debug)]
 pub struct Peers {
-    ids: Vec<NodeId>,
+    /// Shared: processes that keep the whole membership (the ring algorithm's members before
+    /// any COORDINATOR) hold this list instead of a copy each ([`Peers::shared_ids`]).
+    ids: Arc<[NodeId]>,
     index: Index,
     /// The highest id, found once: every process of an election asks for it when it starts.
     highest: NodeId,
@@ -93,7 +96,7 @@ impl Peers {
         };
         let highest = *ids.iter().max().expect("non-empty");
         Ok(Peers {
-            ids,
+            ids: ids.into(),
             index,
             highest,
         })
@@ -108,6 +111,12 @@ impl Peers {
     #[inline]
     pub fn ids(&self) -> &[NodeId] {
         &self.ids
+    }
+
+    /// All ids, in membership (ring) order, as a list that costs nothing to keep: every holder
+    /// shares one.
+    pub fn shared_ids(&self) -> Arc<[NodeId]> {
+        Arc::clone(&self.ids)
     }
 
     /// How many processes there are.
@@ -148,7 +157,8 @@ impl Peers {
 
     /// The next member in ring order.
     pub fn successor(&self, id: NodeId) -> NodeId {
-        self.ids[(self.index_of(id) + 1) % self.ids.len()]
+        let next = self.index_of(id) + 1;
+        self.ids[if next == self.ids.len() { 0 } else { next }]
     }
 
     /// The highest id of the membership.

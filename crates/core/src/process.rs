@@ -76,6 +76,8 @@ pub type EffectOf<P> = Effect<<P as Process>::Msg, <P as Process>::Output, <P as
 /// effects it records for the runtime to carry out after the handler returns.
 pub struct Ctx<'a, P: Process + ?Sized> {
     id: NodeId,
+    /// Where `id` stands in `peers`, when the runtime says ([`Ctx::at_position`]).
+    position: Option<usize>,
     peers: &'a Peers,
     now: Time,
     recovered: bool,
@@ -95,6 +97,7 @@ impl<'a, P: Process + ?Sized> Ctx<'a, P> {
     ) -> Self {
         Ctx {
             id,
+            position: None,
             peers,
             now,
             recovered,
@@ -103,9 +106,34 @@ impl<'a, P: Process + ?Sized> Ctx<'a, P> {
         }
     }
 
+    /// The same context, told that this process stands at `position` in the membership
+    /// (`peers().ids()[position] == id()`), so that [`Ctx::successor`] need not look its id up:
+    /// on a large ring in a random order that look-up is a cache miss per message.
+    pub fn at_position(mut self, position: usize) -> Self {
+        debug_assert_eq!(self.peers.ids().get(position), Some(&self.id));
+        self.position = Some(position);
+        self
+    }
+
+    /// Where this process stands in the membership, if the runtime said.
+    pub fn position(&self) -> Option<usize> {
+        self.position
+    }
+
     /// This process's id.
     pub fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// The next process in ring order: `peers().successor(id())`.
+    pub fn successor(&self) -> NodeId {
+        match self.position {
+            Some(p) => {
+                let ids = self.peers.ids();
+                ids[if p + 1 == ids.len() { 0 } else { p + 1 }]
+            }
+            None => self.peers.successor(self.id),
+        }
     }
 
     /// Every process id, in ring order.

@@ -278,7 +278,7 @@ impl<P: Election> Harness<P> for ElectionHarness {
 
     fn finish(&mut self, ctl: &mut Control<'_, P>, report: &mut Report) {
         self.close();
-        let mut known_by = BTreeMap::new();
+        let mut known = Vec::new();
         let mut counts: BTreeMap<NodeId, usize> = BTreeMap::new();
         let mut unsettled = Vec::new();
         let mut highest_live = None;
@@ -287,7 +287,7 @@ impl<P: Election> Harness<P> for ElectionHarness {
             let Some(p) = ctl.process(id) else { continue };
             highest_live = highest_live.max(Some(id));
             let leader = p.leader();
-            known_by.insert(id.0.to_string(), leader.map(|l| l.0));
+            known.push((id, leader.map(|l| l.0)));
             if let Some(l) = leader {
                 *counts.entry(l).or_default() += 1;
             }
@@ -296,6 +296,14 @@ impl<P: Election> Harness<P> for ElectionHarness {
             }
             rounds = rounds.max(p.rounds());
         }
+        // The report's map is keyed by the ids' text: built from a list already in the text's
+        // order, it takes no comparison of strings beyond one pass (inserting a million ids in
+        // ring order one by one was 8% of a million-process run).
+        known.sort_unstable_by_key(|(id, _)| text_order(id.0));
+        let known_by: BTreeMap<String, Option<u32>> = known
+            .into_iter()
+            .map(|(id, leader)| (id.0.to_string(), leader))
+            .collect();
         let live = known_by.len();
         // The most named leader; among equals, the highest.
         let leader = counts
@@ -359,5 +367,48 @@ impl<P: Election> Harness<P> for ElectionHarness {
             elections: self.elections,
             disturbed: self.disturbed,
         });
+    }
+}
+
+/// A key that orders numbers as their decimal text does ("10" before "9"): the digits padded
+/// with zeros to ten, then the length (a shorter text is a prefix of the longer one it ties).
+fn text_order(v: u32) -> (u64, u32) {
+    let digits = v.checked_ilog10().unwrap_or(0) + 1;
+    (u64::from(v) * 10u64.pow(10 - digits), digits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_order;
+
+    #[test]
+    fn text_order_is_the_order_of_the_decimal_text() {
+        let mut values: Vec<u32> = vec![
+            0,
+            1,
+            2,
+            9,
+            10,
+            11,
+            19,
+            20,
+            99,
+            100,
+            101,
+            1000,
+            999_999,
+            1_000_000,
+            4_294_967_295,
+            4_000_000_000,
+            123,
+            1230,
+            1229,
+        ];
+        values.extend((0..2000).map(|i| i * 7919 % 100_003));
+        let mut by_key = values.clone();
+        by_key.sort_by_key(|&v| text_order(v));
+        let mut by_text = values;
+        by_text.sort_by_key(|v| v.to_string());
+        assert_eq!(by_key, by_text);
     }
 }

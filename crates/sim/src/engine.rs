@@ -25,7 +25,7 @@ use distsync_core::{
 };
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::io::Write;
 
 /// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
@@ -78,20 +78,24 @@ pub trait Harness<P: Process> {
 }
 
 #[derive(Clone)]
+// A million-process run keeps millions of these pending: positions are `u32` (ids are) and
+// the chain length a message carries is a `u32` (saturating: a causal chain of 4 billion
+// messages is beyond any run), which keeps a delivery of a small message within 80 bytes.
 enum Kind<P: Process> {
     Deliver {
-        from: usize,
-        to: usize,
+        /// Positions of the sender and the receiver.
+        from: u32,
+        to: u32,
         msg: P::Msg,
         msg_id: u64,
         duplicate: bool,
-        chain: u64,
+        chain: u32,
         stamp: Option<MsgStamp>,
     },
     /// A lost copy, noted (in the trace) at the time it would have arrived.
     Lost {
-        from: usize,
-        to: usize,
+        from: u32,
+        to: u32,
         msg_id: u64,
         kind: &'static str,
         reason: &'static str,
@@ -148,9 +152,73 @@ struct KindInfo {
 #[derive(Clone)]
 struct Slot<P: Process> {
     process: Option<P>,
-    timers: HashMap<P::Timer, u64>,
+    timers: Timers<P::Timer>,
     /// Longest causal chain of messages ending at this node.
     chain: u64,
+}
+
+/// The generation of each pending timer of one process: a timer event applies only if its
+/// generation is still the one here (setting a timer again, cancelling it or a crash makes the
+/// event already queued a dead one). A process has few timers at once (a ring link's one per
+/// unacknowledged message, a T'): up to [`FEW_TIMERS`] they are a short list, scanned, which
+/// costs no allocation while empty and no hashing; beyond, a hash map.
+#[derive(Clone)]
+pub(crate) enum Timers<T> {
+    Few(Vec<(T, u64)>),
+    Many(FxHashMap<T, u64>),
+}
+
+/// The most timers [`Timers`] keeps in a list.
+const FEW_TIMERS: usize = 16;
+
+impl<T: Eq + std::hash::Hash> Timers<T> {
+    /// The generation of `timer`, if it is pending.
+    #[inline]
+    pub(crate) fn get(&self, timer: &T) -> Option<&u64> {
+        match self {
+            Timers::Few(list) => list.iter().find(|(t, _)| t == timer).map(|(_, g)| g),
+            Timers::Many(map) => map.get(timer),
+        }
+    }
+
+    /// Sets `timer` to `generation`, replacing the pending one.
+    #[inline]
+    fn insert(&mut self, timer: T, generation: u64) {
+        match self {
+            Timers::Few(list) => match list.iter().position(|(t, _)| *t == timer) {
+                Some(i) => list[i].1 = generation,
+                None if list.len() < FEW_TIMERS => list.push((timer, generation)),
+                None => {
+                    let mut map: FxHashMap<T, u64> = list.drain(..).collect();
+                    map.insert(timer, generation);
+                    *self = Timers::Many(map);
+                }
+            },
+            Timers::Many(map) => {
+                map.insert(timer, generation);
+            }
+        }
+    }
+
+    /// Forgets `timer`.
+    #[inline]
+    fn remove(&mut self, timer: &T) {
+        match self {
+            Timers::Few(list) => {
+                if let Some(i) = list.iter().position(|(t, _)| t == timer) {
+                    list.swap_remove(i);
+                }
+            }
+            Timers::Many(map) => {
+                map.remove(timer);
+            }
+        }
+    }
+
+    /// Forgets every timer (a crash).
+    fn clear(&mut self) {
+        *self = Timers::Few(Vec::new());
+    }
 }
 
 /// The engine's state, which harnesses reach through [`Control`].
@@ -432,8 +500,26 @@ impl<P: Process> Core<P> {
         self.by_kind[entry].1 += 1;
     }
 
+    /// The position of `to`, a process that the process at `from` sends to. Ring algorithms
+    /// send to the next process in ring order and acknowledge to the previous one: those two are
+    /// read beside `from`'s own id, where looking `to` up in the index of ids would be a cache
+    /// miss for every message on a large ring in a random order.
+    #[inline]
+    fn position_from(&self, from: usize, to: NodeId) -> Option<usize> {
+        let ids = self.peers.ids();
+        let next = if from + 1 == ids.len() { 0 } else { from + 1 };
+        if ids[next] == to {
+            return Some(next);
+        }
+        let previous = if from == 0 { ids.len() - 1 } else { from - 1 };
+        if ids[previous] == to {
+            return Some(previous);
+        }
+        self.peers.position(to)
+    }
+
     fn send(&mut self, from: usize, to: NodeId, msg: P::Msg) {
-        let Some(to_pos) = self.peers.position(to) else {
+        let Some(to_pos) = self.position_from(from, to) else {
             let now = self.now;
             let from_id = self.peers.ids()[from];
             self.violation(
@@ -472,7 +558,7 @@ impl<P: Process> Core<P> {
         let chain = if self.kinds[info].excluded {
             0
         } else {
-            self.slots[from].chain + 1
+            u32::try_from(self.slots[from].chain + 1).unwrap_or(u32::MAX)
         };
         let copies = self.network.copies(&mut self.rng);
         if copies == 2 {
@@ -497,8 +583,8 @@ impl<P: Process> Core<P> {
                     self.push(
                         at,
                         Kind::Deliver {
-                            from,
-                            to: to_pos,
+                            from: from as u32,
+                            to: to_pos as u32,
                             msg: m,
                             msg_id,
                             duplicate: i == 1,
@@ -518,8 +604,8 @@ impl<P: Process> Core<P> {
                         self.push(
                             at,
                             Kind::Lost {
-                                from,
-                                to: to_pos,
+                                from: from as u32,
+                                to: to_pos as u32,
                                 msg_id,
                                 kind,
                                 reason,
@@ -578,7 +664,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             slots: (0..n)
                 .map(|_| Slot {
                     process: None,
-                    timers: HashMap::new(),
+                    timers: Timers::Few(Vec::new()),
                     chain: 0,
                 })
                 .collect(),
@@ -778,6 +864,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 chain,
                 stamp,
             } => {
+                let (from, to) = (from as usize, to as usize);
                 self.core.in_flight -= 1;
                 if chain == 0 {
                     self.core.in_flight_excluded -= 1;
@@ -815,7 +902,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     );
                 }
                 let slot = &mut self.core.slots[to];
-                slot.chain = slot.chain.max(chain);
+                slot.chain = slot.chain.max(u64::from(chain));
                 self.call(to, false, |p, ctx| p.on_message(from_id, msg, ctx));
             }
             Kind::Lost {
@@ -824,7 +911,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 msg_id,
                 kind,
                 reason,
-            } => self.core.trace_drop(from, to, msg_id, kind, reason),
+            } => self
+                .core
+                .trace_drop(from as usize, to as usize, msg_id, kind, reason),
             Kind::Timer {
                 pos,
                 timer,
@@ -979,7 +1068,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 recovered,
                 &mut core.rng,
                 &mut effects,
-            );
+            )
+            .at_position(pos);
             handler(process, &mut ctx);
         }
         for effect in effects.drain(..) {
@@ -1033,5 +1123,19 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             }
         }
         self.core.effects = effects;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use distsync_algorithms::election::{ChangRoberts, RingLink};
+
+    /// A million-process election keeps millions of events pending: a delivery of a ring
+    /// election's message stays within 80 bytes (it was 96).
+    #[test]
+    fn a_ring_election_event_fits_in_80_bytes() {
+        let size = std::mem::size_of::<Event<RingLink<ChangRoberts>>>();
+        assert!(size <= 80, "{size} bytes");
     }
 }

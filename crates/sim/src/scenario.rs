@@ -204,7 +204,7 @@ pub enum Detect {
     None,
 }
 /// The largest membership the simulator takes.
-pub const MAX_NODES: u32 = 1_000_000;
+pub const MAX_NODES: u32 = 10_000_000;
 
 /// The default horizon when a scenario names none.
 pub const DEFAULT_UNTIL: Duration = Duration::from_secs(60);

@@ -207,7 +207,7 @@ impl Process for ChangRoberts {
 }
 
 fn successor(ctx: &Ctx<'_, ChangRoberts>) -> NodeId {
-    ctx.peers().successor(ctx.id())
+    ctx.successor()
 }
 
 impl ChangRoberts {

@@ -44,7 +44,11 @@ pub(crate) fn nested<A: Process, P: Process + ?Sized>(
     let mut effects = std::mem::take(scratch);
     effects.clear();
     let (id, peers, now, recovered) = (ctx.id(), ctx.peers(), ctx.now(), ctx.recovered());
+    let position = ctx.position();
     let mut inner_ctx = Ctx::new(id, peers, now, recovered, ctx.rng(), &mut effects);
+    if let Some(p) = position {
+        inner_ctx = inner_ctx.at_position(p);
+    }
     handler(inner, &mut inner_ctx);
     effects
 }

@@ -180,7 +180,7 @@ impl Process for Peterson {
 }
 
 fn successor(ctx: &Ctx<'_, Peterson>) -> NodeId {
-    ctx.peers().successor(ctx.id())
+    ctx.successor()
 }
 
 impl Peterson {

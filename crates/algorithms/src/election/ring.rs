@@ -43,9 +43,12 @@
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::hash_map::DefaultHasher;
+use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Messages, named as in the notes.
@@ -56,10 +59,91 @@ pub enum Msg {
     /// The result: every live member, starting with the process that turned the ELECTION into
     /// this message; the highest is the coordinator.
     Coordinator {
-        members: Vec<NodeId>,
+        members: Members,
         hops: u32,
         epoch: u64,
     },
+}
+
+/// The members a COORDINATOR message names: a list of ids, shared rather than copied by the
+/// processes that pass it on and record it (a ring of n keeps n lists of n ids otherwise: 40 GB
+/// at 100,000). Its highest id and its digest (to know it again, rule 8) are found once. It
+/// reads, writes, compares and hashes as the plain list.
+#[derive(Clone)]
+pub struct Members {
+    ids: Arc<[NodeId]>,
+    highest: Option<NodeId>,
+    digest: Arc<OnceLock<u64>>,
+}
+
+impl Members {
+    fn new(ids: Arc<[NodeId]>, highest: Option<NodeId>) -> Members {
+        Members {
+            ids,
+            highest,
+            digest: Arc::default(),
+        }
+    }
+
+    /// The highest id: the coordinator.
+    pub fn highest(&self) -> Option<NodeId> {
+        self.highest
+    }
+
+    /// A digest of the list, to know the same COORDINATOR when it comes round again.
+    fn digest(&self) -> u64 {
+        *self.digest.get_or_init(|| {
+            let mut h = DefaultHasher::new();
+            self.ids.hash(&mut h);
+            h.finish()
+        })
+    }
+}
+
+impl From<Vec<NodeId>> for Members {
+    fn from(ids: Vec<NodeId>) -> Members {
+        let highest = ids.iter().max().copied();
+        Members::new(ids.into(), highest)
+    }
+}
+
+impl Deref for Members {
+    type Target = [NodeId];
+    fn deref(&self) -> &[NodeId] {
+        &self.ids
+    }
+}
+
+impl PartialEq for Members {
+    fn eq(&self, other: &Members) -> bool {
+        self.ids == other.ids
+    }
+}
+
+impl Eq for Members {}
+
+impl Hash for Members {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.ids.hash(state);
+    }
+}
+
+impl fmt::Debug for Members {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.ids.fmt(f)
+    }
+}
+
+impl Serialize for Members {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.ids.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+        Vec::<NodeId>::deserialize(d).map(Members::from)
+    }
 }
 
 impl Message for Msg {
@@ -84,7 +168,7 @@ pub struct Ring {
     id: NodeId,
     coordinator: Option<NodeId>,
     /// The members the last COORDINATOR named.
-    members: Vec<NodeId>,
+    members: Members,
     /// Between taking part in an election and the COORDINATOR message.
     electing: bool,
     /// A digest of the last COORDINATOR passed on, to remove it should it come round again.
@@ -105,7 +189,7 @@ impl Algorithm for Ring {
         Ring {
             id,
             coordinator: Some(election::initial_coordinator(peers, params)),
-            members: peers.ids().to_vec(),
+            members: Members::new(peers.shared_ids(), Some(peers.highest())),
             electing: false,
             last_passed: None,
             epoch: 0,
@@ -136,7 +220,7 @@ impl Process for Ring {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         if ctx.recovered() {
             self.coordinator = None;
-            self.members.clear();
+            self.members = Vec::new().into();
             self.start(ctx);
         }
     }
@@ -153,11 +237,12 @@ impl Process for Ring {
             Msg::Election { mut list, epoch } if list.contains(&self.id) => {
                 let at = list.iter().position(|&j| j == self.id).unwrap_or(0);
                 list.rotate_left(at);
+                let members = Members::from(list);
                 self.epoch = self.epoch.max(epoch);
                 let epoch = self.epoch;
-                self.record(&list, epoch, ctx);
+                self.record(&members, epoch, ctx);
                 let coordinator = Msg::Coordinator {
-                    members: list,
+                    members,
                     hops: 1,
                     epoch,
                 };
@@ -184,11 +269,11 @@ impl Process for Ring {
                 epoch,
             } => {
                 let hops = hops + 1;
-                let digest = digest(&members);
+                let digest = members.digest();
                 if self.last_passed == Some(digest) {
                     return; // its starter crashed: it has been all the way round already
                 }
-                let named = members.iter().max().copied();
+                let named = members.highest();
                 if epoch == self.recorded_epoch && !self.electing && self.coordinator != named {
                     // The epoch rule: two elections of this epoch met different members.
                     self.epoch = self.epoch.max(epoch);
@@ -197,7 +282,7 @@ impl Process for Ring {
                 }
                 self.last_passed = Some(digest);
                 self.epoch = self.epoch.max(epoch);
-                if members.iter().max().is_some_and(|&h| h < self.id) {
+                if members.highest().is_some_and(|h| h < self.id) {
                     // Rule 6: counted without us, we outrank its coordinator.
                     ctx.send(
                         successor(ctx),
@@ -233,13 +318,7 @@ impl Process for Ring {
 }
 
 fn successor(ctx: &Ctx<'_, Ring>) -> NodeId {
-    ctx.peers().successor(ctx.id())
-}
-
-fn digest(members: &[NodeId]) -> u64 {
-    let mut h = DefaultHasher::new();
-    members.hash(&mut h);
-    h.finish()
+    ctx.successor()
 }
 
 impl Ring {
@@ -263,15 +342,15 @@ impl Ring {
         ctx.set_timer(Timer::TPrime, self.t_prime);
     }
 
-    fn record(&mut self, members: &[NodeId], epoch: u64, ctx: &mut Ctx<'_, Self>) {
-        let Some(&highest) = members.iter().max() else {
+    fn record(&mut self, members: &Members, epoch: u64, ctx: &mut Ctx<'_, Self>) {
+        let Some(highest) = members.highest() else {
             return;
         };
         self.recorded_epoch = epoch;
         let was = (self.electing, self.coordinator);
         self.electing = false;
         ctx.cancel_timer(Timer::TPrime);
-        self.members = members.to_vec();
+        self.members = members.clone();
         self.coordinator = Some(highest);
         if was != (false, Some(highest)) {
             ctx.output(Output::Leader(highest));
@@ -334,7 +413,7 @@ mod tests {
             vec![(
                 NodeId(0),
                 Msg::Coordinator {
-                    members: ids(&[5, 0, 3]),
+                    members: ids(&[5, 0, 3]).into(),
                     hops: 1,
                     epoch: 1
                 }
@@ -345,7 +424,7 @@ mod tests {
         p.receive(
             3,
             Msg::Coordinator {
-                members: ids(&[5, 0, 3]),
+                members: ids(&[5, 0, 3]).into(),
                 hops: 3,
                 epoch: 1,
             },
@@ -353,7 +432,7 @@ mod tests {
         assert!(p.sent().is_empty());
         // Someone else's: recorded and passed on once; a second sighting is removed.
         let theirs = |hops| Msg::Coordinator {
-            members: ids(&[0, 3, 5]),
+            members: ids(&[0, 3, 5]).into(),
             hops,
             epoch: 1,
         };
@@ -374,7 +453,7 @@ mod tests {
         // The epoch rule: after recording epoch 2, a COORDINATOR of epoch 1 is stale; one of
         // epoch 2 naming another coordinator starts a new election (epoch 3).
         let newer = Msg::Coordinator {
-            members: ids(&[0, 3, 5]),
+            members: ids(&[0, 3, 5]).into(),
             hops: 1,
             epoch: 2,
         };
@@ -383,7 +462,7 @@ mod tests {
         q.receive(3, theirs(1));
         assert!(q.sent().is_empty(), "stale");
         let conflicting = Msg::Coordinator {
-            members: ids(&[0, 3]),
+            members: ids(&[0, 3]).into(),
             hops: 1,
             epoch: 2,
         };

@@ -139,7 +139,7 @@ impl Process for RingActiveList {
 }
 
 fn successor(ctx: &Ctx<'_, RingActiveList>) -> NodeId {
-    ctx.peers().successor(ctx.id())
+    ctx.successor()
 }
 
 impl RingActiveList {

@@ -137,12 +137,17 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 } => {
                     let value = serde_json::to_value(msg).unwrap_or_default();
                     p.kind = "deliver";
-                    p.from = Some(ids[*from].0);
-                    p.to = Some(ids[*to].0);
+                    p.from = Some(ids[*from as usize].0);
+                    p.to = Some(ids[*to as usize].0);
                     p.node = p.to;
                     p.msg_id = Some(*msg_id);
                     p.msg_kind = Some(msg.kind());
-                    p.label = format!("{} {}->{}", short(&value), ids[*from], ids[*to]);
+                    p.label = format!(
+                        "{} {}->{}",
+                        short(&value),
+                        ids[*from as usize],
+                        ids[*to as usize]
+                    );
                     p.msg = Some(value);
                     p.duplicate = *duplicate;
                     if fifo {
@@ -161,12 +166,15 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     reason,
                 } => {
                     p.kind = "lost";
-                    p.from = Some(ids[*from].0);
-                    p.to = Some(ids[*to].0);
+                    p.from = Some(ids[*from as usize].0);
+                    p.to = Some(ids[*to as usize].0);
                     p.node = p.to;
                     p.msg_id = Some(*msg_id);
                     p.msg_kind = Some(kind);
-                    p.label = format!("{kind} {}->{} lost ({reason})", ids[*from], ids[*to]);
+                    p.label = format!(
+                        "{kind} {}->{} lost ({reason})",
+                        ids[*from as usize], ids[*to as usize]
+                    );
                 }
                 Kind::Timer { pos, timer, .. } => {
                     let value = serde_json::to_value(timer).unwrap_or_default();
@@ -228,7 +236,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     let ids = self.core.peers.ids();
                     return Err(format!(
                         "the network is FIFO: event {} on the link {}->{} must be delivered first",
-                        b.seq, ids[from], ids[to]
+                        b.seq, ids[from as usize], ids[to as usize]
                     ));
                 }
             }
@@ -275,7 +283,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 core.in_flight_excluded -= 1;
             }
             core.messages.dropped += 1;
-            core.trace_drop(from, to, msg_id, msg.kind(), "manual");
+            core.trace_drop(from as usize, to as usize, msg_id, msg.kind(), "manual");
         }
         Ok(())
     }
@@ -392,7 +400,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     to: t,
                     msg: m,
                     ..
-                } => *f == from && *t == to && serde_json::to_value(m).is_ok_and(|v| v == *msg),
+                } => {
+                    *f as usize == from
+                        && *t as usize == to
+                        && serde_json::to_value(m).is_ok_and(|v| v == *msg)
+                }
                 _ => false,
             })
             .min_by_key(|e| (e.time, e.seq))
@@ -411,7 +423,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             .filter(|e| {
                 let said = match &e.kind {
                     Kind::Deliver { from, to, msg, .. } => {
-                        format!("deliver {msg:?} {}->{}", ids[*from].0, ids[*to].0)
+                        format!(
+                            "deliver {msg:?} {}->{}",
+                            ids[*from as usize].0, ids[*to as usize].0
+                        )
                     }
                     Kind::Input { pos, input } => format!("input {input:?} at {}", ids[*pos].0),
                     Kind::Timer { pos, timer, .. } => {
