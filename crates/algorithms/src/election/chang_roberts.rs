@@ -149,24 +149,14 @@ impl Process for ChangRoberts {
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(self.uid, ctx);
-                let elected = Msg::Elected {
-                    uid: self.uid,
-                    hops: 1,
-                };
-                ctx.send(successor(ctx), elected);
+                pass_elected(self.uid, 0, ctx);
             }
             // 5c.
             Msg::Elected { uid, .. } if uid == self.uid => {}
             Msg::Elected { hops, .. } if hops >= n => {} // an orphan (the crash rule)
             Msg::Elected { uid, hops } if uid < self.uid => {
                 // Elected without us (we were down): pass it on, then stand ourselves.
-                ctx.send(
-                    successor(ctx),
-                    Msg::Elected {
-                        uid,
-                        hops: hops + 1,
-                    },
-                );
+                pass_elected(uid, hops, ctx);
                 if !self.participant {
                     self.start(ctx);
                 }
@@ -174,26 +164,14 @@ impl Process for ChangRoberts {
             Msg::Elected { uid, hops } if !self.participant && self.elected == Some(uid) => {
                 // Recorded already (a second round of the same leader): pass it on for those
                 // behind, without recording it twice.
-                ctx.send(
-                    successor(ctx),
-                    Msg::Elected {
-                        uid,
-                        hops: hops + 1,
-                    },
-                );
+                pass_elected(uid, hops, ctx);
             }
             Msg::Elected { uid, hops } => {
                 // 5b.
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(uid, ctx);
-                ctx.send(
-                    successor(ctx),
-                    Msg::Elected {
-                        uid,
-                        hops: hops + 1,
-                    },
-                );
+                pass_elected(uid, hops, ctx);
             }
         }
     }
@@ -206,8 +184,15 @@ impl Process for ChangRoberts {
     }
 }
 
-fn successor(ctx: &Ctx<'_, ChangRoberts>) -> NodeId {
-    ctx.successor()
+/// Sends an elected message on, one hop further (from the leader itself: `hops` 0).
+fn pass_elected(uid: NodeId, hops: u32, ctx: &mut Ctx<'_, ChangRoberts>) {
+    ctx.send(
+        ctx.successor(),
+        Msg::Elected {
+            uid,
+            hops: hops + 1,
+        },
+    );
 }
 
 impl ChangRoberts {
@@ -223,7 +208,7 @@ impl ChangRoberts {
         }
         self.participant = true;
         self.elected = None;
-        ctx.send(successor(ctx), Msg::Election { uid, hops });
+        ctx.send(ctx.successor(), Msg::Election { uid, hops });
     }
 
     fn record(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {

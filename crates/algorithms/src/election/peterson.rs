@@ -179,10 +179,6 @@ impl Process for Peterson {
     }
 }
 
-fn successor(ctx: &Ctx<'_, Peterson>) -> NodeId {
-    ctx.successor()
-}
-
 impl Peterson {
     /// Enters `epoch` as an active process (rule 1) and sends tid.
     fn join(&mut self, epoch: u32, ctx: &mut Ctx<'_, Self>) {
@@ -218,7 +214,7 @@ impl Peterson {
                 tid: value,
             }
         };
-        ctx.send(successor(ctx), msg);
+        ctx.send(ctx.successor(), msg);
     }
 
     /// A value of the current epoch.
@@ -298,7 +294,7 @@ impl Peterson {
                 tid: v,
             }
         };
-        ctx.send(successor(ctx), msg);
+        ctx.send(ctx.successor(), msg);
     }
 
     /// Rule 4, and the announcement.
@@ -311,7 +307,7 @@ impl Peterson {
         ctx.output(Output::Leader(self.id));
         if ctx.peers().len() > 1 {
             ctx.send(
-                successor(ctx),
+                ctx.successor(),
                 Msg::Elected {
                     epoch: self.epoch,
                     leader: self.id,
@@ -329,7 +325,7 @@ impl Peterson {
         }
         if leader < self.id {
             // Elected without us (we were down): pass it on and start a newer epoch.
-            ctx.send(successor(ctx), Msg::Elected { epoch, leader });
+            ctx.send(ctx.successor(), Msg::Elected { epoch, leader });
             return self.join(self.epoch.max(epoch) + 1, ctx);
         }
         self.epoch = epoch;
@@ -338,7 +334,7 @@ impl Peterson {
         self.leader = Some(leader);
         ctx.cancel_timer(Timer::TPrime);
         ctx.output(Output::Leader(leader));
-        ctx.send(successor(ctx), Msg::Elected { epoch, leader });
+        ctx.send(ctx.successor(), Msg::Elected { epoch, leader });
     }
 
     /// Active, relay, or outside an election.

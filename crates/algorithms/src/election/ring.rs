@@ -246,7 +246,7 @@ impl Process for Ring {
                     hops: 1,
                     epoch,
                 };
-                ctx.send(successor(ctx), coordinator);
+                ctx.send(ctx.successor(), coordinator);
             }
             // Rule 2.
             Msg::Election { mut list, epoch } => {
@@ -254,7 +254,7 @@ impl Process for Ring {
                 self.epoch = self.epoch.max(epoch);
                 self.join(ctx);
                 let epoch = self.epoch;
-                ctx.send(successor(ctx), Msg::Election { list, epoch });
+                ctx.send(ctx.successor(), Msg::Election { list, epoch });
             }
             // Rule 4: back at its starter.
             Msg::Coordinator { members, .. } if members.first() == Some(&self.id) => {}
@@ -285,7 +285,7 @@ impl Process for Ring {
                 if members.highest().is_some_and(|h| h < self.id) {
                     // Rule 6: counted without us, we outrank its coordinator.
                     ctx.send(
-                        successor(ctx),
+                        ctx.successor(),
                         Msg::Coordinator {
                             members,
                             hops,
@@ -299,7 +299,7 @@ impl Process for Ring {
                 }
                 self.record(&members, epoch, ctx);
                 ctx.send(
-                    successor(ctx),
+                    ctx.successor(),
                     Msg::Coordinator {
                         members,
                         hops,
@@ -317,17 +317,13 @@ impl Process for Ring {
     }
 }
 
-fn successor(ctx: &Ctx<'_, Ring>) -> NodeId {
-    ctx.successor()
-}
-
 impl Ring {
     /// Rule 1.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.join(ctx);
         self.epoch += 1;
         ctx.send(
-            successor(ctx),
+            ctx.successor(),
             Msg::Election {
                 list: vec![self.id],
                 epoch: self.epoch,

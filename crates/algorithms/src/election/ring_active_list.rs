@@ -138,10 +138,6 @@ impl Process for RingActiveList {
     }
 }
 
-fn successor(ctx: &Ctx<'_, RingActiveList>) -> NodeId {
-    ctx.successor()
-}
-
 impl RingActiveList {
     /// Rule 1, in a new epoch.
     fn detect(&mut self, ctx: &mut Ctx<'_, Self>) {
@@ -154,7 +150,7 @@ impl RingActiveList {
 
     fn send(&self, j: NodeId, ctx: &mut Ctx<'_, Self>) {
         let epoch = self.epoch;
-        ctx.send(successor(ctx), Msg::Elect { epoch, j });
+        ctx.send(ctx.successor(), Msg::Elect { epoch, j });
     }
 
     fn on_elect(&mut self, epoch: u32, j: NodeId, ctx: &mut Ctx<'_, Self>) {
@@ -180,7 +176,7 @@ impl RingActiveList {
             // Rule 4.
             let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
             self.decide(coordinator, ctx);
-            ctx.send(successor(ctx), Msg::Elected { epoch, coordinator });
+            ctx.send(ctx.successor(), Msg::Elected { epoch, coordinator });
         } else if !self.active_list.contains(&j) {
             // Rule 3. (A j already listed has gone round twice: j crashed; it is dropped.)
             self.active_list.push(j);
