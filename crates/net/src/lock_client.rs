@@ -458,12 +458,7 @@ async fn wait_grant(
                 Ok(None) => return Err("the node closed the connection".into()),
                 Err(e) => return Err(e.to_string()),
             },
-            _ = shared.wake.notified() => {
-                let msgs = shared.take_unlocks();
-                if !msgs.is_empty() {
-                    conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
-                }
-            }
+            _ = shared.wake.notified() => send_unlocks(conn, shared).await?,
             _ = tokio::time::sleep_until(until) => {
                 if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                     return Ok(None);
@@ -486,6 +481,18 @@ async fn withdraw(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), St
     wait_released(conn, shared, name).await
 }
 
+/// Sends the unlocks that guards dropped while this connection was busy.
+async fn send_unlocks(conn: &mut Conn, shared: &Shared) -> Result<(), String> {
+    let msgs = shared.take_unlocks();
+    if !msgs.is_empty() {
+        conn.writer
+            .send_many(&msgs)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(), String> {
     loop {
         tokio::select! {
@@ -495,12 +502,7 @@ async fn wait_released(conn: &mut Conn, shared: &Shared, name: &str) -> Result<(
                 Ok(None) => return Err("the node closed the connection".into()),
                 Err(e) => return Err(e.to_string()),
             },
-            _ = shared.wake.notified() => {
-                let msgs = shared.take_unlocks();
-                if !msgs.is_empty() {
-                    conn.writer.send_many(&msgs).await.map_err(|e| e.to_string())?;
-                }
-            }
+            _ = shared.wake.notified() => send_unlocks(conn, shared).await?,
         }
     }
 }
