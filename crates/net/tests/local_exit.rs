@@ -5,7 +5,13 @@
 
 use distsync_net::local::has_exited;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The two port tests run one at a time: each binds and lets go of ephemeral ports, and run side
+/// by side one could be handed a port the other has just chosen and is about to bind (the window
+/// between choosing and binding that `free_ports` cannot close), failing at random.
+static PORTS: Mutex<()> = Mutex::new(());
 
 #[test]
 fn a_running_process_has_not_exited() {
@@ -34,6 +40,7 @@ fn a_zombie_and_a_reaped_process_have_exited() {
 /// over UDP on its port), so a cluster's clock does not start on another socket's port.
 #[test]
 fn free_ports_are_distinct_and_free_for_tcp_and_udp() {
+    let _one_at_a_time = PORTS.lock().unwrap_or_else(|e| e.into_inner());
     let ports = distsync_net::local::free_ports(16).unwrap();
     let mut seen = ports.clone();
     seen.sort_unstable();
@@ -48,6 +55,7 @@ fn free_ports_are_distinct_and_free_for_tcp_and_udp() {
 /// A port some process holds over UDP is never handed out, however many are asked for.
 #[test]
 fn a_port_taken_over_udp_is_not_chosen() {
+    let _one_at_a_time = PORTS.lock().unwrap_or_else(|e| e.into_inner());
     let taken: Vec<std::net::UdpSocket> = (0..64)
         .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
         .collect();
