@@ -14,6 +14,7 @@
 pub mod bully;
 pub mod chang_roberts;
 pub mod detector;
+mod members;
 pub mod peterson;
 pub mod ring;
 pub mod ring_active_list;

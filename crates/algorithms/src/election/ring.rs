@@ -41,14 +41,10 @@
 //! so none of rules 7-9 sends a message: 2n messages per initiator on a ring of n (one lap each
 //! way; a skipped crashed process still costs the message that found it down).
 
+pub use super::members::Members;
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::hash_map::DefaultHasher;
-use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Messages, named as in the notes.
@@ -63,87 +59,6 @@ pub enum Msg {
         hops: u32,
         epoch: u64,
     },
-}
-
-/// The members a COORDINATOR message names: a list of ids, shared rather than copied by the
-/// processes that pass it on and record it (a ring of n keeps n lists of n ids otherwise: 40 GB
-/// at 100,000). Its highest id and its digest (to know it again, rule 8) are found once. It
-/// reads, writes, compares and hashes as the plain list.
-#[derive(Clone)]
-pub struct Members {
-    ids: Arc<[NodeId]>,
-    highest: Option<NodeId>,
-    digest: Arc<OnceLock<u64>>,
-}
-
-impl Members {
-    fn new(ids: Arc<[NodeId]>, highest: Option<NodeId>) -> Members {
-        Members {
-            ids,
-            highest,
-            digest: Arc::default(),
-        }
-    }
-
-    /// The highest id: the coordinator.
-    pub fn highest(&self) -> Option<NodeId> {
-        self.highest
-    }
-
-    /// A digest of the list, to know the same COORDINATOR when it comes round again.
-    fn digest(&self) -> u64 {
-        *self.digest.get_or_init(|| {
-            let mut h = DefaultHasher::new();
-            self.ids.hash(&mut h);
-            h.finish()
-        })
-    }
-}
-
-impl From<Vec<NodeId>> for Members {
-    fn from(ids: Vec<NodeId>) -> Members {
-        let highest = ids.iter().max().copied();
-        Members::new(ids.into(), highest)
-    }
-}
-
-impl Deref for Members {
-    type Target = [NodeId];
-    fn deref(&self) -> &[NodeId] {
-        &self.ids
-    }
-}
-
-impl PartialEq for Members {
-    fn eq(&self, other: &Members) -> bool {
-        self.ids == other.ids
-    }
-}
-
-impl Eq for Members {}
-
-impl Hash for Members {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.ids.hash(state);
-    }
-}
-
-impl fmt::Debug for Members {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.ids.fmt(f)
-    }
-}
-
-impl Serialize for Members {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.ids.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Members {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
-        Vec::<NodeId>::deserialize(d).map(Members::from)
-    }
 }
 
 impl Message for Msg {
