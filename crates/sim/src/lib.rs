@@ -86,7 +86,7 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Where to write the trace (JSON lines), if anywhere.
     pub trace: Option<Box<dyn Write>>,
-    /// The scenario's file name, for error messages ("<scenario>" when empty).
+    /// The scenario's file name, for error messages (`"<scenario>"` when empty).
     pub origin: String,
     /// Called now and then with the simulated time and the horizon, in nanoseconds, so that a
     /// terminal can show progress.
