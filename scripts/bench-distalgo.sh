@@ -6,8 +6,10 @@
 # distsync: `cluster up --nodes 10` (bully election) per algorithm, then 10 persistent lock
 # clients (crates/net/examples/lockbench.rs `entries`), client i on node i, each entering lock
 # "cs" 100 times, with `--handoff 0`: every entry goes through the algorithm, as in DistAlgo's
-# examples (hand-offs would let a node pass the lock between entries without it). Two wall times: the entries alone, and everything (cluster up, the view opening,
-# the entries; cluster down not included).
+# examples (hand-offs would let a node pass the lock between entries without it). Three wall
+# times: the entries alone; everything up to the last entry (cluster up, the view opening, the
+# entries), which the ratio uses; and that plus `cluster down` (DistAlgo's time includes its
+# processes stopping), given as a second ratio.
 # DistAlgo: `python -m da EXAMPLE/orig.da 10 100` for lamutex (Lamport), ramutex
 # (Ricart-Agrawala) and sktoken (Suzuki-Kasami), wall time of the whole command (it starts its 10
 # processes, runs the entries and stops). DistAlgo 1.1.0b15 needs Python 3.7: the script uses
@@ -16,6 +18,8 @@
 # runs only the distsync side.
 #
 # Usage: scripts/bench-distalgo.sh [PROCESSES, default 10] [ENTRIES, default 100] [REPS, default 3]
+# ALGOS="ricart-agrawala lamport-mutex" runs only those (default: all three). DISTSYNC_BIN and
+# LOCKBENCH_BIN (both) use those binaries instead of building (to compare two builds).
 # Prints a markdown table of medians; the load average is printed beside each figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +27,16 @@ N=${1:-10}
 M=${2:-100}
 REPS=${3:-3}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p distsync-cli
-cargo build --release -q -p distsync-net --example lockbench
-BIN=$CARGO_TARGET_DIR/release/distsync
-BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
+if [ -n "${DISTSYNC_BIN:-}" ] && [ -n "${LOCKBENCH_BIN:-}" ]; then
+  # Binaries built elsewhere (an earlier commit's, to compare before and after in one session).
+  BIN=$DISTSYNC_BIN
+  BENCH=$LOCKBENCH_BIN
+else
+  cargo build --release -q -p distsync-cli
+  cargo build --release -q -p distsync-net --example lockbench
+  BIN=$CARGO_TARGET_DIR/release/distsync
+  BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
+fi
 WORK=$(mktemp -d)
 cleanup() {
   "$BIN" cluster down --dir "$WORK/cluster" >/dev/null 2>&1 || true
@@ -54,13 +64,16 @@ fi
 
 echo "$N processes x $M entries, $REPS repetitions (medians); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| algorithm | distsync entries (s) | distsync with start-up (s) | DistAlgo example | DistAlgo (s) | ratio (DistAlgo / distsync with start-up) | load avg |"
-echo "| --- | ---: | ---: | --- | ---: | ---: | ---: |"
+echo "| algorithm | distsync entries (s) | distsync with start-up (s) | with start-up and shutdown (s) | DistAlgo example | DistAlgo (s) | ratio (DistAlgo / distsync with start-up) | ratio with shutdown | load avg |"
+echo "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+ALGOS=${ALGOS:-ricart-agrawala lamport-mutex suzuki-kasami}
 for pair in ricart-agrawala:ramutex lamport-mutex:lamutex suzuki-kasami:sktoken; do
   algo=${pair%%:*}
   ex=${pair##*:}
+  case " $ALGOS " in *" $algo "*) ;; *) continue ;; esac
   lock_s=()
   total_s=()
+  down_s=()
   da_s=()
   loads=()
   for _ in $(seq 1 "$REPS"); do
@@ -72,6 +85,8 @@ for pair in ricart-agrawala:ramutex lamport-mutex:lamutex suzuki-kasami:sktoken;
     j=$("$BENCH" entries "$WORK/cluster/cluster.toml" "$N" "$M")
     t1=$(now)
     "$BIN" cluster down --dir "$WORK/cluster" >/dev/null
+    t2=$(now)
+    down_s+=("$(python3 -c "print($t2 - $t0)")")
     lock_s+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["wall_s"])' "$j")")
     total_s+=("$(python3 -c "print($t1 - $t0)")")
     if [ -n "$DA_EXAMPLES" ]; then
@@ -81,13 +96,17 @@ for pair in ricart-agrawala:ramutex lamport-mutex:lamutex suzuki-kasami:sktoken;
   done
   l=$(median "${lock_s[@]}")
   t=$(median "${total_s[@]}")
+  td=$(median "${down_s[@]}")
+  ratio_of() { python3 -c "import sys; d, t = float(sys.argv[1]), float(sys.argv[2]); print('-' if d != d else '%.1fx' % (d / t))" "$1" "$2"; }
   if [ -n "$DA_EXAMPLES" ]; then
     d=$(median "${da_s[@]}")
-    ratio=$(python3 -c "import sys; d, t = float(sys.argv[1]), float(sys.argv[2]); print('-' if d != d else '%.1fx' % (d / t))" "$d" "$t")
+    ratio=$(ratio_of "$d" "$t")
+    ratio_down=$(ratio_of "$d" "$td")
   else
     d="not installed"
     ratio="-"
+    ratio_down="-"
   fi
   lo=$(python3 -c 'import sys; x=[float(a) for a in sys.argv[1:]]; print("%.1f-%.1f" % (min(x), max(x)))' "${loads[@]}")
-  echo "| $algo | $l | $t | $ex/orig.da | $d | $ratio | $lo |"
+  echo "| $algo | $l | $t | $td | $ex/orig.da | $d | $ratio | $ratio_down | $lo |"
 done

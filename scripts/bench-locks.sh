@@ -19,7 +19,8 @@
 # OUT (raw JSON lines, default target/bench-locks.jsonl), PLACEMENT (auto, the default: clients
 # connect where the library puts them, central's on the coordinator's node through
 # `LockClient::connect`, the others' round-robin over the nodes; spread: round-robin for every
-# algorithm, central's 4-hop path included).
+# algorithm, central's 4-hop path included), DISTSYNC_BIN and LOCKBENCH_BIN (both: use those
+# binaries instead of building, to compare two builds).
 # Needs redis-server (Debian package redis-server: apt-get install redis-server); without it the
 # Redis columns stay empty. Redis runs on 127.0.0.1, a free port, no persistence, and is killed
 # at the end.
@@ -37,10 +38,16 @@ REPS=${REPS:-2}
 MODE=${MODE:-distsync}
 OUT=${OUT:-target/bench-locks.jsonl}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p distsync-cli
-cargo build --release -q -p distsync-net --example lockbench
-BIN=$CARGO_TARGET_DIR/release/distsync
-BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
+if [ -n "${DISTSYNC_BIN:-}" ] && [ -n "${LOCKBENCH_BIN:-}" ]; then
+  # Binaries built elsewhere (an earlier commit's, to compare before and after in one session).
+  BIN=$DISTSYNC_BIN
+  BENCH=$LOCKBENCH_BIN
+else
+  cargo build --release -q -p distsync-cli
+  cargo build --release -q -p distsync-net --example lockbench
+  BIN=$CARGO_TARGET_DIR/release/distsync
+  BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
+fi
 WORK=$(mktemp -d)
 REDIS_PID=
 cleanup() {

@@ -257,13 +257,21 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
             InputError(format!("--{flag}: {}", e.message))
         })?;
         local::check_layout(&dir, cluster.peers.ids())?;
-        local::write_cluster(&dir, &file)?;
+        local::write_cluster_unsynced(&dir, &file)?;
         cluster
     };
     local::check_layout(&dir, cluster.peers.ids())?;
-    local::write_client_file(&dir, &cluster)?;
+    let client_path = local::write_client_file_unsynced(&dir, &cluster)?;
+    // The files reach the disk while the nodes start (they read them from memory), and `up`
+    // returns only after they have: a sync takes 2-70 ms on a busy disk.
+    let to_sync = if existing {
+        vec![client_path]
+    } else {
+        vec![file_path.clone(), client_path]
+    };
+    let syncing = std::thread::spawn(move || local::sync_files(&to_sync));
     let exe = std::env::current_exe()?;
-    let started = local::start_nodes(&dir, &exe, cluster.peers.ids(), &a.log)?;
+    let (started, mut pipe) = local::start_nodes_ready(&dir, &exe, cluster.peers.ids(), &a.log)?;
     println!("cluster file: {}", file_path.display());
     println!(
         "client file: {} (give this one to lock users)",
@@ -275,7 +283,19 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
             local::log_path(&dir, *id).display()
         );
     }
-    match wait_ready(&dir, &file_path, cluster.peers.ids(), a.wait) {
+    let ready = wait_ready(
+        &dir,
+        &file_path,
+        cluster.peers.ids(),
+        a.wait,
+        Some(&mut pipe),
+    );
+    let synced = syncing
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the sync thread panicked")));
+    match ready
+        .and_then(|()| synced.map_err(|e| format!("the cluster files did not reach the disk: {e}")))
+    {
         Ok(()) => {
             println!("every node answers");
             Ok(Outcome::Ok)
@@ -289,12 +309,23 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
 }
 
 /// Waits until every node of `ids` answers a status request; fails naming the first node that
-/// exited (with its last log line), or the nodes that did not answer within `within`.
-fn wait_ready(dir: &Path, file: &Path, ids: &[NodeId], within: Duration) -> Result<(), String> {
+/// exited (with its last log line), or the nodes that did not answer within `within`. With the
+/// pipe the nodes were started with, first waits for each to say it listens (or for the pipe to
+/// end, when one exited), so the status requests need not be repeated while they start.
+fn wait_ready(
+    dir: &Path,
+    file: &Path,
+    ids: &[NodeId],
+    within: Duration,
+    pipe: Option<&mut local::ReadyPipe>,
+) -> Result<(), String> {
+    let until = Instant::now() + within;
+    if let Some(pipe) = pipe {
+        pipe.wait(ids, until);
+    }
     let cluster = Cluster::load(file).map_err(|e| e.to_string())?;
     let canon = std::fs::canonicalize(file).map_err(|e| e.to_string())?;
     let rt = distsync_net::runtime().map_err(|e| e.to_string())?;
-    let until = Instant::now() + within;
     loop {
         let recorded = local::recorded(dir).map_err(|e| e.to_string())?;
         for &id in ids {
@@ -439,12 +470,12 @@ fn start(a: IdArgs) -> Result<Outcome, InputError> {
     }
     local::check_layout(&dir, &[id])?;
     let exe = std::env::current_exe()?;
-    let started = local::start_nodes(&dir, &exe, &[id], &a.log)?;
+    let (started, mut pipe) = local::start_nodes_ready(&dir, &exe, &[id], &a.log)?;
     for (id, pid) in &started {
         println!("node {id}: pid {pid}");
     }
     let file = dir.join(local::CLUSTER_FILE);
-    match wait_ready(&dir, &file, &[id], Duration::from_secs(20)) {
+    match wait_ready(&dir, &file, &[id], Duration::from_secs(20), Some(&mut pipe)) {
         Ok(()) => Ok(Outcome::Ok),
         Err(e) => {
             eprintln!("distsync: node {id} did not start: {e}");

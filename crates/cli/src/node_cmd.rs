@@ -28,6 +28,8 @@ pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
         )));
     }
     distsync_net::init_logging();
+    // Started by `cluster up`: say on its pipe when the node listens.
+    let ready = distsync_net::local::ready_notifier();
     let rt = distsync_net::node_runtime()?;
     // With a [clock] table, the node's virtual clock runs beside it (distsync_time::cluster).
     let clock = cluster
@@ -36,7 +38,18 @@ pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
         .is_some()
         .then(|| distsync_time::cluster::run_node(cluster.clone(), id));
     let result = rt.block_on(async move {
-        let node = distsync_net::run(cluster, id, distsync_net::shutdown::signalled());
+        let listening = move || {
+            if let Some(mut pipe) = ready {
+                use std::io::Write;
+                let _ = writeln!(pipe, "{id}");
+            }
+        };
+        let node = distsync_net::node::run_notify(
+            cluster,
+            id,
+            distsync_net::shutdown::signalled(),
+            listening,
+        );
         match clock {
             None => node.await.map_err(|e| e.to_string()),
             Some(clock) => distsync_net::tokio::select! {

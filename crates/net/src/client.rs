@@ -13,7 +13,6 @@ use distsync_core::NodeId;
 use std::fmt;
 use std::process::ExitStatus;
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// How long a client waits to connect to one node.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -61,10 +60,13 @@ impl Client {
             .addr_of(node)
             .ok_or_else(|| ClientError::Unavailable(format!("no node has id {node}")))?;
         let fail = |e: String| ClientError::Connection(node, e);
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+        // Over the node's Unix socket when it runs on this machine (`transport`), else TCP.
+        let stream = crate::transport::dial(cluster, node, addr, CONNECT_TIMEOUT)
             .await
-            .map_err(|_| fail(format!("no answer from {addr}")))?
-            .map_err(|e| fail(format!("cannot connect to {addr}: {e}")))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => fail(format!("no answer from {addr}")),
+                _ => fail(format!("cannot connect to {addr}: {e}")),
+            })?;
         let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
             .await
             .map_err(|e| fail(e.to_string()))?;

@@ -1,4 +1,5 @@
-//! One TCP connection: the handshake, then sealed frames in both directions.
+//! One connection (TCP or a Unix domain socket, [`crate::transport`]): the handshake, then
+//! sealed frames in both directions.
 //!
 //! [`initiate`] (dialing side) and [`respond`] (listening side) run the handshake of `auth` and
 //! return the two halves, [`Reader`] and [`Writer`], which can then live in different tasks.
@@ -7,6 +8,7 @@
 
 use crate::auth::{self, Challenge, Hello, Opener, Proof, Role, Sealer, Side};
 use crate::frame::{self, FrameError, HEADER, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use crate::transport::{ReadHalf, Stream, Via, WriteHalf};
 use crate::wire::{self, DecodeError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -14,8 +16,6 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 
 /// How long a handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,7 +114,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
-impl FrameReader<OwnedReadHalf> {
+impl FrameReader<ReadHalf> {
     /// The next frame if one has arrived, without waiting: `Ok(None)` when none is complete
     /// yet; [`ConnError::Truncated`] (or `Io`) when the stream ended.
     pub fn try_next(&mut self, max: usize) -> Result<Option<Vec<u8>>, ConnError> {
@@ -156,7 +156,7 @@ async fn write_frame<W: AsyncWrite + Unpin>(io: &mut W, payload: &[u8]) -> io::R
 
 /// The receiving half of an authenticated connection.
 pub struct Reader {
-    frames: FrameReader<OwnedReadHalf>,
+    frames: FrameReader<ReadHalf>,
     opener: Opener,
 }
 
@@ -189,9 +189,19 @@ impl Reader {
 /// several in one system call, and [`Writer::try_send_now`] writes without waiting (what a
 /// `Drop` can do), keeping what the socket did not take for the next send or [`Writer::flush`].
 pub struct Writer {
-    io: OwnedWriteHalf,
+    io: WriteHalf,
     sealer: Sealer,
     out: Vec<u8>,
+}
+
+impl Writer {
+    /// Which transport the connection runs over.
+    pub fn via(&self) -> Via {
+        match self.io {
+            WriteHalf::Tcp(_) => Via::Tcp,
+            WriteHalf::Unix(_) => Via::Unix,
+        }
+    }
 }
 
 impl Writer {
@@ -264,16 +274,17 @@ async fn send_plain<T: Serialize, W: AsyncWrite + Unpin>(io: &mut W, msg: &T) ->
     write_frame(io, &wire::encode(msg)).await
 }
 
-/// Dials side of the handshake over `stream`, as `role`.
+/// Dials side of the handshake over `stream` (a `TcpStream`, a `UnixStream` or a
+/// [`Stream`]), as `role`.
 pub async fn initiate(
-    stream: TcpStream,
+    stream: impl Into<Stream>,
     secret: &[u8],
     role: Role,
 ) -> Result<(Reader, Writer), ConnError> {
     let secret = secret.to_vec();
+    let stream: Stream = stream.into();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
-        stream.set_nodelay(true)?;
-        let (r, mut w) = stream.into_split();
+        let (r, mut w) = stream.into_split()?;
         let mut frames = FrameReader::new(r);
         let nonce_i = auth::nonce();
         send_plain(
@@ -317,14 +328,14 @@ pub async fn initiate(
 /// `node_secret`, a client `client_secret` (the role is bound into the proof, so a client key
 /// never opens a node's link).
 pub async fn respond(
-    stream: TcpStream,
+    stream: impl Into<Stream>,
     node_secret: &[u8],
     client_secret: &[u8],
 ) -> Result<(Role, Reader, Writer), ConnError> {
     let (node_secret, client_secret) = (node_secret.to_vec(), client_secret.to_vec());
+    let stream: Stream = stream.into();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
-        stream.set_nodelay(true)?;
-        let (r, mut w) = stream.into_split();
+        let (r, mut w) = stream.into_split()?;
         let mut frames = FrameReader::new(r);
         let hello: Hello = recv_plain(&mut frames).await?;
         if hello.version != auth::VERSION {
@@ -380,7 +391,7 @@ mod tests {
     use super::*;
     use crate::wire::ClientRequest;
     use distsync_core::NodeId;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
     async fn pair(
         secret_i: &'static [u8],

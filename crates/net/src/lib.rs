@@ -6,7 +6,8 @@
 //! - [`frame`]: length-prefixed frames with a size bound;
 //! - [`auth`]: the HMAC-SHA256 handshake and per-frame MACs;
 //! - [`wire`]: the messages inside frames;
-//! - [`connection`]: one authenticated TCP connection;
+//! - [`connection`]: one authenticated connection;
+//! - [`transport`]: TCP, or a Unix domain socket to a node on this machine;
 //! - [`machine`]: the algorithms behind an object-safe interface;
 //! - `peer`: links to the other nodes (connect, reconnect, heartbeats);
 //! - `timers`: the algorithms' timers as deadlines keyed by name with generations;
@@ -33,6 +34,7 @@ mod peer;
 pub mod persist;
 pub mod shutdown;
 pub mod timers;
+pub mod transport;
 pub mod wire;
 
 pub use config::{

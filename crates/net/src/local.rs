@@ -9,7 +9,9 @@
 //! by group or others. Every file is opened without following symbolic links (`O_NOFOLLOW`), so
 //! a link planted in the directory cannot make the operator write anywhere else; the cluster
 //! file and pid files are written to a new file (mode 0600) renamed into place, so they are
-//! never readable by others, not even for an instant, and never half-written.
+//! never readable by others, not even for an instant, and never half-written. Pid files are not
+//! synced to disk (they mean nothing after a reboot); `cluster up` syncs the cluster and client
+//! files while its nodes start ([`sync_files`]) and returns only once they are durable.
 
 use crate::config::{ClusterFile, NodeEntry, Timeouts};
 use distsync_core::NodeId;
@@ -157,8 +159,16 @@ pub fn no_symlink(path: &Path) -> io::Result<()> {
 }
 
 /// Writes `bytes` to `path` atomically: a new file of mode 0600 (not following links), synced,
-/// renamed over `path`.
+/// renamed over `path`, and the directory synced.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_private_unsynced(path, bytes)?;
+    sync_files(&[path.to_path_buf()])
+}
+
+/// Like [`write_private`] (a new file of mode 0600 renamed over `path`, so readers see the old
+/// or the new contents, never a mix), without waiting for the disk: for files that mean nothing
+/// after a reboot (pid files), or that [`sync_files`] makes durable later.
+pub fn write_private_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     no_symlink(path)?;
@@ -176,9 +186,36 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .open(&tmp)
         .map_err(|e| refuse(&tmp, &e.to_string()))?;
     f.write_all(bytes)?;
-    f.sync_all()?;
     drop(f);
     fs::rename(&tmp, path).map_err(|e| refuse(path, &e.to_string()))
+}
+
+/// Makes `files` durable: each file, then each directory holding one, fsynced (never following
+/// a link).
+pub fn sync_files(files: &[PathBuf]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut dirs: Vec<&Path> = Vec::new();
+    for path in files {
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| refuse(path, &format!("cannot sync: {e}")))?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in dirs {
+        fs::File::open(dir)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| refuse(dir, &format!("cannot sync: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Opens node `id`'s log for appending (mode 0600 when created), never through a link.
@@ -236,12 +273,20 @@ pub fn cluster_file_for(
 }
 
 /// Writes `file` as `dir/cluster.toml` (readable by its owner only: it holds the secret),
-/// atomically, after checking the directory.
+/// atomically and durably, after checking the directory.
 pub fn write_cluster(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
+    let path = write_cluster_unsynced(dir, file)?;
+    sync_files(std::slice::from_ref(&path))?;
+    Ok(path)
+}
+
+/// [`write_cluster`] without waiting for the disk; [`sync_files`] makes it durable later
+/// (`cluster up` does that while its nodes start).
+pub fn write_cluster_unsynced(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
     check_dir(dir)?;
     let path = dir.join(CLUSTER_FILE);
     let text = toml::to_string(file).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    write_private(&path, text.as_bytes())?;
+    write_private_unsynced(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -263,27 +308,153 @@ pub fn start_nodes(
     ids: &[NodeId],
     rust_log: &str,
 ) -> io::Result<Vec<(NodeId, u32)>> {
+    start_nodes_ready(dir, exe, ids, rust_log).map(|(started, _)| started)
+}
+
+/// The environment variable that gives a node started by [`start_nodes_ready`] the pipe on
+/// which it says it is listening ([`ready_notifier`]).
+pub const READY_FD_ENV: &str = "DISTSYNC_READY_FD";
+
+/// [`start_nodes`], with the pipe on which the nodes say, each once, that they listen.
+pub fn start_nodes_ready(
+    dir: &Path,
+    exe: &Path,
+    ids: &[NodeId],
+    rust_log: &str,
+) -> io::Result<(Vec<(NodeId, u32)>, ReadyPipe)> {
     use std::os::unix::process::CommandExt;
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
+    let (pipe, write_fd) = ReadyPipe::new()?;
     let mut started = Vec::new();
-    for &id in ids {
-        let log = open_log(dir, id)?;
-        let child = Command::new(exe)
-            .arg("node")
-            .arg("--cluster")
-            .arg(&cluster)
-            .arg("--id")
-            .arg(id.to_string())
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .process_group(0)
-            .spawn()?;
-        write_private(&pid_path(dir, id), format!("{}\n", child.id()).as_bytes())?;
-        started.push((id, child.id()));
+    let result = (|| {
+        for &id in ids {
+            let log = open_log(dir, id)?;
+            let child = Command::new(exe)
+                .arg("node")
+                .arg("--cluster")
+                .arg(&cluster)
+                .arg("--id")
+                .arg(id.to_string())
+                .env("RUST_LOG", rust_log)
+                .env(READY_FD_ENV, write_fd.to_string())
+                .stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log)
+                .process_group(0)
+                .spawn()?;
+            // Not synced: a pid file means nothing after a reboot, and waiting for the disk
+            // here (once per node, between the spawns) was most of `cluster up`'s time on a
+            // busy disk.
+            write_private_unsynced(&pid_path(dir, id), format!("{}\n", child.id()).as_bytes())?;
+            started.push((id, child.id()));
+        }
+        Ok(())
+    })();
+    // The nodes have their copies of the write end; with ours closed, the pipe ends when
+    // theirs are (each node closes it once it has reported, or when it exits).
+    // SAFETY: `write_fd` is the pipe's write end, opened by `ReadyPipe::new` and closed only here.
+    unsafe { libc::close(write_fd) };
+    result.map(|()| (started, pipe))
+}
+
+/// The read end of the pipe on which nodes started by [`start_nodes_ready`] say they listen:
+/// one line with its id from each, written by [`ready_notifier`]'s file.
+pub struct ReadyPipe {
+    read: fs::File,
+    buf: Vec<u8>,
+}
+
+impl ReadyPipe {
+    /// A pipe whose read end is kept here (closed on exec) and whose write end, returned, is
+    /// inherited by the children.
+    fn new() -> io::Result<(ReadyPipe, i32)> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fds[0] was just opened by pipe(2) and is owned by nothing else.
+        let read = unsafe { fs::File::from_raw_fd(fds[0]) };
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
+        }
+        Ok((
+            ReadyPipe {
+                read,
+                buf: Vec::new(),
+            },
+            fds[1],
+        ))
     }
-    Ok(started)
+
+    /// Waits until every node of `ids` has said it listens, the pipe ended (every node reported
+    /// or exited), or `until`; returns the ids that reported.
+    pub fn wait(&mut self, ids: &[NodeId], until: Instant) -> Vec<NodeId> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let mut seen: Vec<NodeId> = Vec::new();
+        loop {
+            let mut chunk = [0u8; 256];
+            match self.read.read(&mut chunk) {
+                Ok(0) => break, // every write end is closed
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    let mut pfd = libc::pollfd {
+                        fd: self.read.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, 1000) as i32;
+                    // SAFETY: one valid pollfd.
+                    unsafe { libc::poll(&mut pfd, 1, ms) };
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+            while let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                if let Some(id) = std::str::from_utf8(&line)
+                    .ok()
+                    .and_then(|l| l.trim().parse::<u32>().ok())
+                {
+                    if !seen.contains(&NodeId(id)) {
+                        seen.push(NodeId(id));
+                    }
+                }
+            }
+            if ids.iter().all(|id| seen.contains(id)) {
+                break;
+            }
+        }
+        seen
+    }
+}
+
+/// In a node started by [`start_nodes_ready`]: the pipe on which to say it listens (write its
+/// id and a newline, then drop the file), from [`READY_FD_ENV`]; `None` when the variable is not
+/// set or does not name an open pipe.
+pub fn ready_notifier() -> Option<fs::File> {
+    use std::os::fd::FromRawFd;
+    let fd: i32 = std::env::var(READY_FD_ENV).ok()?.parse().ok()?;
+    if fd < 3 {
+        return None;
+    }
+    // SAFETY: fstat writes into the struct we give it; an unknown descriptor fails with EBADF.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: an open pipe inherited for this purpose, owned by nothing else in this process.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    Some(unsafe { fs::File::from_raw_fd(fd) })
 }
 
 /// The pids recorded in `dir`, with whether each is still a node of this cluster.
@@ -376,7 +547,7 @@ pub fn stop_ids(
             "not running"
         } else {
             while is_node_of(pid, &cluster) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(2));
             }
             if is_node_of(pid, &cluster) {
                 let _ = signal(pid, libc::SIGKILL);
@@ -407,12 +578,19 @@ pub fn last_log_line(dir: &Path, id: NodeId) -> String {
 pub const CLIENT_FILE: &str = "client.toml";
 
 /// Writes `dir/client.toml` for `cluster`: everything but the node key (mode 0600; hand it to
-/// the users of the locks).
+/// the users of the locks), atomically and durably.
 pub fn write_client_file(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
+    let path = write_client_file_unsynced(dir, cluster)?;
+    sync_files(std::slice::from_ref(&path))?;
+    Ok(path)
+}
+
+/// [`write_client_file`] without waiting for the disk ([`sync_files`] later).
+pub fn write_client_file_unsynced(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
     let text = toml::to_string(&cluster.client_file())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let path = dir.join(CLIENT_FILE);
-    write_private(
+    write_private_unsynced(
         &path,
         format!(
             "# For the users of the locks: the client key only (it cannot act as a node).\n{text}"

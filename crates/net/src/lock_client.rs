@@ -51,7 +51,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::sync::{Mutex, Notify};
 
 /// How long the client waits to connect to one node.
@@ -564,10 +563,15 @@ async fn open_any(cluster: &Cluster, first: Option<NodeId>) -> Result<Conn, Lock
 
 async fn open(cluster: &Cluster, node: NodeId) -> Result<Conn, String> {
     let addr = cluster.addr_of(node).expect("a node of the cluster");
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+    // Over the node's Unix socket when it runs on this machine (`transport`), else TCP.
+    let stream = crate::transport::dial(cluster, node, addr, CONNECT_TIMEOUT)
         .await
-        .map_err(|_| format!("no answer from {addr} within {CONNECT_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => {
+                format!("no answer from {addr} within {CONNECT_TIMEOUT:?}")
+            }
+            _ => format!("cannot connect to {addr}: {e}"),
+        })?;
     let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
         .await
         .map_err(|e| e.to_string())?;

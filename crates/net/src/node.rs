@@ -119,6 +119,18 @@ pub async fn run(
     id: NodeId,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), NodeError> {
+    run_notify(cluster, id, shutdown, || {}).await
+}
+
+/// [`run`], calling `listening` once the node accepts connections (on its TCP address and, for
+/// a node of this machine, its Unix socket; see [`crate::transport`]): `cluster up` learns
+/// from it that the node is up without asking it over and over.
+pub async fn run_notify(
+    cluster: Cluster,
+    id: NodeId,
+    shutdown: impl Future<Output = ()>,
+    listening: impl FnOnce(),
+) -> Result<(), NodeError> {
     let addr = cluster.addr_of(id).ok_or_else(|| {
         NodeError(format!(
             "{}: no [[node]] has id {id} (ids: {:?})",
@@ -130,9 +142,43 @@ pub async fn run(
         .await
         .map_err(|e| NodeError(format!("node {id}: cannot listen on {addr}: {e}")))?;
     info!(node = %id, %addr, mutex = %cluster.file.mutex, election = %cluster.file.election, "node listening");
+    // Holding the TCP address shows no other node with this id runs: a socket file found at
+    // the Unix path is stale and can be replaced.
+    let unix = crate::transport::local_socket(&cluster, id).and_then(|path| {
+        match crate::transport::listen_unix(&path) {
+            Ok(l) => {
+                info!(node = %id, path = %path.display(), "listening on a Unix socket too (for the nodes and clients of this machine)");
+                Some((l, SocketFile(path)))
+            }
+            Err(e) => {
+                warn!(node = %id, "no Unix socket: {e}; the nodes and clients of this machine reach this node over TCP");
+                None
+            }
+        }
+    });
+    let (unix, _socket_file) = match unix {
+        Some((l, f)) => (Some(l), Some(f)),
+        None => (None, None),
+    };
     let cluster = Arc::new(cluster);
     let (events_tx, mut events) = mpsc::channel(8192);
-    let server = tokio::spawn(peer::serve(listener, cluster.clone(), id, events_tx));
+    let pokes: peer::Pokes = Arc::new(
+        cluster
+            .peers
+            .ids()
+            .iter()
+            .filter(|&&p| p != id)
+            .map(|&p| (p, Arc::new(tokio::sync::Notify::new())))
+            .collect(),
+    );
+    let server = tokio::spawn(peer::serve(
+        listener,
+        unix,
+        cluster.clone(),
+        id,
+        events_tx,
+        pokes.clone(),
+    ));
     let mut node = Node::new(cluster.clone(), id);
     if let Some(dir) = &cluster.state_dir {
         let store = crate::persist::EpochStore::open(dir, id)
@@ -141,18 +187,12 @@ pub async fn run(
         info!(node = %id, epoch = node.seen_epoch, "epoch high-water mark");
         node.store = Some(store);
     }
-    for (i, &p) in cluster.peers.ids().iter().enumerate() {
+    listening();
+    for &p in cluster.peers.ids() {
         if p != id {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
             node.links.insert(p, tx);
-            peer::spawn_link(
-                id,
-                p,
-                cluster.addrs[i],
-                cluster.secret().into(),
-                cluster.file.timeouts.heartbeat,
-                rx,
-            );
+            peer::spawn_link(id, p, cluster.clone(), pokes[&p].clone(), rx);
         }
     }
     node.start();
@@ -189,6 +229,15 @@ pub async fn run(
     }
     server.abort();
     Ok(())
+}
+
+/// A node's Unix socket file, removed when the node stops.
+struct SocketFile(std::path::PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The view this node is in.

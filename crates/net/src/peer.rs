@@ -1,13 +1,18 @@
 //! Links between nodes, and the listener that accepts nodes and clients.
 //!
 //! Each node dials every other node once and uses that connection to send to it; what it
-//! receives comes over the connections the others dialed. A dialer ([`spawn_link`]) connects,
+//! receives comes over the connections the others dialed. A dialer ([`spawn_link`]) connects
+//! (over the peer's Unix socket when it runs on this machine, else TCP: `transport::dial`),
 //! authenticates, then forwards the node's messages for that peer and a `Ping` every heartbeat;
 //! when the connection fails (the peer crashed or restarted) it logs it and dials again, with a
-//! short pause between attempts, until the node stops. Messages for a peer that is down wait in a
+//! short pause between attempts, until the node stops. A peer that connects to this node is up,
+//! so the listener wakes the dialer of the link to it ([`Pokes`]) instead of leaving it to the
+//! end of its pause: at a cluster's start a node's links to the nodes started after it come up
+//! as soon as those nodes do. Messages for a peer that is down wait in a
 //! bounded queue; when it is full they are dropped, as a crashed process loses its messages.
 //!
-//! The listener ([`serve`]) runs the handshake on every connection: one that cannot prove the
+//! The listener ([`serve`]) accepts on the node's TCP address and, when it has one, its Unix
+//! socket, and runs the handshake on every connection: one that cannot prove the
 //! secret is refused and logged. A node's messages become [`Event::Peer`]; a client gets a
 //! session whose requests become [`Event::Client`]. A malformed, truncated, oversized or
 //! unauthentic frame ends that one connection, with a log line, and nothing else.
@@ -15,14 +20,15 @@
 use crate::auth::Role;
 use crate::config::Cluster;
 use crate::connection::{self, ConnError};
+use crate::transport::{self, Stream};
 use crate::wire::{ClientReply, ClientRequest, PeerMsg};
 use distsync_core::NodeId;
-use std::net::SocketAddr;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info, warn};
 
 /// Messages waiting for one peer.
@@ -43,42 +49,51 @@ pub enum Event {
     ClientGone(u64),
 }
 
-/// Starts the dialer of the link to `peer` at `addr`, sending what arrives on `rx`.
+/// For each peer, what wakes the dialer of the link to it when that peer connects to this node.
+pub type Pokes = Arc<HashMap<NodeId, Arc<Notify>>>;
+
+/// Starts the dialer of the link to `peer`, sending what arrives on `rx`; `poke` cuts a pause
+/// between attempts short.
 pub fn spawn_link(
     me: NodeId,
     peer: NodeId,
-    addr: SocketAddr,
-    secret: Arc<[u8]>,
-    heartbeat: Duration,
+    cluster: Arc<Cluster>,
+    poke: Arc<Notify>,
     mut rx: mpsc::Receiver<PeerMsg>,
 ) {
+    let addr = cluster.addr_of(peer).expect("a peer of the cluster");
+    let secret: Arc<[u8]> = cluster.secret().into();
+    let heartbeat = cluster.file.timeouts.heartbeat;
+    // Waits `d`, or less if the peer connects to this node meanwhile (it is up).
+    let pause = move |d: Duration| {
+        let poke = poke.clone();
+        async move {
+            tokio::select! {
+                _ = tokio::time::sleep(d) => {}
+                _ = poke.notified() => {}
+            }
+        }
+    };
     tokio::spawn(async move {
         let retry = heartbeat.min(Duration::from_millis(200));
-        // Quick retries first (at a cluster's start its nodes come up within milliseconds of
-        // each other), then one per `retry`.
-        let pause = |failures: u32| retry.min(Duration::from_millis(5) * (1 << failures.min(6)));
         let mut failures = 0u32;
         loop {
-            let stream = match tokio::time::timeout(
-                Duration::from_secs(2),
-                TcpStream::connect(addr),
-            )
-            .await
-            {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    if failures == 0 {
-                        debug!(peer = %peer, %addr, "cannot connect: {e}; retrying");
-                    }
-                    tokio::time::sleep(pause(failures)).await;
+            let stream = match transport::dial(&cluster, peer, addr, Duration::from_secs(2)).await {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                     failures += 1;
                     continue;
                 }
-                Err(_) => {
+                Err(e) => {
+                    if failures == 0 {
+                        debug!(peer = %peer, %addr, "cannot connect: {e}; retrying");
+                    }
+                    pause(retry.min(backoff(failures))).await;
                     failures += 1;
                     continue;
                 }
             };
+            let via = stream.via();
             let (_reader, mut writer) =
                 match connection::initiate(stream, &secret, Role::Peer(me)).await {
                     Ok(halves) => halves,
@@ -90,11 +105,11 @@ pub fn spawn_link(
                             debug!(peer = %peer, %addr, "link handshake failed: {e}");
                         }
                         failures += 1;
-                        tokio::time::sleep(retry).await;
+                        pause(retry).await;
                         continue;
                     }
                 };
-            info!(peer = %peer, %addr, "link up");
+            info!(peer = %peer, %addr, ?via, "link up");
             failures = 0;
             let mut beat = tokio::time::interval(heartbeat);
             let end: Result<(), ConnError> = loop {
@@ -112,7 +127,7 @@ pub fn spawn_link(
             if let Err(e) = end {
                 info!(peer = %peer, "link down: {e}; reconnecting");
             }
-            tokio::time::sleep(retry).await;
+            pause(retry).await;
         }
     });
 }
@@ -134,7 +149,7 @@ struct Refusals {
 
 impl Refusals {
     /// Logs this refusal, or counts it if the window's lines are used up.
-    fn note(&mut self, addr: SocketAddr, why: &str) {
+    fn note(&mut self, addr: &str, why: &str) {
         if self.logged < REFUSED_LINES_PER_WINDOW {
             self.logged += 1;
             warn!(%addr, "refused connection: {why}");
@@ -156,12 +171,16 @@ impl Refusals {
     }
 }
 
-/// Accepts connections on `listener` until the node stops, sending what they carry to `events`.
+/// Accepts connections on `listener` (and `unix`, when there is one) until the node stops,
+/// sending what they carry to `events`; a peer that connects pokes the dialer of the link to
+/// it.
 pub async fn serve(
     listener: TcpListener,
+    unix: Option<UnixListener>,
     cluster: Arc<Cluster>,
     me: NodeId,
     events: mpsc::Sender<Event>,
+    pokes: Pokes,
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
     let secret: Arc<[u8]> = cluster.secret().into();
@@ -180,7 +199,11 @@ pub async fn serve(
     };
     let _stop_flusher = AbortOnDrop(flusher);
     loop {
-        let (stream, addr) = match listener.accept().await {
+        let accepted = tokio::select! {
+            r = listener.accept() => r.map(|(s, a)| (Stream::Tcp(s), a.to_string())),
+            r = accept_unix(unix.as_ref()) => r.map(|s| (Stream::Unix(s), "unix socket".to_string())),
+        };
+        let (stream, addr) = match accepted {
             Ok(c) => c,
             Err(e) => {
                 warn!("accept failed: {e}");
@@ -188,6 +211,7 @@ pub async fn serve(
                 continue;
             }
         };
+        let pokes = pokes.clone();
         let (events, secret, client_secret, cluster, next_client, refusals) = (
             events.clone(),
             secret.clone(),
@@ -204,7 +228,7 @@ pub async fn serve(
                         refusals
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .note(addr, &e.to_string());
+                            .note(&addr, &e.to_string());
                         return;
                     }
                 };
@@ -214,6 +238,10 @@ pub async fn serve(
                 }
                 Role::Peer(id) => {
                     debug!(%addr, peer = %id, "peer connected");
+                    // It is up: the link to it need not wait out its pause.
+                    if let Some(p) = pokes.get(&id) {
+                        p.notify_one();
+                    }
                     loop {
                         match reader.recv::<PeerMsg>().await {
                             Ok(Some(msg)) => {
@@ -241,9 +269,23 @@ pub async fn serve(
     }
 }
 
+/// The next connection on `unix`; never, without one.
+async fn accept_unix(unix: Option<&UnixListener>) -> std::io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some(l) => l.accept().await.map(|(s, _)| s),
+        None => std::future::pending().await,
+    }
+}
+
+/// The pause before the dialer's next attempt after `failures` failed ones: quick retries first
+/// (at a cluster's start its nodes come up within milliseconds of each other), then longer.
+fn backoff(failures: u32) -> Duration {
+    Duration::from_millis(5) * (1 << failures.min(6))
+}
+
 async fn client_session(
     id: u64,
-    addr: SocketAddr,
+    addr: String,
     mut reader: connection::Reader,
     mut writer: connection::Writer,
     events: mpsc::Sender<Event>,

@@ -6,16 +6,26 @@
 //! every token of an earlier view. After a restart a node has forgotten the tokens, but not the
 //! mark: the first view it helps form is numbered above it, and a node whose mark is higher
 //! answers a Prepare with `Stale`, so the leader starts again above that. The mark is written
-//! and fsynced (file, then directory) before the node answers a Prepare or commits a view, so
-//! before any grant of that view can happen anywhere.
+//! and synced before the node answers a Prepare or commits a view, so before any grant of that
+//! view can happen anywhere.
 //!
-//! The file is written as a new file (mode 0600, `O_NOFOLLOW`, `O_EXCL`) then renamed over the
-//! old one: a crash leaves either the old or the new mark, never a torn one.
+//! The file holds one fixed-size record, `epoch NNNNNNNNNN CCCCCCCC` and a newline (the mark in
+//! ten digits, then a checksum of what precedes it in hex). [`EpochStore::open`] makes sure the
+//! file exists in that form and is durable (written as a new file, mode 0600, `O_NOFOLLOW`,
+//! `O_EXCL`, synced, renamed into place, the directory synced); from then on a raise overwrites
+//! the record in place and syncs the data only (`fdatasync`): the file keeps its size and
+//! blocks, so no metadata has to reach the disk, and the sync does not wait for the file
+//! system's journal (and, on a busy disk, for what other programs wrote: 1-113 ms here, once
+//! 1.96 s, against 0.2-15 ms). A crash in the middle of a raise leaves the old record, the new one, or
+//! a mix that the checksum rejects: the node then refuses to start, naming the file, and never
+//! starts with a mark lower than one it acted on (a raise is acted on only after its sync).
+//! A file in the earlier form (`epoch N`) is read and rewritten in the new one.
 
 use distsync_core::NodeId;
+use sha2::{Digest, Sha256};
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The file holding node `id`'s epoch high-water mark in `dir`.
@@ -23,54 +33,97 @@ pub fn epoch_path(dir: &Path, id: NodeId) -> PathBuf {
     dir.join(format!("node-{id}.epoch"))
 }
 
+/// The record for mark `epoch`: `epoch NNNNNNNNNN CCCCCCCC\n`, always 26 bytes.
+fn record(epoch: u32) -> String {
+    let body = format!("epoch {epoch:010}");
+    format!("{body} {}\n", checksum(&body))
+}
+
+/// The first four bytes of the SHA-256 of `body`, in hex.
+fn checksum(body: &str) -> String {
+    Sha256::digest(body.as_bytes())[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The mark in `text`, and whether it is in the fixed-size form; `None` if it holds no mark (or
+/// one whose checksum does not match).
+fn parse(text: &str) -> Option<(u32, bool)> {
+    let t = text.trim_end_matches('\n');
+    match t.rsplit_once(' ') {
+        Some((body, sum)) if body.starts_with("epoch ") && t.len() + 1 == RECORD_LEN => {
+            let n = body.strip_prefix("epoch ")?.parse::<u32>().ok()?;
+            (checksum(body) == sum).then_some((n, true))
+        }
+        _ => {
+            let n = text.trim().strip_prefix("epoch ")?.parse::<u32>().ok()?;
+            Some((n, false))
+        }
+    }
+}
+
+/// The length of a [`record`].
+const RECORD_LEN: usize = 26;
+
 /// A node's epoch high-water mark on disk.
 #[derive(Debug)]
 pub struct EpochStore {
     path: PathBuf,
-    dir: PathBuf,
+    file: fs::File,
     stored: u32,
 }
 
 impl EpochStore {
-    /// Opens (reads) node `id`'s mark in `dir`; 0 when there is none yet. A file that exists
-    /// but does not hold a mark is an error naming it (the node must not start with a mark it
-    /// cannot trust).
+    /// Opens node `id`'s mark in `dir` (0 when there is none yet), making sure the file holds it
+    /// in the fixed-size form and is durable. A file that exists but does not hold a mark is an
+    /// error naming it (the node must not start with a mark it cannot trust).
     pub fn open(dir: &Path, id: NodeId) -> io::Result<EpochStore> {
         let path = epoch_path(dir, id);
-        let stored = match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        let (stored, fixed) = match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, false),
             Err(e) => return Err(e),
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "{}: is a symbolic link; refusing to follow it",
-                        path.display()
-                    ),
-                ))
+                return Err(invalid(format!(
+                    "{}: is a symbolic link; refusing to follow it",
+                    path.display()
+                )))
             }
             Ok(_) => {
                 let text = fs::read_to_string(&path)?;
-                text.trim()
-                    .strip_prefix("epoch ")
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .ok_or_else(|| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!(
-                                "{}: expected `epoch N`, found {:?}",
-                                path.display(),
-                                text.trim()
-                            ),
-                        )
-                    })?
+                parse(&text).ok_or_else(|| {
+                    invalid(format!(
+                        "{}: expected `epoch N` (with a matching checksum), found {:?}",
+                        path.display(),
+                        text.trim()
+                    ))
+                })?
             }
         };
-        Ok(EpochStore {
-            path,
-            dir: dir.to_path_buf(),
-            stored,
-        })
+        if !fixed {
+            // Missing, or in the earlier form: write the record as a new file, durably, so
+            // that every raise after this one overwrites it in place.
+            let tmp = path.with_extension(format!("epoch.tmp.{}", std::process::id()));
+            let _ = fs::remove_file(&tmp);
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.write_all(record(stored).as_bytes())?;
+            f.sync_all()?;
+            drop(f);
+            fs::rename(&tmp, &path)?;
+            fs::File::open(dir)?.sync_all()?;
+        }
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)?;
+        Ok(EpochStore { path, file, stored })
     }
 
     /// The mark as last stored.
@@ -78,27 +131,19 @@ impl EpochStore {
         self.stored
     }
 
-    /// Raises the mark to `epoch` (no-op if it is not higher), durably: written to a new file,
-    /// fsynced, renamed over the old one, and the directory fsynced.
+    /// The file the mark is kept in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Raises the mark to `epoch` (no-op if it is not higher), durably: the record overwritten
+    /// in place and its data synced.
     pub fn raise(&mut self, epoch: u32) -> io::Result<()> {
         if epoch <= self.stored {
             return Ok(());
         }
-        let tmp = self
-            .path
-            .with_extension(format!("epoch.tmp.{}", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(format!("epoch {epoch}\n").as_bytes())?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, &self.path)?;
-        fs::File::open(&self.dir)?.sync_all()?;
+        self.file.write_all_at(record(epoch).as_bytes(), 0)?;
+        self.file.sync_data()?;
         self.stored = epoch;
         Ok(())
     }
@@ -122,6 +167,64 @@ mod tests {
         fs::write(epoch_path(&dir, NodeId(4)), "garbage").unwrap();
         let e = EpochStore::open(&dir, NodeId(4)).unwrap_err().to_string();
         assert!(e.contains("node-4.epoch") && e.contains("epoch N"), "{e}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Raises overwrite one fixed-size record in place (no new file, so no metadata to sync).
+    #[test]
+    fn raises_overwrite_one_record_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("distsync-persist-in-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = epoch_path(&dir, NodeId(1));
+        let mut s = EpochStore::open(&dir, NodeId(1)).unwrap();
+        let inode = fs::metadata(&path).unwrap().ino();
+        assert_eq!(fs::read_to_string(&path).unwrap(), record(0));
+        for e in [1033, 2057, u32::MAX] {
+            s.raise(e).unwrap();
+            assert_eq!(fs::read_to_string(&path).unwrap(), record(e));
+            assert_eq!(fs::metadata(&path).unwrap().len(), RECORD_LEN as u64);
+            assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "the same file");
+        }
+        assert_eq!(
+            EpochStore::open(&dir, NodeId(1)).unwrap().stored(),
+            u32::MAX
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A mark in the earlier form (`epoch N`) is kept and rewritten in the fixed-size form.
+    #[test]
+    fn a_mark_in_the_earlier_form_is_read_and_rewritten() {
+        let dir = std::env::temp_dir().join(format!("distsync-persist-old-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = epoch_path(&dir, NodeId(2));
+        fs::write(&path, "epoch 3074\n").unwrap();
+        let mut s = EpochStore::open(&dir, NodeId(2)).unwrap();
+        assert_eq!(s.stored(), 3074);
+        assert_eq!(fs::read_to_string(&path).unwrap(), record(3074));
+        s.raise(4098).unwrap();
+        assert_eq!(EpochStore::open(&dir, NodeId(2)).unwrap().stored(), 4098);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A torn record (part old, part new: here 1999 and 2000 mixed into 1000, lower than
+    /// both) fails its checksum: the node refuses to start rather than start with it.
+    #[test]
+    fn a_torn_record_is_refused_not_read_as_a_lower_mark() {
+        let dir =
+            std::env::temp_dir().join(format!("distsync-persist-torn-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = epoch_path(&dir, NodeId(5));
+        let (old, new) = (record(1999), record(2000));
+        let torn = format!("{}{}", &old[..13], &new[13..]);
+        assert!(torn.starts_with("epoch 0000001000 "), "{torn}");
+        fs::write(&path, &torn).unwrap();
+        let e = EpochStore::open(&dir, NodeId(5)).unwrap_err().to_string();
+        assert!(e.contains("node-5.epoch") && e.contains("checksum"), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,51 @@
+//! `DISTSYNC_TRANSPORT=tcp` turns the Unix sockets off for the process that reads it: a node
+//! does not listen on one, a dialer does not use one. (Its own test binary: the variable is
+//! process-wide, so no other test may run beside it.)
+
+use distsync_core::NodeId;
+use distsync_net::transport::{self, Via};
+use distsync_net::{local, Cluster, Timeouts};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
+    // Process-wide: this binary holds no other test.
+    std::env::set_var("DISTSYNC_TRANSPORT", "tcp");
+    let dir = std::env::temp_dir().join(format!("ds-tr-tcp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file =
+        local::cluster_file(3, "ricart-agrawala", "bully", None, Timeouts::default()).unwrap();
+    let path = local::write_cluster(&dir, &file).unwrap();
+    let cluster = Cluster::load(&path).unwrap();
+    assert_eq!(transport::local_socket(&cluster, NodeId(0)), None);
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (up_tx, up) = tokio::sync::oneshot::channel::<()>();
+    let node_cluster = cluster.clone();
+    let node = std::thread::spawn(move || {
+        let rt = distsync_net::node_runtime().unwrap();
+        rt.block_on(distsync_net::node::run_notify(
+            node_cluster,
+            NodeId(0),
+            async {
+                let _ = stopped.await;
+            },
+            move || {
+                let _ = up_tx.send(());
+            },
+        ))
+        .unwrap();
+    });
+    up.await.unwrap();
+    assert!(!transport::socket_path(&dir, NodeId(0)).exists());
+    let addr = cluster.addr_of(NodeId(0)).unwrap();
+    let s = transport::dial(&cluster, NodeId(0), addr, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(s.via(), Via::Tcp);
+    stop.send(()).unwrap();
+    tokio::task::spawn_blocking(move || node.join().unwrap())
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
