@@ -427,13 +427,15 @@ pub async fn run_locked(
             }
         }
     };
-    // The command is gone: the watchdog has nothing left to guard.
-    if let Some(w) = watchdog.as_mut() {
+    // The command is gone: the watchdog has nothing left to guard. "done" waits in the pipe
+    // for it to read, so nothing here waits for it (it may still be starting: a process start,
+    // as long as the rest of a short `lock -- true`); a thread reaps it when it exits.
+    if let Some(mut w) = watchdog.take() {
         if let Some(mut stdin) = w.stdin.take() {
             use std::io::Write;
             let _ = stdin.write_all(b"done");
         }
-        let _ = w.wait();
+        std::thread::spawn(move || w.wait());
     }
     if let Some(why) = lost {
         let cluster_max = max_token_seen(&held.cluster).await;
