@@ -3,6 +3,8 @@
 //!
 //! Exit codes: 0 when the run completed and every monitored property held, 1 when a monitor
 //! found a violation, 2 for bad input (an unreadable or invalid scenario, a bad flag).
+// Doc comments here are clap's help texts ("ADDR[:PORT]", "a [clock] table"), not links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 mod bench_cmd;
 mod check_cmd;

@@ -230,9 +230,9 @@ pub struct Cluster {
 /// A cluster file that cannot be used, naming the file and the field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The file (or "<text>" for text not read from a file).
+    /// The file (or `"<text>"` for text not read from a file).
     pub origin: String,
-    /// The field at fault, dotted ("node[2].addr", "timeouts.heartbeat"), or "" for the file.
+    /// The field at fault, dotted (`"node[2].addr"`, `"timeouts.heartbeat"`), or `""` for the file.
     pub field: String,
     /// What was expected.
     pub message: String,

@@ -17,6 +17,8 @@
 //! N messages per entry (N-1 REQUEST, one token) for a process without the token, 0 for one
 //! holding it; synchronization delay T. FIFO channels are not needed: a REQUEST is outdated
 //! exactly when its timestamp is not above the requester's token entry.
+// The rules above write vectors as the notes do (V[i]), not as links to items.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{

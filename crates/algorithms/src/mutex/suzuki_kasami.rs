@@ -18,6 +18,8 @@
 //!
 //! N messages per entry (N-1 REQUEST, one token), 0 when holding the idle token;
 //! synchronization delay T. FIFO channels are not needed.
+// The rules above write vectors as the notes do (V[i]), not as links to items.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{Algorithm, Ctx, Message, NoTimer, NodeId, ParamError, Params, Peers, Process};
