@@ -27,6 +27,7 @@ use distsync_core::{
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::io::Write;
 
 /// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
@@ -162,15 +163,19 @@ struct Slot<P: Process> {
 /// generation is still the one here (setting a timer again, cancelling it or a crash makes the
 /// event already queued a dead one). A process has few timers at once (a ring link's one per
 /// unacknowledged message, a T'): up to [`FEW_TIMERS`] they are a short list, scanned, which
-/// costs no allocation while empty and no hashing; beyond, a hash map.
+/// costs no hashing, and whose first [`INLINE_TIMERS`] are kept in the slot itself (a list
+/// elsewhere in memory was a cache miss for every timer set or cancelled on a large ring);
+/// beyond, a hash map.
 #[derive(Clone)]
 pub(crate) enum Timers<T> {
-    Few(Vec<(T, u64)>),
+    Few(SmallVec<[(T, u64); INLINE_TIMERS]>),
     Many(FxHashMap<T, u64>),
 }
 
 /// The most timers [`Timers`] keeps in a list.
 const FEW_TIMERS: usize = 16;
+/// The timers of a process kept in its slot (a ring election's T' and two acknowledgements).
+const INLINE_TIMERS: usize = 3;
 
 impl<T: Eq + std::hash::Hash> Timers<T> {
     /// The generation of `timer`, if it is pending.
@@ -240,7 +245,7 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
             Timers::Few(list) => list.iter().map(|(_, g)| *g).collect(),
             Timers::Many(map) => map.values().copied().collect(),
         };
-        *self = Timers::Few(Vec::new());
+        *self = Timers::Few(SmallVec::new());
         generations
     }
 }
@@ -456,17 +461,55 @@ impl<P: Process> Core<P> {
         self.queue.push(event);
     }
 
-    /// The earliest (time, seq) in the queue, read once after each event taken out of it.
+    /// The earliest (time, seq) in the queue, read once after each event taken out of it. The
+    /// process that event is for is asked of the memory meanwhile (see [`Core::prefetch_slot`]).
     #[inline]
     fn queue_min(&mut self) -> Option<(u64, u64)> {
         match self.queue_min {
             Some(min) => min,
             None => {
-                let min = self.queue.peek().map(|e| (e.time.as_nanos(), e.seq));
+                let (min, pos) = match self.queue.peek() {
+                    Some(e) => {
+                        let pos = match e.kind {
+                            Kind::Deliver { to, .. } => Some(to as usize),
+                            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
+                            _ => None,
+                        };
+                        (Some((e.time.as_nanos(), e.seq)), pos)
+                    }
+                    None => (None, None),
+                };
+                if let Some(pos) = pos {
+                    self.prefetch_slot(pos);
+                }
                 self.queue_min = Some(min);
                 min
             }
         }
+    }
+
+    /// Asks the memory for the slot (and the id) of the process at `pos`, which the next event
+    /// is for: on a ring of a million, each event's process is a cache miss otherwise, and the
+    /// event being handled meanwhile hides the wait.
+    #[inline(always)]
+    fn prefetch_slot(&self, pos: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(slot), Some(id)) = (self.slots.get(pos), self.peers.ids().get(pos)) {
+            let p = (slot as *const Slot<P>).cast::<i8>();
+            let size = std::mem::size_of::<Slot<P>>();
+            // SAFETY: a prefetch is a hint that reads nothing into the program and cannot
+            // fault; the addresses are within the slot and the id.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                for offset in (0..size.min(512)).step_by(64) {
+                    _mm_prefetch(p.wrapping_add(offset), _MM_HINT_T0);
+                }
+                _mm_prefetch(p.wrapping_add(size - 1), _MM_HINT_T0);
+                _mm_prefetch((id as *const NodeId).cast::<i8>(), _MM_HINT_T0);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = pos;
     }
 
     /// Events pending: the queue's and the listed timers (cancelled ones included).
@@ -771,7 +814,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             slots: (0..n)
                 .map(|_| Slot {
                     process: None,
-                    timers: Timers::Few(Vec::new()),
+                    timers: Timers::Few(SmallVec::new()),
                     chain: 0,
                 })
                 .collect(),
@@ -915,6 +958,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         // Time never goes back, even after a later event was chosen by hand.
         self.core.now = self.core.now.max(event.time);
         self.events += 1;
+        if self.core.listing {
+            // The next event's key, needed next turn to merge with the timer lists: read now,
+            // so that its process is fetched while this event is handled.
+            self.core.queue_min();
+        }
         self.dispatch(event.kind);
         self.check_guard()
     }
