@@ -56,6 +56,9 @@ pub enum LinkTimer<T> {
     Ack(u64),
 }
 
+/// A message sent and not yet acknowledged: its `seq`, to whom, and what.
+type Unacked<M> = (u64, (NodeId, M));
+
 /// A ring algorithm `A` whose sends skip crashed successors.
 #[derive(Clone, Debug, Serialize)]
 pub struct RingLink<A: Process> {
@@ -70,7 +73,7 @@ pub struct RingLink<A: Process> {
     /// writes and hashes as the map it stands for: `[seq, [to, msg]]` pairs in `seq` order),
     /// kept in the process's own state up to two (at a million processes, reading a list kept
     /// elsewhere in memory for every acknowledgement was a cache miss each).
-    unacked: SmallVec<[(u64, (NodeId, A::Msg)); 2]>,
+    unacked: SmallVec<[Unacked<A::Msg>; 2]>,
 }
 
 // The state, for the checker's fingerprints.
