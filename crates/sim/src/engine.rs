@@ -19,6 +19,7 @@ use crate::network::{Fate, Network};
 use crate::queue::{Keyed, Queue};
 use crate::report::{Frame, LinkReport, MessageStats, Report, Violation};
 use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
+use crate::timer_lists::{listed, TimerLists};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
     Algorithm, Ctx, Effect, EffectOf, Message, NodeId, Params, Peers, Process, Time,
@@ -26,6 +27,7 @@ use distsync_core::{
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::io::Write;
 
 /// What a family adds to a run: inputs to the processes, monitors of their outputs, and the
@@ -161,15 +163,19 @@ struct Slot<P: Process> {
 /// generation is still the one here (setting a timer again, cancelling it or a crash makes the
 /// event already queued a dead one). A process has few timers at once (a ring link's one per
 /// unacknowledged message, a T'): up to [`FEW_TIMERS`] they are a short list, scanned, which
-/// costs no allocation while empty and no hashing; beyond, a hash map.
+/// costs no hashing, and whose first [`INLINE_TIMERS`] are kept in the slot itself (a list
+/// elsewhere in memory was a cache miss for every timer set or cancelled on a large ring);
+/// beyond, a hash map.
 #[derive(Clone)]
 pub(crate) enum Timers<T> {
-    Few(Vec<(T, u64)>),
+    Few(SmallVec<[(T, u64); INLINE_TIMERS]>),
     Many(FxHashMap<T, u64>),
 }
 
 /// The most timers [`Timers`] keeps in a list.
 const FEW_TIMERS: usize = 16;
+/// The timers of a process kept in its slot (a ring election's T' and two acknowledgements).
+const INLINE_TIMERS: usize = 3;
 
 impl<T: Eq + std::hash::Hash> Timers<T> {
     /// The generation of `timer`, if it is pending.
@@ -181,43 +187,66 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
         }
     }
 
-    /// Sets `timer` to `generation`, replacing the pending one.
+    /// Sets `timer` to `generation`, replacing the pending one, whose generation it returns.
     #[inline]
-    fn insert(&mut self, timer: T, generation: u64) {
+    fn insert(&mut self, timer: T, generation: u64) -> Option<u64> {
         match self {
             Timers::Few(list) => match list.iter().position(|(t, _)| *t == timer) {
-                Some(i) => list[i].1 = generation,
-                None if list.len() < FEW_TIMERS => list.push((timer, generation)),
+                Some(i) => Some(std::mem::replace(&mut list[i].1, generation)),
+                None if list.len() < FEW_TIMERS => {
+                    list.push((timer, generation));
+                    None
+                }
                 None => {
                     let mut map: FxHashMap<T, u64> = list.drain(..).collect();
                     map.insert(timer, generation);
                     *self = Timers::Many(map);
+                    None
                 }
             },
-            Timers::Many(map) => {
-                map.insert(timer, generation);
-            }
+            Timers::Many(map) => map.insert(timer, generation),
         }
     }
 
-    /// Forgets `timer`.
+    /// Forgets `timer`; returns its generation if it was pending.
     #[inline]
-    fn remove(&mut self, timer: &T) {
+    fn remove(&mut self, timer: &T) -> Option<u64> {
         match self {
             Timers::Few(list) => {
-                if let Some(i) = list.iter().position(|(t, _)| t == timer) {
-                    list.swap_remove(i);
-                }
+                let i = list.iter().position(|(t, _)| t == timer)?;
+                Some(list.swap_remove(i).1)
+            }
+            Timers::Many(map) => map.remove(timer),
+        }
+    }
+
+    /// Takes out the pending timer of `generation`, if there is one.
+    #[inline]
+    fn take_generation(&mut self, generation: u64) -> Option<T>
+    where
+        T: Clone,
+    {
+        match self {
+            Timers::Few(list) => {
+                let i = list.iter().position(|(_, g)| *g == generation)?;
+                Some(list.swap_remove(i).0)
             }
             Timers::Many(map) => {
-                map.remove(timer);
+                let timer = map.iter().find(|(_, g)| **g == generation)?.0.clone();
+                map.remove(&timer);
+                Some(timer)
             }
         }
     }
 
-    /// Forgets every timer (a crash).
-    fn clear(&mut self) {
-        *self = Timers::Few(Vec::new());
+    /// Forgets every timer (a crash); returns their generations.
+    fn clear(&mut self) -> Vec<u64> {
+        let generations = match self {
+            Timers::Few(list) => list.iter().map(|(_, g)| *g).collect(),
+            Timers::Many(map) => map.values().copied().collect(),
+        };
+        *self = Timers::Few(SmallVec::new());
+        generations
     }
 }
 
@@ -229,6 +258,11 @@ pub struct Core<P: Process> {
     now: Time,
     seq: u64,
     queue: Queue<Event<P>>,
+    /// The earliest (time, seq) in `queue`, when known (see [`Core::queue_min`]).
+    queue_min: Option<Option<(u64, u64)>>,
+    /// Timers kept out of `queue` (batch runs: see [`Engine::run`]), when `listing`.
+    timer_lists: TimerLists,
+    listing: bool,
     slots: Vec<Slot<P>>,
     network: Network,
     clocks: Clocks,
@@ -410,11 +444,124 @@ impl<'c, P: Process> Control<'c, P> {
 impl<P: Process> Core<P> {
     fn push(&mut self, time: Time, kind: Kind<P>) {
         self.seq += 1;
-        self.queue.push(Event {
+        self.enqueue(Event {
             time,
             seq: self.seq,
             kind,
         });
+    }
+
+    /// Puts `event` in the queue, keeping `queue_min` up to date.
+    #[inline]
+    fn enqueue(&mut self, event: Event<P>) {
+        if let Some(min) = self.queue_min.as_mut() {
+            let key = (event.time.as_nanos(), event.seq);
+            *min = Some(min.map_or(key, |m| m.min(key)));
+        }
+        self.queue.push(event);
+    }
+
+    /// The earliest (time, seq) in the queue, read once after each event taken out of it. The
+    /// process that event is for is asked of the memory meanwhile (see [`Core::prefetch_slot`]).
+    #[inline]
+    fn queue_min(&mut self) -> Option<(u64, u64)> {
+        match self.queue_min {
+            Some(min) => min,
+            None => {
+                let (min, pos) = match self.queue.peek() {
+                    Some(e) => {
+                        let pos = match e.kind {
+                            Kind::Deliver { to, .. } => Some(to as usize),
+                            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
+                            _ => None,
+                        };
+                        (Some((e.time.as_nanos(), e.seq)), pos)
+                    }
+                    None => (None, None),
+                };
+                if let Some(pos) = pos {
+                    self.prefetch_slot(pos);
+                }
+                self.queue_min = Some(min);
+                min
+            }
+        }
+    }
+
+    /// Asks the memory for the slot (and the id) of the process at `pos`, which the next event
+    /// is for: on a ring of a million, each event's process is a cache miss otherwise, and the
+    /// event being handled meanwhile hides the wait.
+    #[inline(always)]
+    fn prefetch_slot(&self, pos: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(slot), Some(id)) = (self.slots.get(pos), self.peers.ids().get(pos)) {
+            let p = (slot as *const Slot<P>).cast::<i8>();
+            let size = std::mem::size_of::<Slot<P>>();
+            // SAFETY: a prefetch is a hint that reads nothing into the program and cannot
+            // fault; the addresses are within the slot and the id.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                for offset in (0..size.min(512)).step_by(64) {
+                    _mm_prefetch(p.wrapping_add(offset), _MM_HINT_T0);
+                }
+                _mm_prefetch(p.wrapping_add(size - 1), _MM_HINT_T0);
+                _mm_prefetch((id as *const NodeId).cast::<i8>(), _MM_HINT_T0);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = pos;
+    }
+
+    /// Events pending: the queue's and the listed timers (cancelled ones included).
+    pub(crate) fn pending_len(&self) -> usize {
+        self.queue.len() + self.timer_lists.len() as usize
+    }
+
+    /// Sets `timer` of the process at `pos` to go off after `after` on its own clock.
+    fn set_timer(&mut self, pos: usize, timer: P::Timer, after: std::time::Duration) {
+        // Timers run on the node's own (possibly drifting) clock.
+        let span = self
+            .clocks
+            .true_span(pos, self.now.as_nanos(), after.as_nanos() as u64);
+        let at = self.now + std::time::Duration::from_nanos(span);
+        let listed_generation = if self.listing {
+            self.seq += 1;
+            let g = self
+                .timer_lists
+                .push(span, at.as_nanos(), self.seq, pos as u32);
+            if g.is_none() {
+                self.seq -= 1;
+            }
+            g
+        } else {
+            None
+        };
+        let generation = listed_generation.unwrap_or_else(|| {
+            self.next_timer_generation += 1;
+            self.next_timer_generation
+        });
+        if let Some(old) = self.slots[pos].timers.insert(timer.clone(), generation) {
+            self.kill_listed(old);
+        }
+        if listed_generation.is_none() {
+            self.push(
+                at,
+                Kind::Timer {
+                    pos,
+                    timer,
+                    generation,
+                },
+            );
+        }
+    }
+
+    /// A pending timer of generation `g` will not go off: marked so if it is in a list (one in
+    /// the queue is found dead by its generation when it comes out).
+    #[inline]
+    fn kill_listed(&mut self, g: u64) {
+        if listed(g) {
+            self.timer_lists.kill(g);
+        }
     }
 
     fn violation(&mut self, time: Time, property: &str, detail: String) {
@@ -661,10 +808,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             now: Time::ZERO,
             seq: 0,
             queue: Queue::new(),
+            queue_min: None,
+            timer_lists: TimerLists::default(),
+            listing: false,
             slots: (0..n)
                 .map(|_| Slot {
                     process: None,
-                    timers: Timers::Few(Vec::new()),
+                    timers: Timers::Few(SmallVec::new()),
                     chain: 0,
                 })
                 .collect(),
@@ -724,6 +874,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         mut trace: Option<Box<dyn Write>>,
         mut progress: Option<Box<dyn FnMut(u64, u64)>>,
     ) -> std::io::Result<Report> {
+        // A batch run keeps timers in lists by duration, outside the queue (a stepped session,
+        // which lists and picks pending events, keeps them in the queue).
+        self.core.listing = true;
         self.start();
         let mut failed = None;
         let ended_by = loop {
@@ -778,6 +931,16 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         if self.harness.done() && self.core.pending_actions == 0 {
             return Turn::End("done");
         }
+        if let Some((l, time, seq)) = self.core.timer_lists.earliest() {
+            if self
+                .core
+                .queue_min()
+                .is_none_or(|first| (time, seq) < first)
+            {
+                return self.turn_listed(l, Time::from_nanos(time));
+            }
+        }
+        self.core.queue_min = None;
         let Some(event) = self.core.queue.pop() else {
             self.harness.on_idle(&mut Control {
                 core: &mut self.core,
@@ -789,18 +952,45 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         };
         if event.time > self.until {
             self.core.now = self.until;
-            self.core.queue.push(event);
+            self.core.enqueue(event);
             return Turn::End("horizon");
         }
         // Time never goes back, even after a later event was chosen by hand.
         self.core.now = self.core.now.max(event.time);
         self.events += 1;
+        if self.core.listing {
+            // The next event's key, needed next turn to merge with the timer lists: read now,
+            // so that its process is fetched while this event is handled.
+            self.core.queue_min();
+        }
         self.dispatch(event.kind);
+        self.check_guard()
+    }
+
+    /// The turn of the listed timer at the head of list `l`, due at `time`: the earliest pending
+    /// event. A cancelled one is taken out and counted as the queue's dead timer events were.
+    fn turn_listed(&mut self, l: usize, time: Time) -> Turn {
+        if time > self.until {
+            self.core.now = self.until;
+            return Turn::End("horizon");
+        }
+        let (entry, g) = self.core.timer_lists.pop(l);
+        self.core.now = self.core.now.max(time);
+        self.events += 1;
+        if !entry.dead {
+            self.fire_listed(entry.pos as usize, g);
+        }
+        self.check_guard()
+    }
+
+    /// After an event: the runaway guard, when due.
+    #[inline]
+    fn check_guard(&mut self) -> Turn {
         if self.guard.due(self.events) {
             let core = &self.core;
             let sample = Sample {
                 events: self.events,
-                pending: core.queue.len() as u64,
+                pending: core.pending_len() as u64,
                 in_flight_own: core.in_flight - core.in_flight_excluded,
                 outputs: core.outputs,
                 messages: core.messages.total,
@@ -924,21 +1114,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     return; // cancelled, replaced, or lost in a crash
                 }
                 slot.timers.remove(&timer);
-                let id = self.core.peers.ids()[pos];
-                if let Some(t) = self.core.tracer.as_mut() {
-                    t.process_event(
-                        self.core.now,
-                        "timer",
-                        id,
-                        pos,
-                        None,
-                        Line {
-                            timer: Some(serde_json::to_value(&timer).unwrap_or_default()),
-                            ..Line::default()
-                        },
-                    );
-                }
-                self.call(pos, false, |p, ctx| p.on_timer(timer, ctx));
+                self.fire(pos, timer);
             }
             Kind::Input { pos, input } => {
                 if self.core.slots[pos].process.is_none() {
@@ -978,6 +1154,36 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         }
     }
 
+    /// The timer `timer` of the process at `pos` goes off (it was pending, and is no longer).
+    fn fire(&mut self, pos: usize, timer: A::Timer) {
+        let id = self.core.peers.ids()[pos];
+        if let Some(t) = self.core.tracer.as_mut() {
+            t.process_event(
+                self.core.now,
+                "timer",
+                id,
+                pos,
+                None,
+                Line {
+                    timer: Some(serde_json::to_value(&timer).unwrap_or_default()),
+                    ..Line::default()
+                },
+            );
+        }
+        self.call(pos, false, |p, ctx| p.on_timer(timer, ctx));
+    }
+
+    /// The listed timer of generation `g` of the process at `pos` is due and was not cancelled.
+    fn fire_listed(&mut self, pos: usize, g: u64) {
+        let slot = &mut self.core.slots[pos];
+        if slot.process.is_none() {
+            return;
+        }
+        if let Some(timer) = slot.timers.take_generation(g) {
+            self.fire(pos, timer);
+        }
+    }
+
     fn act(&mut self, action: &Action) {
         let now = self.core.now;
         match action {
@@ -986,7 +1192,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 if self.core.slots[pos].process.take().is_none() {
                     return; // already down
                 }
-                self.core.slots[pos].timers.clear();
+                for g in self.core.slots[pos].timers.clear() {
+                    self.core.kill_listed(g);
+                }
                 if let Some(t) = self.core.tracer.as_mut() {
                     t.plain_event(now, "crash", Some(*id), Line::default());
                 }
@@ -1075,27 +1283,11 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         for effect in effects.drain(..) {
             match effect {
                 Effect::Send { to, msg } => self.core.send(pos, to, msg),
-                Effect::SetTimer { timer, after } => {
-                    let core = &mut self.core;
-                    core.next_timer_generation += 1;
-                    let generation = core.next_timer_generation;
-                    core.slots[pos].timers.insert(timer.clone(), generation);
-                    // Timers run on the node's own (possibly drifting) clock.
-                    let span =
-                        core.clocks
-                            .true_span(pos, core.now.as_nanos(), after.as_nanos() as u64);
-                    let at = core.now + std::time::Duration::from_nanos(span);
-                    core.push(
-                        at,
-                        Kind::Timer {
-                            pos,
-                            timer,
-                            generation,
-                        },
-                    );
-                }
+                Effect::SetTimer { timer, after } => self.core.set_timer(pos, timer, after),
                 Effect::CancelTimer { timer } => {
-                    self.core.slots[pos].timers.remove(&timer);
+                    if let Some(g) = self.core.slots[pos].timers.remove(&timer) {
+                        self.core.kill_listed(g);
+                    }
                 }
                 Effect::Output(output) => {
                     self.core.outputs += 1;

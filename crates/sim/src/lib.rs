@@ -48,6 +48,7 @@ mod snapshot;
 pub mod stress;
 pub mod sweep;
 pub mod template;
+mod timer_lists;
 mod trace;
 
 pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};

@@ -34,6 +34,7 @@
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::time::Duration;
 
 /// Messages. Both election messages are counted under the kind "Election".
@@ -87,7 +88,8 @@ pub struct Peterson {
     tid: NodeId,
     ntid: Option<NodeId>,
     nntid: Option<NodeId>,
-    early: Vec<Early>,
+    /// Values received before they were due (a few at most: kept in the process's own state).
+    early: SmallVec<[Early; 2]>,
     leader: Option<NodeId>,
     /// Rounds completed as an active process (both values received and compared).
     completed: u32,
@@ -111,7 +113,7 @@ impl Algorithm for Peterson {
             tid: id,
             ntid: None,
             nntid: None,
-            early: Vec::new(),
+            early: SmallVec::new(),
             leader: Some(election::initial_coordinator(peers, params)),
             completed: 0,
             elected_in: None,

@@ -29,7 +29,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
 
     /// How many events are pending (for `bench`, which sizes its anchor by it).
     pub(crate) fn pending_len(&self) -> usize {
-        self.core.queue.len()
+        self.core.pending_len()
     }
 
     /// The membership.
