@@ -376,13 +376,15 @@ impl<T: Keyed> Queue<T> {
     /// front: after the pending entries of its time or earlier.
     #[inline]
     fn to_front(&mut self, e: Entry) {
-        match self.front.last() {
-            Some(x) if x.time > e.time => {
-                let at = self.head + self.front[self.head..].partition_point(|x| x.time <= e.time);
-                self.front.insert(at, e);
-            }
-            _ => self.front.push(e),
+        // The later pending entries move up one place, from the back: inline, as the front of
+        // a short queue holds a few dozen entries at most (a call to move them cost more).
+        self.front.push(e);
+        let mut i = self.front.len() - 1;
+        while i > self.head && self.front[i - 1].time > e.time {
+            self.front[i] = self.front[i - 1];
+            i -= 1;
         }
+        self.front[i] = e;
     }
 
     /// Puts an entry of the front's block in the front by (time, seq), its item having a seq
@@ -521,11 +523,21 @@ impl<T: Keyed> Queue<T> {
                     self.sort_front();
                 }
             } else {
-                // Stable: entries of one time stay in seq order.
                 if unsorted {
                     self.sort_front();
-                } else if !self.front.is_sorted_by_key(|e| e.time) {
-                    self.front.sort_by_key(|e| e.time);
+                } else {
+                    // By time, stable (entries of one time stay in seq order): an insertion
+                    // sort of at most `SMALL` entries, mostly two or three.
+                    let front = &mut self.front;
+                    for k in 1..front.len() {
+                        let e = front[k];
+                        let mut i = k;
+                        while i > 0 && front[i - 1].time > e.time {
+                            front[i] = front[i - 1];
+                            i -= 1;
+                        }
+                        front[i] = e;
+                    }
                 }
                 self.last = self.front[0].time;
                 self.span = (BITS * level) as u32;
