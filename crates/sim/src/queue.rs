@@ -356,9 +356,9 @@ impl<T: Keyed> Queue<T> {
         if self.in_front(time) {
             self.len += 1;
             if in_order {
-                self.to_front(e);
+                self.put_in_front(e);
             } else {
-                self.to_front_out_of_order(e, seq);
+                self.put_in_front_out_of_order(e, seq);
             }
         } else if time > self.last {
             self.len += 1;
@@ -375,7 +375,7 @@ impl<T: Keyed> Queue<T> {
     /// Puts an entry of the front's block, later than every item scheduled before, in the
     /// front: after the pending entries of its time or earlier.
     #[inline]
-    fn to_front(&mut self, e: Entry) {
+    fn put_in_front(&mut self, e: Entry) {
         // The later pending entries move up one place, from the back: inline, as the front of
         // a short queue holds a few dozen entries at most (a call to move them cost more).
         self.front.push(e);
@@ -390,7 +390,7 @@ impl<T: Keyed> Queue<T> {
     /// Puts an entry of the front's block in the front by (time, seq), its item having a seq
     /// lower than some item's scheduled before it.
     #[cold]
-    fn to_front_out_of_order(&mut self, e: Entry, seq: u64) {
+    fn put_in_front_out_of_order(&mut self, e: Entry, seq: u64) {
         let head = self.head;
         let slab = &self.slab;
         let key = |x: &Entry| (x.time, Self::seq_of(slab, x));
