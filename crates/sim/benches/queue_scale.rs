@@ -16,7 +16,9 @@
 //! Run with `cargo bench -p distsync-sim --bench queue_scale` (sizes up to 10,000,000; about
 //! 3 GB of memory at the largest size). Options: `-- --max 1000000` for a smaller largest size,
 //! `-- --rounds 30` for more rounds (default 20), `-- --engine 1000,3000` for the simulator part
-//! with those N (default 300,1000).
+//! with those N (default 300,1000; `-- --engine none` leaves it out), `-- --sizes 32,10000000`
+//! for other queue sizes (the first is the base of the ratio), `-- --heap no` to leave the binary
+//! heaps out.
 
 use distsync_sim::queue::{Keyed, Queue};
 use distsync_sim::{run, RunOptions, Scenario};
@@ -173,9 +175,8 @@ impl Held {
     }
 }
 
-fn queue_part(max: usize, rounds: usize) {
+fn queue_part(mut sizes: Vec<usize>, max: usize, rounds: usize, heaps: bool) {
     println!("pending-event queue, hold model (ns per event: take out the earliest, schedule one)");
-    let mut sizes = vec![32usize, 1_000, 32_000, 1_000_000, 10_000_000];
     sizes.retain(|&s| s <= max);
     let mut held: Vec<Held> = sizes.iter().map(|&s| Held::new(s)).collect();
     let mut check = 0;
@@ -198,6 +199,11 @@ fn queue_part(max: usize, rounds: usize) {
     let base = figures[0].1;
     let mut worst: f64 = 0.0;
     for (size, radix) in figures {
+        if !heaps {
+            println!("{size:>12} {radix:>9.1} ns {:>9.2}x", radix / base);
+            worst = worst.max(radix / base);
+            continue;
+        }
         let heap = hold(
             size,
             4_000_000,
@@ -272,6 +278,14 @@ fn main() {
             .join(" ")
     );
     let rounds = value("--rounds").and_then(|v| v.parse().ok()).unwrap_or(20);
-    queue_part(max, rounds);
-    engine_part(&engine);
+    let sizes: Vec<usize> = value("--sizes")
+        .unwrap_or_else(|| "32,1000,32000,1000000,10000000".into())
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let heaps = value("--heap").is_none_or(|v| v != "no");
+    queue_part(sizes, max, rounds, heaps);
+    if !engine.is_empty() {
+        engine_part(&engine);
+    }
 }

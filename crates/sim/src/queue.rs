@@ -3,27 +3,33 @@
 //!
 //! Events come out in (time, seq) order, exactly as from a binary heap ordered by that pair. A
 //! radix heap relies on what a discrete-event simulator guarantees: nothing is scheduled before
-//! the time of the last event taken out. It keeps `last`, the time of that event, the events
-//! at time `last` in seq order (the front), and buckets for the later ones: an event whose time
-//! first differs from `last` in byte `l` (counting from the low end) goes to bucket (l, d),
-//! where d is that byte of its time. Every event of a lower level is earlier than every event
-//! of a higher level, and within a level a lower digit is earlier. When the front is empty, the
-//! lowest non-empty bucket is split: its earliest time becomes `last` and its events move to
-//! lower levels (those at the new `last` to the front, sorted by seq); a bucket of level 0 holds
-//! a single time and becomes the front as it is. An event moves at most 8 times, and twice or
-//! three times for delays of milliseconds in nanoseconds; every bucket is a vector that is only
-//! appended to and then read in order, so the work is sequential memory traffic instead of a
-//! binary heap's log2(n) scattered accesses per event.
+//! the time of the last event taken out. It keeps the front, the earliest pending events in
+//! (time, seq) order, which hold every pending time of a block of times around `last`, and
+//! buckets for the later ones: an event whose time first differs from `last` in byte `l`
+//! (counting from the low end) goes to bucket (l, d), where d is that byte of its time. Every
+//! event of a lower level is earlier than every event of a higher level, and within a level a
+//! lower digit is earlier. When the front is used up, the lowest non-empty bucket becomes the
+//! front as it is when it holds one time (level 0) or only a few events (sorted by time: its
+//! range of times becomes the front's block, and an event scheduled into that range is put in
+//! the front in order), and is split otherwise: its earliest time becomes `last` and its events
+//! move to lower levels (those at the new `last` to the front). An event moves at most 8 times,
+//! and once to three times for delays of milliseconds in nanoseconds; every bucket is a vector
+//! that is only appended to and then read in order, so the work is sequential memory traffic
+//! instead of a binary heap's log2(n) scattered accesses per event.
 //!
-//! What moves is a 24-byte entry (time, seq, and the index of the event's slot); the events
-//! stay where they were put, in a slab whose free slots are reused last-freed first (so an
-//! event scheduled while handling another lands where that one was, still in the cache). The
-//! one scattered access left, reading an event when it is taken out, is asked of the memory
-//! ahead of time (a prefetch of the next events of the front and the next times), so a queue of
+//! What moves is a 12-byte entry (the time and the index of the event's slot); the events stay
+//! where they were put, in a slab whose free slots are reused last-freed first (so an event
+//! scheduled while handling another lands where that one was, still in the cache). The one
+//! scattered access left, reading an event when it is taken out, is asked of the memory ahead
+//! of time (a prefetch of the next events of the front and the next times), so a queue of
 //! millions costs little more per event than a queue of a few dozen.
 //!
-//! An event scheduled before `last` (which the engine never does) is still placed correctly:
-//! the queue is rebuilt around it.
+//! An entry carries no sequence number: the engine schedules in seq order, and appending keeps
+//! every bucket's entries of one time in seq order, which a split preserves. An item scheduled
+//! out of that order (an event put back, which the engine does at the horizon) is placed in the
+//! front by the seqs of the items themselves, or marks its bucket as to be sorted by them when
+//! it becomes the front. An event scheduled before the front's block (which the engine never
+//! does) is still placed correctly: the queue is rebuilt around it.
 
 /// What the queue orders by: a time and a tie-breaking sequence number, unique per item.
 pub trait Keyed {
@@ -33,10 +39,16 @@ pub trait Keyed {
     fn seq(&self) -> u64;
 }
 
-/// Buckets per level (one per byte value) and levels (one per byte of a u64).
-const DIGITS: usize = 256;
-const LEVELS: usize = 8;
-const WORDS: usize = LEVELS * DIGITS / 64;
+/// Bits of a digit (a byte: wider digits spread a split over more buckets than the first-level
+/// cache keeps lines for, and measured slower); buckets per level (one per digit value) and
+/// levels (enough for a u64).
+const BITS: usize = 8;
+const DIGITS: usize = 1 << BITS;
+const LEVELS: usize = 64_usize.div_ceil(BITS);
+const BUCKETS: usize = LEVELS * DIGITS;
+const WORDS: usize = BUCKETS / 64;
+/// Words of the summary of `occupied`: bit w of the summary is set when word w is not zero.
+const SUMMARY: usize = WORDS.div_ceil(64);
 /// A drained bucket keeps its allocation for next time up to this many entries; a larger one is
 /// given back, so that a burst of millions of events does not hold memory for the whole run.
 const KEEP: usize = 4096;
@@ -49,39 +61,78 @@ const PREFETCH_FROM: usize = 1 << 14;
 /// hundreds of thousands of entries, filled anew every few hundred microseconds of time).
 const SPARES: usize = 4;
 
-/// What the buckets hold: an item's key and where the item is.
+/// What the buckets hold: an item's time and where the item is. Packed to 12 bytes: at ten
+/// million pending events, the entries are most of what moves through the memory besides the
+/// events themselves.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
 struct Entry {
     time: u64,
-    seq: u64,
     slot: u32,
 }
+
+/// A set of buckets, one bit each.
+#[derive(Clone)]
+struct Bits([u64; WORDS]);
+
+impl Bits {
+    #[inline]
+    fn get(&self, b: usize) -> bool {
+        self.0[b / 64] & (1 << (b % 64)) != 0
+    }
+    #[inline]
+    fn set(&mut self, b: usize) {
+        self.0[b / 64] |= 1 << (b % 64);
+    }
+    #[inline]
+    fn clear(&mut self, b: usize) {
+        self.0[b / 64] &= !(1 << (b % 64));
+    }
+}
+
+/// A bucket this small or smaller becomes the front as it is, sorted by time, instead of being
+/// split (a queue of a few dozen events spread over milliseconds rarely has two in a bucket).
+const SMALL: usize = 32;
+/// `ahead`'s bucket when it is the front.
+const FRONT: usize = BUCKETS;
 
 /// A priority queue of `T`, earliest (time, seq) first.
 #[derive(Clone)]
 pub struct Queue<T> {
-    /// The time of the last item taken out (or the smallest time the queue was rebuilt around).
+    /// A time of the front's block, below every time in the buckets; the buckets are kept
+    /// relative to it.
     last: u64,
-    /// Bucket (level, digit) at index level * 256 + digit. The bucket of level 0 whose digit is
-    /// `last`'s lowest byte is the front: the entries at time `last`, in seq order, from `head`
-    /// on (those before were taken out). No other entry can go there (an entry of level 0
-    /// differs from `last` in that byte), and it is never marked in `occupied`.
-    buckets: Vec<Vec<Entry>>,
+    /// The front's block: the times that agree with `last` on every bit from `span` on (just
+    /// `last` when `span` is 0; a whole bucket's range when that bucket became the front).
+    span: u32,
+    /// Every pending entry whose time is in the front's block, from `head` on (those before
+    /// were taken out), in (time, seq) order.
+    front: Vec<Entry>,
     head: usize,
-    /// Bit i of word i / 64 set when bucket i is not empty.
-    occupied: [u64; WORDS],
-    /// Bit w set when word w of `occupied` is not zero.
-    words: u32,
+    /// Bucket (level, digit) at index level * DIGITS + digit, for the times after the front's
+    /// block: an entry goes to the level of the first digit in which its time differs from
+    /// `last`.
+    buckets: Vec<Vec<Entry>>,
+    /// The buckets that are not empty.
+    occupied: Bits,
+    /// Bit w of word w / 64 set when word w of `occupied` is not zero.
+    summary: [u64; SUMMARY],
+    /// The buckets whose entries of one time may be out of seq order (an item was scheduled
+    /// out of order): sorted by their items' seqs when they become the front.
+    unsorted: Bits,
+    /// Every item scheduled with a seq of at least this one is in order (later than every item
+    /// scheduled so far).
+    fresh_from: u64,
     /// The items, each in the slot its entry names; `None` in a free slot.
     slab: Vec<Option<T>>,
     /// The free slots of `slab`, the last freed last.
     free: Vec<u32>,
     /// Empty vectors with room for more than `KEEP` entries, at most `SPARES`.
     spare: Vec<Vec<Entry>>,
-    /// The entry whose item was last asked of the memory ahead of time: (bucket of level 0,
-    /// index). A hint only: entries come out of the front and then the next buckets of level 0
-    /// in order, so the queue keeps asking for the item about `AHEAD` entries ahead of the one
-    /// taken out.
+    /// The entry whose item was last asked of the memory ahead of time: (the front, `FRONT`,
+    /// or a bucket of level 0; index). A hint only: entries come out of the front and then the
+    /// next buckets of level 0 in order, so the queue keeps asking for the item about `AHEAD`
+    /// entries ahead of the one taken out.
     ahead: (usize, usize),
     len: usize,
 }
@@ -90,14 +141,18 @@ impl<T> Default for Queue<T> {
     fn default() -> Self {
         Queue {
             last: 0,
-            buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+            span: 0,
+            front: Vec::new(),
             head: 0,
-            occupied: [0; WORDS],
-            words: 0,
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            occupied: Bits([0; WORDS]),
+            summary: [0; SUMMARY],
+            unsorted: Bits([0; WORDS]),
+            fresh_from: 0,
             slab: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
-            ahead: (0, 0),
+            ahead: (FRONT, 0),
             len: 0,
         }
     }
@@ -119,42 +174,48 @@ impl<T: Keyed> Queue<T> {
         self.len == 0
     }
 
-    /// The bucket of a time later than `last`.
+    /// The bucket of a time after the front's block.
     #[inline]
     fn bucket(last: u64, time: u64) -> usize {
-        let level = (63 - (time ^ last).leading_zeros() as usize) / 8;
-        level * DIGITS + ((time >> (8 * level)) & 0xff) as usize
+        let level = (63 - (time ^ last).leading_zeros() as usize) / BITS;
+        level * DIGITS + ((time >> (BITS * level)) as usize & (DIGITS - 1))
     }
 
-    /// The front's bucket.
+    /// Whether `time` is in the front's block.
     #[inline]
-    fn f(&self) -> usize {
-        (self.last & 0xff) as usize
+    fn in_front(&self, time: u64) -> bool {
+        (time ^ self.last) >> self.span == 0
     }
 
     #[inline]
     fn mark(&mut self, b: usize) {
-        self.occupied[b / 64] |= 1 << (b % 64);
-        self.words |= 1 << (b / 64);
+        self.occupied.set(b);
+        self.summary[b / 4096] |= 1 << (b / 64 % 64);
     }
 
     #[inline]
     fn unmark(&mut self, b: usize) {
-        let w = &mut self.occupied[b / 64];
-        *w &= !(1 << (b % 64));
-        if *w == 0 {
-            self.words &= !(1 << (b / 64));
+        self.occupied.clear(b);
+        if self.occupied.0[b / 64] == 0 {
+            self.summary[b / 4096] &= !(1 << (b / 64 % 64));
         }
     }
 
-    /// The lowest non-empty bucket, the front aside.
+    /// The lowest non-empty bucket.
     #[inline]
     fn lowest(&self) -> Option<usize> {
-        if self.words == 0 {
-            return None;
-        }
-        let w = self.words.trailing_zeros() as usize;
-        Some(w * 64 + self.occupied[w].trailing_zeros() as usize)
+        let (s, &bits) = self.summary.iter().enumerate().find(|(_, &s)| s != 0)?;
+        let w = s * 64 + bits.trailing_zeros() as usize;
+        Some(w * 64 + self.occupied.0[w].trailing_zeros() as usize)
+    }
+
+    /// The seq of the item of `e`.
+    #[inline]
+    fn seq_of(slab: &[Option<T>], e: &Entry) -> u64 {
+        slab[e.slot as usize]
+            .as_ref()
+            .expect("an entry's slot holds its item")
+            .seq()
     }
 
     /// Puts `item` in a free slot.
@@ -233,24 +294,34 @@ impl<T: Keyed> Queue<T> {
     #[inline]
     fn look_ahead(&mut self) {
         let (b, i) = self.ahead;
-        if let Some(e) = self.buckets[b].get(i + 1) {
+        let list = if b == FRONT {
+            &self.front
+        } else {
+            &self.buckets[b]
+        };
+        if let Some(e) = list.get(i + 1) {
             self.ahead = (b, i + 1);
             self.prefetch(e.slot);
             return;
         }
-        // The next occupied bucket of level 0 after this one.
-        let from = b + 1;
+        // The next occupied bucket of level 0 after this one (after the front's time, when the
+        // front holds one time; with a wider front, the buckets of level 0 are empty).
+        let from = match b {
+            FRONT if self.span == 0 => (self.last as usize & (DIGITS - 1)) + 1,
+            FRONT => return,
+            _ => b + 1,
+        };
         if from >= DIGITS {
             return;
         }
         let mut w = from / 64;
-        let mut word = self.occupied[w] & (!0u64 << (from % 64));
+        let mut word = self.occupied.0[w] & (!0u64 << (from % 64));
         while word == 0 {
             w += 1;
             if w == DIGITS / 64 {
                 return;
             }
-            word = self.occupied[w];
+            word = self.occupied.0[w];
         }
         let c = w * 64 + word.trailing_zeros() as usize;
         if let Some(e) = self.buckets[c].first() {
@@ -261,9 +332,8 @@ impl<T: Keyed> Queue<T> {
 
     /// Starts `ahead` over at the front and asks for the first `AHEAD` items.
     fn restart_ahead(&mut self) {
-        let f = self.f();
-        self.ahead = (f, self.head);
-        if let Some(e) = self.buckets[f].get(self.head) {
+        self.ahead = (FRONT, self.head);
+        if let Some(e) = self.front.get(self.head) {
             self.prefetch(e.slot);
         }
         for _ in 1..AHEAD {
@@ -276,38 +346,62 @@ impl<T: Keyed> Queue<T> {
     pub fn push(&mut self, item: T) {
         let (time, seq) = (item.time(), item.seq());
         let slot = self.store(item);
-        self.place(Entry { time, seq, slot });
-    }
-
-    /// Files an entry whose item is in the slab.
-    #[inline]
-    fn place(&mut self, e: Entry) {
-        if e.time < self.last {
-            self.rebuild(e);
-            return;
+        let e = Entry { time, slot };
+        let in_order = seq >= self.fresh_from;
+        if in_order {
+            // Later than everything scheduled so far: appended to a bucket, it keeps the
+            // bucket's entries of one time in seq order.
+            self.fresh_from = seq + 1;
         }
-        self.len += 1;
-        if e.time == self.last {
-            let head = self.head;
-            let f = self.f();
-            let front = &mut self.buckets[f];
-            match front.last() {
-                Some(b) if front.len() > head && b.seq > e.seq => {
-                    if head > 0 && front[head].seq > e.seq {
-                        // Before every pending one (an item put back): where the last taken
-                        // out was.
-                        self.head -= 1;
-                        front[head - 1] = e;
-                    } else {
-                        let at = head + front[head..].partition_point(|x| x.seq < e.seq);
-                        front.insert(at, e);
-                    }
-                }
-                _ => front.push(e),
+        if self.in_front(time) {
+            self.len += 1;
+            if in_order {
+                self.put_in_front(e);
+            } else {
+                self.put_in_front_out_of_order(e, seq);
+            }
+        } else if time > self.last {
+            self.len += 1;
+            let b = Self::bucket(self.last, time);
+            self.push_to(b, e);
+            if !in_order {
+                self.unsorted.set(b);
             }
         } else {
-            let b = Self::bucket(self.last, e.time);
-            self.push_to(b, e);
+            self.rebuild(e);
+        }
+    }
+
+    /// Puts an entry of the front's block, later than every item scheduled before, in the
+    /// front: after the pending entries of its time or earlier.
+    #[inline]
+    fn put_in_front(&mut self, e: Entry) {
+        // The later pending entries move up one place, from the back: inline, as the front of
+        // a short queue holds a few dozen entries at most (a call to move them cost more).
+        self.front.push(e);
+        let mut i = self.front.len() - 1;
+        while i > self.head && self.front[i - 1].time > e.time {
+            self.front[i] = self.front[i - 1];
+            i -= 1;
+        }
+        self.front[i] = e;
+    }
+
+    /// Puts an entry of the front's block in the front by (time, seq), its item having a seq
+    /// lower than some item's scheduled before it.
+    #[cold]
+    fn put_in_front_out_of_order(&mut self, e: Entry, seq: u64) {
+        let head = self.head;
+        let slab = &self.slab;
+        let key = |x: &Entry| (x.time, Self::seq_of(slab, x));
+        let front = &mut self.front;
+        if head > 0 && front.get(head).is_none_or(|x| (e.time, seq) < key(x)) {
+            // Before every pending one (an item put back): where the last taken out was.
+            self.head -= 1;
+            front[head - 1] = e;
+        } else {
+            let at = head + front[head..].partition_point(|x| key(x) < (e.time, seq));
+            front.insert(at, e);
         }
     }
 
@@ -339,10 +433,10 @@ impl<T: Keyed> Queue<T> {
     /// Takes out the earliest item.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
-        if self.head == self.buckets[self.f()].len() && !self.refill() {
+        if self.head == self.front.len() && !self.refill() {
             return None;
         }
-        let e = self.buckets[self.f()][self.head];
+        let e = self.front[self.head];
         self.head += 1;
         if self.slab.len() > PREFETCH_FROM {
             self.look_ahead();
@@ -353,24 +447,21 @@ impl<T: Keyed> Queue<T> {
 
     /// The earliest item, without taking it out.
     pub fn peek(&self) -> Option<&T> {
-        if let Some(first) = self.buckets[self.f()].get(self.head) {
+        if let Some(first) = self.front.get(self.head) {
             return Some(self.get(first.slot));
         }
         let b = self.lowest()?;
-        let e = self.buckets[b].iter().min_by_key(|e| (e.time, e.seq))?;
+        let e = self.buckets[b]
+            .iter()
+            .min_by_key(|e| (e.time, Self::seq_of(&self.slab, e)))?;
         Some(self.get(e.slot))
     }
 
     /// The entries in the order `iter` gives them: the front, then the buckets in order.
     fn entries(&self) -> impl Iterator<Item = &Entry> + '_ {
-        let f = self.f();
-        self.buckets[f][self.head..].iter().chain(
-            self.buckets
-                .iter()
-                .enumerate()
-                .filter(move |(b, _)| *b != f)
-                .flat_map(|(_, bucket)| bucket),
-        )
+        self.front[self.head..]
+            .iter()
+            .chain(self.buckets.iter().flatten())
     }
 
     /// Every pending item, in no particular order.
@@ -380,21 +471,21 @@ impl<T: Keyed> Queue<T> {
 
     /// Takes out the first item (in no particular order) for which `pick` holds.
     pub fn remove_where(&mut self, mut pick: impl FnMut(&T) -> bool) -> Option<T> {
-        let f = self.f();
-        if let Some(i) = self.buckets[f][self.head..]
+        if let Some(i) = self.front[self.head..]
             .iter()
             .position(|e| pick(self.get(e.slot)))
         {
             self.len -= 1;
-            let e = self.buckets[f].remove(self.head + i);
+            let e = self.front.remove(self.head + i);
             return Some(self.take(e.slot));
         }
-        for b in (0..self.buckets.len()).filter(|&b| b != f) {
+        for b in 0..self.buckets.len() {
             if let Some(i) = self.buckets[b].iter().position(|e| pick(self.get(e.slot))) {
                 self.len -= 1;
                 let e = self.buckets[b].remove(i);
                 if self.buckets[b].is_empty() {
                     self.unmark(b);
+                    self.unsorted.clear(b);
                 }
                 return Some(self.take(e.slot));
             }
@@ -405,7 +496,7 @@ impl<T: Keyed> Queue<T> {
     /// The front is used up: the lowest non-empty bucket becomes the front, or is split.
     /// False when nothing is pending.
     fn refill(&mut self) -> bool {
-        self.recycle(self.f());
+        self.front.clear();
         self.head = 0;
         let Some(b) = self.lowest() else {
             // Nothing pending: the slab is all free; a burst's memory is given back.
@@ -417,27 +508,47 @@ impl<T: Keyed> Queue<T> {
             return false;
         };
         self.unmark(b);
-        if b < DIGITS {
-            // Level 0: one time, the front as it is.
-            self.last = (self.last & !0xff) | b as u64;
-            self.sort_front();
-            if self.slab.len() > PREFETCH_FROM {
-                let a = self.ahead.0;
-                if a != b && (a < b || a >= DIGITS) {
-                    self.restart_ahead();
-                }
-            }
-            return true;
-        }
-        if self.buckets[b].len() == 1 {
-            // One entry (the common case of a short queue): the front as it is.
-            let e = self.buckets[b][0];
+        let unsorted = self.unsorted.get(b);
+        self.unsorted.clear(b);
+        let level = b / DIGITS;
+        if level == 0 || self.buckets[b].len() <= SMALL {
+            // The whole bucket becomes the front: one time (level 0), or a few entries of the
+            // bucket's range, which becomes the front's block.
+            std::mem::swap(&mut self.front, &mut self.buckets[b]);
             self.recycle(b);
-            self.last = e.time;
-            let f = self.f();
-            self.buckets[f].push(e);
+            if level == 0 {
+                self.last = (self.last & !(DIGITS as u64 - 1)) | (b & (DIGITS - 1)) as u64;
+                self.span = 0;
+                if unsorted {
+                    self.sort_front();
+                }
+            } else {
+                if unsorted {
+                    self.sort_front();
+                } else {
+                    // By time, stable (entries of one time stay in seq order): an insertion
+                    // sort of at most `SMALL` entries, mostly two or three.
+                    let front = &mut self.front;
+                    for k in 1..front.len() {
+                        let e = front[k];
+                        let mut i = k;
+                        while i > 0 && front[i - 1].time > e.time {
+                            front[i] = front[i - 1];
+                            i -= 1;
+                        }
+                        front[i] = e;
+                    }
+                }
+                self.last = self.front[0].time;
+                self.span = (BITS * level) as u32;
+            }
             if self.slab.len() > PREFETCH_FROM {
-                self.restart_ahead();
+                match self.ahead.0 {
+                    // `ahead` had walked into this bucket, which is the front now.
+                    a if a == b => self.ahead.0 = FRONT,
+                    a if a < b || a >= DIGITS => self.restart_ahead(),
+                    _ => {}
+                }
             }
             return true;
         }
@@ -447,58 +558,67 @@ impl<T: Keyed> Queue<T> {
             last = last.min(e.time);
         }
         self.last = last;
-        let f = self.f();
+        self.span = 0;
         for &e in &entries {
             if e.time == last {
-                self.buckets[f].push(e);
+                self.front.push(e);
             } else {
-                // Every other entry agrees with `last` on this bucket's byte and above: it goes
-                // to a lower level.
+                // Every other entry agrees with `last` on this bucket's digit and above: it
+                // goes to a lower level.
                 let c = Self::bucket(last, e.time);
                 self.push_to(c, e);
+                if unsorted {
+                    self.unsorted.set(c);
+                }
             }
         }
         entries.clear();
         self.buckets[b] = entries;
         self.recycle(b);
-        self.sort_front();
+        if unsorted {
+            self.sort_front();
+        }
         if self.slab.len() > PREFETCH_FROM {
             self.restart_ahead();
         }
         true
     }
 
-    /// Items of one time arrive in seq order when they were scheduled in seq order (the
-    /// engine's case); sorts them otherwise.
-    #[inline]
+    /// Sorts the front by time and its items' seqs (some were scheduled out of order).
+    #[cold]
     fn sort_front(&mut self) {
         let head = self.head;
-        let f = self.f();
-        let front = &mut self.buckets[f][head..];
-        if !front.is_sorted_by_key(|e| e.seq) {
-            front.sort_unstable_by_key(|e| e.seq);
-        }
+        let slab = &self.slab;
+        self.front[head..].sort_by_key(|e| (e.time, Self::seq_of(slab, e)));
     }
 
-    /// Rebuilds the queue with `extra`, which is earlier than `last`.
+    /// Rebuilds the queue with `extra`, which is earlier than the front's block.
     #[cold]
     fn rebuild(&mut self, extra: Entry) {
-        let f = self.f();
-        let mut all: Vec<Entry> = self.buckets[f].drain(self.head..).collect();
-        self.buckets[f].clear();
+        let mut all: Vec<Entry> = self.front.drain(self.head..).collect();
+        self.front.clear();
         self.head = 0;
         for bucket in &mut self.buckets {
             all.append(bucket);
         }
         all.push(extra);
-        all.sort_unstable_by_key(|e| (e.time, e.seq));
-        self.occupied = [0; WORDS];
-        self.words = 0;
-        self.len = 0;
+        let slab = &self.slab;
+        all.sort_unstable_by_key(|e| (e.time, Self::seq_of(slab, e)));
+        self.occupied = Bits([0; WORDS]);
+        self.summary = [0; SUMMARY];
+        self.unsorted = Bits([0; WORDS]);
+        self.len = all.len();
         self.last = all.first().map_or(0, |e| e.time);
-        self.ahead = (self.f(), 0);
+        self.span = 0;
+        self.ahead = (FRONT, 0);
+        // In (time, seq) order, appending keeps each bucket's entries of one time in seq order.
         for e in all {
-            self.place(e);
+            if e.time == self.last {
+                self.front.push(e);
+            } else {
+                let b = Self::bucket(self.last, e.time);
+                self.push_to(b, e);
+            }
         }
     }
 }
@@ -596,6 +716,68 @@ mod tests {
         q.push(item(15, 3));
         let out: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|e| e.time).collect();
         assert_eq!(out, vec![4, 15, 20]);
+    }
+
+    #[test]
+    fn an_item_scheduled_into_the_range_of_a_small_front_comes_out_in_order() {
+        // Three events of 0x100..0x200 ns share a bucket of level 1, which becomes the front
+        // whole; events scheduled into its range while it is taken out come out among them.
+        let mut q = Queue::new();
+        q.push(item(500, 1));
+        q.push(item(300, 2));
+        q.push(item(400, 3));
+        q.push(item(900_000, 4));
+        assert_eq!(q.pop().map(|e| (e.time, e.seq)), Some((300, 2)));
+        q.push(item(350, 5));
+        q.push(item(400, 6));
+        q.push(item(300, 7));
+        let out: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time, e.seq))
+            .collect();
+        assert_eq!(
+            out,
+            vec![
+                (300, 7),
+                (350, 5),
+                (400, 3),
+                (400, 6),
+                (500, 1),
+                (900_000, 4)
+            ]
+        );
+    }
+
+    #[test]
+    fn items_scheduled_out_of_seq_order_still_come_out_in_seq_order() {
+        // Entries carry no seq: a bucket that received an item out of order is sorted by the
+        // items' seqs when it becomes the front.
+        let mut q = Queue::new();
+        for (t, s) in [
+            (10u64, 5u64),
+            (10, 3),
+            (700, 9),
+            (700, 1),
+            (700, 4),
+            (5_000_000, 8),
+            (5_000_000, 2),
+        ] {
+            q.push(item(t, s));
+        }
+        let out: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time, e.seq))
+            .collect();
+        assert_eq!(
+            out,
+            vec![
+                (10, 3),
+                (10, 5),
+                (700, 1),
+                (700, 4),
+                (700, 9),
+                (5_000_000, 2),
+                (5_000_000, 8)
+            ]
+        );
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Process for RicartAgrawala {
             Input::Release if self.in_cs => {
                 self.in_cs = false;
                 self.request = None;
-                for (j, ts) in std::mem::take(&mut self.deferred_replies) {
+                for (j, ts) in self.deferred_replies.drain(..) {
                     ctx.send(j, Msg::Reply { ts });
                 }
                 ctx.output(Output::Exit);
