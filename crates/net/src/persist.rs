@@ -26,7 +26,7 @@
 use distsync_core::NodeId;
 use sha2::{Digest, Sha256};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -119,19 +119,7 @@ impl EpochStore {
         if slot.is_none() {
             // Missing, or in the earlier form: write both slots as a new file, durably, so
             // that every raise after this one overwrites one of them in place.
-            let tmp = path.with_extension(format!("epoch.tmp.{}", std::process::id()));
-            let _ = fs::remove_file(&tmp);
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            f.write_all(record(stored).repeat(SLOTS).as_bytes())?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, &path)?;
-            fs::File::open(dir)?.sync_all()?;
+            crate::local::write_private(&path, record(stored).repeat(SLOTS).as_bytes())?;
         }
         let file = fs::OpenOptions::new()
             .read(true)
