@@ -6,39 +6,11 @@
 use distsync_algorithms::registry::{self, Family};
 use distsync_core::NodeId;
 use distsync_sim::session::{Choice, RunStop, Session, View};
-use distsync_sim::{default_scenario, run, Report, RunOptions, Scenario};
+use distsync_sim::{default_scenario, Report, Scenario};
 use serde_json::{json, Value};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The batch run of `scenario` with its trace.
-fn batch(scenario: &Scenario) -> (Report, String) {
-    let buffer = Shared::default();
-    let report = run(
-        scenario,
-        RunOptions {
-            trace: Some(Box::new(buffer.clone())),
-            origin: "test.toml".into(),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("seed {}: {e}", scenario.seed));
-    let trace = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    (report, trace)
-}
+mod support;
+use support::batch;
 
 fn scenario(toml: &str) -> Scenario {
     Scenario::from_toml(toml, "test.toml").unwrap_or_else(|e| panic!("{e}\n{toml}"))

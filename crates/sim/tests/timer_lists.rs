@@ -7,37 +7,10 @@
 //! by `until`, by `max_events` and by `max_pending` (which counts cancelled timers too).
 
 use distsync_sim::session::{RunStop, Session};
-use distsync_sim::{run, Report, RunOptions, Scenario};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use distsync_sim::{Report, Scenario};
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn batch(scenario: &Scenario) -> (Report, String) {
-    let buffer = Shared::default();
-    let report = run(
-        scenario,
-        RunOptions {
-            trace: Some(Box::new(buffer.clone())),
-            origin: "test.toml".into(),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("seed {}: {e}", scenario.seed));
-    let trace = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    (report, trace)
-}
+mod support;
+use support::batch;
 
 /// The batch run (timers in lists) and the session stepped to the end (timers in the queue)
 /// give the same report and trace; returns the report.
