@@ -75,7 +75,7 @@ pub fn elect(args: ElectArgs) -> Result<Outcome, InputError> {
     let rt = distsync_net::runtime()?;
     let opts = RunOptions {
         heartbeat: cluster.file.timeouts.heartbeat,
-        watchdog: std::env::current_exe().ok(),
+        watchdog: true,
         stop_on_loss: Some(args.grace),
     };
     let result = rt.block_on(async {

@@ -35,8 +35,8 @@ refuse a stale holder), DISTSYNC_HOLDER (the node holding the lock for you) and 
 
 The lock is released only after the command has exited, whatever its status. SIGTERM, SIGINT
 and SIGHUP sent to `lock` are passed on to the command's process group; `lock` then waits for it
-and releases. If `lock` is killed with -9, the command is killed too (and, through a watchdog,
-its whole process group); the lock is released when the node sees the connection drop.
+and releases. If `lock` is killed with -9, the command is killed too (and, through a forked
+watchdog, its whole process group); the lock is released when the node sees the connection drop.
 
 While the command runs, `lock` keeps the lock alive with a ping every heartbeat; a node that
 hears nothing for 3 x heartbeat_timeout (a paused or cut-off client) releases it. If the lock is
@@ -102,19 +102,6 @@ fn parse_wait(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// `distsync lock-watchdog` (hidden; started by `lock`).
-#[derive(clap::Args)]
-pub struct WatchdogArgs {
-    /// The command's process group.
-    #[arg(long)]
-    pgid: i32,
-}
-
-/// Runs the watchdog.
-pub fn watchdog(args: WatchdogArgs) -> Result<Outcome, InputError> {
-    Ok(Outcome::Code(client::watchdog_main(args.pgid) as u8))
-}
-
 /// Acquires, runs, releases; the exit code is the command's.
 pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
     if args.stdin {
@@ -169,7 +156,7 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
     let rt = distsync_net::runtime()?;
     let opts = RunOptions {
         heartbeat: cluster.file.timeouts.heartbeat,
-        watchdog: std::env::current_exe().ok(),
+        watchdog: true,
         stop_on_loss: None,
     };
     let result = rt.block_on(async {

@@ -75,9 +75,6 @@ enum Command {
     Lock(lock_cmd::LockArgs),
     /// Campaign to lead NAME; run a command while leading, stop it when leadership is lost.
     Elect(elect_cmd::ElectArgs),
-    /// (Internal) started by `lock`: kills the command's process group if `lock` is killed.
-    #[command(hide = true)]
-    LockWatchdog(lock_cmd::WatchdogArgs),
     /// Ask every node of a cluster who leads, and whether they agree.
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
@@ -140,7 +137,6 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::check(args),
         Command::Node(args) => node_cmd::node(args),
         Command::Lock(args) => lock_cmd::lock(args),
-        Command::LockWatchdog(args) => lock_cmd::watchdog(args),
         Command::Elect(args) => elect_cmd::elect(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),

@@ -191,6 +191,56 @@ fn a_kill_9_of_lock_ends_its_command_and_the_command_s_children() {
     );
 }
 
+/// The watchdog is a fork of `lock` (no second process start): when the command ends normally it
+/// must exit too, and hold none of `lock`'s descriptors, or a reader of `lock`'s output (a shell
+/// pipeline, `$(...)`) would wait for it.
+#[test]
+fn a_finished_lock_leaves_no_watchdog_and_no_open_output_behind() {
+    let _g = lock_guard();
+    let c = TestCluster::start("watchdog-exits", 3, "central", "bully");
+    c.settled(Duration::from_secs(20));
+    for round in 0..5 {
+        let child = c
+            .lock_command(0, "w", &["sh", "-c", "echo out; echo err >&2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+        // wait_with_output returns at the end of file of both pipes: every copy closed.
+        let out = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("round {round}: lock's stdout or stderr stayed open 20 s"));
+        assert!(out.status.success(), "round {round}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        // A process forked by `lock` (its watchdog) has `lock`'s command line: none may remain.
+        let ours = |p: &u32| {
+            fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|cmd| {
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                cmd.contains(" lock ") && cmd.contains(c.dir.to_str().unwrap()) && alive(*p)
+            })
+        };
+        let left = || -> Vec<u32> {
+            fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|p| *p != pid && ours(p))
+                .collect()
+        };
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !left().is_empty() && std::time::Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            left(),
+            Vec::<u32>::new(),
+            "round {round}: lock's watchdog outlived it"
+        );
+    }
+}
+
 /// Item 4: a `lock` client paused (SIGSTOP) longer than the keep-alive loses its lock to
 /// another client while its command runs on; when it resumes it must say so, naming the lock and
 /// the token the lock has reached since, and exit with its own status, not the command's 0.

@@ -286,11 +286,10 @@ pub struct Lost {
 pub struct RunOptions {
     /// The keep-alive period (the cluster's heartbeat).
     pub heartbeat: Duration,
-    /// The `distsync` executable, to start a watchdog (`distsync lock-watchdog`) that kills the
-    /// command's process group if this process dies without being able to (kill -9). `None`:
-    /// no watchdog (the command itself still dies with this process, through
-    /// `PR_SET_PDEATHSIG`).
-    pub watchdog: Option<std::path::PathBuf>,
+    /// Fork a watchdog process that kills the command's process group if this process dies
+    /// without being able to (kill -9). `false`: no watchdog (the command itself still dies
+    /// with this process, through `PR_SET_PDEATHSIG`).
+    pub watchdog: bool,
     /// Stop the command when the lock is lost (`distsync elect`): SIGTERM to its process group,
     /// then SIGKILL after this grace period. `None`: let it run on (`distsync lock`, like
     /// flock(1); the fencing token protects the resource).
@@ -368,15 +367,16 @@ pub async fn run_locked(
         .spawn()
         .map_err(|e| ClientError::Spawn(format!("cannot run {program:?}: {e}")))?;
     let pid = child.id().unwrap_or(0) as i32;
-    let mut watchdog = match (&opts.watchdog, own_group) {
-        (Some(exe), true) => std::process::Command::new(exe)
-            .args(["lock-watchdog", "--pgid", &pid.to_string()])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .ok(),
-        _ => None,
+    let mut watchdog = if opts.watchdog && own_group && pid > 1 {
+        match Watchdog::fork(pid) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("distsync: warning: no watchdog for the command ({e}): a kill -9 of this process would leave the command's children running");
+                None
+            }
+        }
+    } else {
+        None
     };
     // Where forwarded signals go: the command's process group, or the command alone.
     let target = if own_group { -pid } else { pid };
@@ -427,15 +427,9 @@ pub async fn run_locked(
             }
         }
     };
-    // The command is gone: the watchdog has nothing left to guard. "done" waits in the pipe
-    // for it to read, so nothing here waits for it (it may still be starting: a process start,
-    // as long as the rest of a short `lock -- true`); a thread reaps it when it exits.
-    if let Some(mut w) = watchdog.take() {
-        if let Some(mut stdin) = w.stdin.take() {
-            use std::io::Write;
-            let _ = stdin.write_all(b"done");
-        }
-        std::thread::spawn(move || w.wait());
+    // The command is gone: the watchdog has nothing left to guard.
+    if let Some(w) = watchdog.take() {
+        w.done();
     }
     if let Some(why) = lost {
         let cluster_max = max_token_seen(&held.cluster).await;
@@ -471,31 +465,119 @@ pub async fn max_token_seen(cluster: &Cluster) -> Option<u64> {
         .max()
 }
 
-/// `distsync lock-watchdog`: started by `lock` with the command's process group; waits on its
-/// stdin, a pipe from `lock`. "done" means the command ended normally. End of file without it
-/// means `lock` died without passing anything on (kill -9): the lock is being released, so the
-/// command's whole process group is killed (SIGKILL) before it can run beside the next holder.
-/// Ignores SIGTERM, SIGINT and SIGHUP: only the pipe tells it what to do.
-pub fn watchdog_main(pgid: i32) -> i32 {
-    use std::io::Read;
-    // SAFETY: setting a signal's action to SIG_IGN is always valid; this process runs no
-    // other code that relies on these signals.
-    unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-    }
-    let mut buf = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut buf);
-    if buf.starts_with(b"done") || pgid <= 1 {
-        return 0;
-    }
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    let r = unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    if r == 0 {
-        eprintln!(
-            "distsync: the lock wrapper died (kill -9?); its lock is released, so the command's process group {pgid} was killed"
+/// The process that kills the command's process group when `lock` dies without being able to
+/// (kill -9): a fork of this process, without exec (an exec of `distsync` was a second process
+/// start per lock, as long as the rest of a short `lock -- true`). It waits on a pipe from
+/// `lock`: "done" means the command ended normally; end of file without it means `lock` died
+/// without passing anything on, and the lock is being released, so the command's whole process
+/// group is killed (SIGKILL) before it can run beside the next holder. It ignores SIGTERM, SIGINT
+/// and SIGHUP: only the pipe tells it what to do.
+struct Watchdog {
+    pid: libc::pid_t,
+    /// The pipe's write end; closed with this value.
+    pipe: std::fs::File,
+}
+
+impl Watchdog {
+    /// Forks the watchdog of process group `pgid`.
+    fn fork(pgid: i32) -> std::io::Result<Watchdog> {
+        use std::os::fd::FromRawFd;
+        // Everything the child needs is made before the fork: between fork and its end the
+        // child may only make async-signal-safe calls (another thread of this process may have
+        // held the allocator's lock at the fork).
+        let killed = format!(
+            "distsync: the lock wrapper died (kill -9?); its lock is released, so the command's process group {pgid} was killed\n"
         );
+        let null = c"/dev/null";
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two file descriptors into the array it is given.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let [read_end, write_end] = fds;
+        // SAFETY: the child runs only `watchdog_child`, which makes async-signal-safe calls
+        // and ends in _exit.
+        match unsafe { libc::fork() } {
+            -1 => {
+                let e = std::io::Error::last_os_error();
+                // SAFETY: both descriptors were just made and are owned here.
+                unsafe {
+                    libc::close(read_end);
+                    libc::close(write_end);
+                }
+                Err(e)
+            }
+            // SAFETY: see above; the arguments were prepared before the fork.
+            0 => unsafe { watchdog_child(read_end, write_end, pgid, killed.as_bytes(), null) },
+            pid => {
+                // SAFETY: read_end is ours and no longer needed; write_end is ours and now
+                // owned by the File.
+                unsafe { libc::close(read_end) };
+                let pipe = unsafe { std::fs::File::from_raw_fd(write_end) };
+                Ok(Watchdog { pid, pipe })
+            }
+        }
     }
-    0
+
+    /// The command ended normally: tells the watchdog so (it exits), and reaps it on a thread
+    /// (nothing here waits for it).
+    fn done(self) {
+        use std::io::Write;
+        let Watchdog { pid, mut pipe } = self;
+        let _ = pipe.write_all(b"done");
+        drop(pipe);
+        std::thread::spawn(move || {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child, with a valid pointer for its status.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        });
+    }
+}
+
+/// The watchdog's whole life, in the forked child. Only async-signal-safe calls.
+///
+/// # Safety
+/// Called only in the child of a fork, with the pipe's two ends.
+unsafe fn watchdog_child(
+    read_end: i32,
+    write_end: i32,
+    pgid: i32,
+    killed: &[u8],
+    null: &std::ffi::CStr,
+) -> ! {
+    // A group of its own: a signal to `lock`'s group (a terminal's ctrl-C) is not for it.
+    libc::setpgid(0, 0);
+    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    libc::signal(libc::SIGINT, libc::SIG_IGN);
+    libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    // Its own copy of the write end would keep the pipe open after `lock` died.
+    libc::close(write_end);
+    // Keep only the pipe (as stdin) and stderr: a copy of `lock`'s stdout would keep a reader
+    // of it waiting, and the other descriptors (the connection to the cluster) are `lock`'s.
+    if read_end != 0 {
+        libc::dup2(read_end, 0);
+    }
+    let devnull = libc::open(null.as_ptr(), libc::O_WRONLY);
+    if devnull >= 0 {
+        libc::dup2(devnull, 1);
+    }
+    if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+        for fd in 3..4096 {
+            libc::close(fd);
+        }
+    }
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < buf.len() {
+        let r = libc::read(0, buf.as_mut_ptr().add(got).cast(), buf.len() - got);
+        if r > 0 {
+            got += r as usize;
+        } else if r == 0 || *libc::__errno_location() != libc::EINTR {
+            break;
+        }
+    }
+    if &buf[..got] != b"done" && libc::kill(-pgid, libc::SIGKILL) == 0 {
+        libc::write(2, killed.as_ptr().cast(), killed.len());
+    }
+    libc::_exit(0)
 }
