@@ -190,6 +190,8 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         }
     }
     let existing = file_path.exists();
+    // A new cluster's free ports stay bound here until its nodes have them.
+    let mut held = None;
     let cluster = if existing {
         // Restart in place: the same keys, addresses and algorithms.
         let cluster = Cluster::load(&file_path)?;
@@ -233,7 +235,9 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         };
         let election = a.election.clone().unwrap_or_else(|| "bully".into());
         let base_port = a.base_port.filter(|&p| p != 0);
-        let mut file = local::cluster_file(nodes, &mutex, &election, base_port, timeouts)?;
+        let (mut file, ports) =
+            local::cluster_file_holding(nodes, &mutex, &election, base_port, timeouts)?;
+        held = ports;
         file.locks.handoff = a.handoff;
         file.clock = a
             .clock
@@ -271,7 +275,8 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
     };
     let syncing = std::thread::spawn(move || local::sync_files(&to_sync));
     let exe = std::env::current_exe()?;
-    let (started, mut pipe) = local::start_nodes_ready(&dir, &exe, cluster.peers.ids(), &a.log)?;
+    let (started, mut pipe) =
+        local::start_nodes_holding(&dir, &exe, cluster.peers.ids(), &a.log, held)?;
     println!("cluster file: {}", file_path.display());
     println!(
         "client file: {} (give this one to lock users)",

@@ -36,7 +36,35 @@ pub fn random_secret() -> String {
 /// then let go). A node listens on its port over TCP and, with a `[clock]`, over UDP too; a port
 /// free for TCP alone could be some process's ephemeral UDP socket (another cluster's NTP
 /// client, say), and the node's clock would then fail with "Address already in use".
+///
+/// Let go, a port can be taken by anyone before its node binds it; [`hold_free_ports`] keeps
+/// them taken, for [`start_nodes_holding`] to hand over.
 pub fn free_ports(n: usize) -> io::Result<Vec<u16>> {
+    Ok(hold_free_ports(n)?.ports())
+}
+
+/// Ports on 127.0.0.1, each bound for TCP (listening) and UDP, held from the moment they are
+/// chosen until the node that will use one has it: [`start_nodes_holding`] passes each node its
+/// two sockets (inherited descriptors, named by [`LISTEN_FDS_ENV`]), so no other process can
+/// take the port in between, as one could when `cluster up` chose ports, let them go, and the
+/// nodes bound them again a few milliseconds later (two clusters started at once, or any
+/// program's outgoing connection drawing the same ephemeral port).
+pub struct HeldPorts {
+    sockets: Vec<(TcpListener, UdpSocket)>,
+}
+
+impl HeldPorts {
+    /// The ports, in the order chosen.
+    pub fn ports(&self) -> Vec<u16> {
+        self.sockets
+            .iter()
+            .map(|(t, _)| t.local_addr().map_or(0, |a| a.port()))
+            .collect()
+    }
+}
+
+/// `n` ports free for both TCP and UDP on 127.0.0.1, held (see [`HeldPorts`]).
+pub fn hold_free_ports(n: usize) -> io::Result<HeldPorts> {
     // Everything chosen is held until the end, so no port is chosen twice.
     let mut held: Vec<(TcpListener, UdpSocket)> = Vec::with_capacity(n);
     let mut attempts = 0;
@@ -54,12 +82,11 @@ pub fn free_ports(n: usize) -> io::Result<Vec<u16>> {
             held.push((tcp, udp));
         }
     }
-    held.iter()
-        .map(|(t, _)| t.local_addr().map(|a| a.port()))
-        .collect()
+    Ok(HeldPorts { sockets: held })
 }
 
-/// A cluster file for `n` nodes with ids 0..n on 127.0.0.1, ports `base_port..` (or free ports).
+/// A cluster file for `n` nodes with ids 0..n on 127.0.0.1, ports `base_port..` (or free ports,
+/// let go: see [`cluster_file_holding`]).
 pub fn cluster_file(
     n: u32,
     mutex: &str,
@@ -67,17 +94,35 @@ pub fn cluster_file(
     base_port: Option<u16>,
     timeouts: Timeouts,
 ) -> io::Result<ClusterFile> {
-    let ports: Vec<u16> = match base_port {
-        Some(p) => (0..n)
-            .map(|i| {
-                p.checked_add(i as u16).ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidInput, "ports run past 65535")
+    cluster_file_holding(n, mutex, election, base_port, timeouts).map(|(file, _)| file)
+}
+
+/// [`cluster_file`], and without `base_port` the free ports it chose, still held, node i's at
+/// index i, for [`start_nodes_holding`].
+pub fn cluster_file_holding(
+    n: u32,
+    mutex: &str,
+    election: &str,
+    base_port: Option<u16>,
+    timeouts: Timeouts,
+) -> io::Result<(ClusterFile, Option<HeldPorts>)> {
+    let (ports, held): (Vec<u16>, _) = match base_port {
+        Some(p) => (
+            (0..n)
+                .map(|i| {
+                    p.checked_add(i as u16).ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::InvalidInput, "ports run past 65535")
+                    })
                 })
-            })
-            .collect::<io::Result<_>>()?,
-        None => free_ports(n as usize)?,
+                .collect::<io::Result<_>>()?,
+            None,
+        ),
+        None => {
+            let held = hold_free_ports(n as usize)?;
+            (held.ports(), Some(held))
+        }
     };
-    Ok(ClusterFile {
+    let file = ClusterFile {
         mutex: mutex.to_string(),
         election: election.to_string(),
         secret: random_secret(),
@@ -91,7 +136,8 @@ pub fn cluster_file(
                 addr: format!("127.0.0.1:{}", ports[i as usize]),
             })
             .collect(),
-    })
+    };
+    Ok((file, held))
 }
 
 fn refuse(path: &Path, why: &str) -> io::Error {
@@ -322,15 +368,33 @@ pub fn start_nodes_ready(
     ids: &[NodeId],
     rust_log: &str,
 ) -> io::Result<(Vec<(NodeId, u32)>, ReadyPipe)> {
+    start_nodes_holding(dir, exe, ids, rust_log, None)
+}
+
+/// The environment variable that hands a node started by [`start_nodes_holding`] its held
+/// sockets: "TCP,UDP", two inherited descriptors ([`take_inherited_tcp`],
+/// [`take_inherited_udp`]).
+pub const LISTEN_FDS_ENV: &str = "DISTSYNC_LISTEN_FDS";
+
+/// [`start_nodes_ready`], handing node `ids[i]` the sockets of port i of `held` (which are then
+/// closed here: each node keeps its own).
+pub fn start_nodes_holding(
+    dir: &Path,
+    exe: &Path,
+    ids: &[NodeId],
+    rust_log: &str,
+    held: Option<HeldPorts>,
+) -> io::Result<(Vec<(NodeId, u32)>, ReadyPipe)> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let (pipe, write_fd) = ReadyPipe::new()?;
     let mut started = Vec::new();
     let result = (|| {
-        for &id in ids {
+        for (i, &id) in ids.iter().enumerate() {
             let log = open_log(dir, id)?;
-            let child = Command::new(exe)
-                .arg("node")
+            let mut cmd = Command::new(exe);
+            cmd.arg("node")
                 .arg("--cluster")
                 .arg(&cluster)
                 .arg("--id")
@@ -340,8 +404,27 @@ pub fn start_nodes_ready(
                 .stdin(Stdio::null())
                 .stdout(log.try_clone()?)
                 .stderr(log)
-                .process_group(0)
-                .spawn()?;
+                .process_group(0);
+            if let Some((tcp, udp)) = held.as_ref().and_then(|h| h.sockets.get(i)) {
+                let fds = [tcp.as_raw_fd(), udp.as_raw_fd()];
+                cmd.env(LISTEN_FDS_ENV, format!("{},{}", fds[0], fds[1]));
+                // SAFETY: between fork and exec, only fcntl (async-signal-safe) on two
+                // descriptors this process holds open: this child alone inherits them.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        for fd in fds {
+                            let flags = libc::fcntl(fd, libc::F_GETFD);
+                            if flags < 0
+                                || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0
+                            {
+                                return Err(io::Error::last_os_error());
+                            }
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            let child = cmd.spawn()?;
             // Not synced: a pid file means nothing after a reboot, and waiting for the disk
             // here (once per node, between the spawns) was most of `cluster up`'s time on a
             // busy disk.
@@ -354,6 +437,8 @@ pub fn start_nodes_ready(
     // theirs are (each node closes it once it has reported, or when it exits).
     // SAFETY: `write_fd` is the pipe's write end, opened by `ReadyPipe::new` and closed only here.
     unsafe { libc::close(write_fd) };
+    // Our copies of the held sockets close here: each node has its own.
+    drop(held);
     result.map(|()| (started, pipe))
 }
 
@@ -455,6 +540,61 @@ pub fn ready_notifier() -> Option<fs::File> {
     // SAFETY: an open pipe inherited for this purpose, owned by nothing else in this process.
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     Some(unsafe { fs::File::from_raw_fd(fd) })
+}
+
+/// The sockets handed to this process by [`start_nodes_holding`], each taken once.
+static INHERITED: std::sync::Mutex<Option<[Option<i32>; 2]>> = std::sync::Mutex::new(None);
+
+/// Takes descriptor `which` (0: TCP, 1: UDP) of [`LISTEN_FDS_ENV`] if it is an open socket
+/// (marked close-on-exec from now on).
+fn take_inherited(which: usize) -> Option<i32> {
+    let mut slots = INHERITED.lock().unwrap_or_else(|p| p.into_inner());
+    let slots = slots.get_or_insert_with(|| {
+        let mut fds = [None, None];
+        if let Ok(v) = std::env::var(LISTEN_FDS_ENV) {
+            for (slot, part) in fds.iter_mut().zip(v.split(',')) {
+                *slot = part.parse::<i32>().ok().filter(|&fd| {
+                    // SAFETY: fstat writes into the struct we give it; an unknown descriptor
+                    // fails with EBADF.
+                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                    fd > 2
+                        && unsafe { libc::fstat(fd, &mut st) } == 0
+                        && st.st_mode & libc::S_IFMT == libc::S_IFSOCK
+                });
+            }
+        }
+        fds
+    });
+    let fd = slots[which].take()?;
+    // SAFETY: fcntl on a descriptor this process inherited for this purpose.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    Some(fd)
+}
+
+/// In a node started by [`start_nodes_holding`]: the listening TCP socket held for it, if it is
+/// bound to `addr` (one bound elsewhere is closed, and the node binds `addr` itself).
+pub fn take_inherited_tcp(addr: std::net::SocketAddr) -> Option<TcpListener> {
+    use std::os::fd::FromRawFd;
+    let fd = take_inherited(0)?;
+    // SAFETY: an open socket inherited for this purpose, owned by nothing else here.
+    let listener = unsafe { TcpListener::from_raw_fd(fd) };
+    if listener.local_addr().ok()? != addr {
+        return None;
+    }
+    // The holder listened with std's backlog (128); a node takes bursts of connections.
+    // SAFETY: listen(2) on a socket we own.
+    unsafe { libc::listen(fd, 1024) };
+    Some(listener)
+}
+
+/// In a node started by [`start_nodes_holding`]: the UDP socket held for it (its clock's), if
+/// it is bound to `addr`.
+pub fn take_inherited_udp(addr: std::net::SocketAddr) -> Option<UdpSocket> {
+    use std::os::fd::FromRawFd;
+    let fd = take_inherited(1)?;
+    // SAFETY: an open socket inherited for this purpose, owned by nothing else here.
+    let socket = unsafe { UdpSocket::from_raw_fd(fd) };
+    (socket.local_addr().ok()? == addr).then_some(socket)
 }
 
 /// The pids recorded in `dir`, with whether each is still a node of this cluster.

@@ -138,9 +138,17 @@ pub async fn run_notify(
             cluster.peers.ids()
         ))
     })?;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|e| NodeError(format!("node {id}: cannot listen on {addr}: {e}")))?;
+    // Started by `cluster up`, the node is handed the socket held for it since its port was
+    // chosen (crate::local::HeldPorts); otherwise it binds the address itself.
+    let inherited = crate::local::take_inherited_tcp(addr).map(|l| {
+        l.set_nonblocking(true)?;
+        TcpListener::from_std(l)
+    });
+    let listener = match inherited {
+        Some(l) => l,
+        None => TcpListener::bind(addr).await,
+    }
+    .map_err(|e| NodeError(format!("node {id}: cannot listen on {addr}: {e}")))?;
     info!(node = %id, %addr, mutex = %cluster.file.mutex, election = %cluster.file.election, "node listening");
     // Holding the TCP address shows no other node with this id runs: a socket file found at
     // the Unix path is stale and can be replaced.

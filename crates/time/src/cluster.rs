@@ -198,7 +198,14 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
         .position(id)
         .ok_or_else(|| io::Error::other(format!("node {id} is not in the cluster file")))?;
     let addr = cluster.addrs[pos];
-    let socket = UdpSocket::bind(addr).await?;
+    // Started by `cluster up`: the socket held for this node since its port was chosen.
+    let socket = match distsync_net::local::take_inherited_udp(addr) {
+        Some(s) => {
+            s.set_nonblocking(true)?;
+            UdpSocket::from_std(s)?
+        }
+        None => UdpSocket::bind(addr).await?,
+    };
     if let Err(e) = crate::rxstamp::enable(&socket) {
         tracing::warn!("clock: no kernel receive timestamps ({e}): reading the clock on wake-up");
     }
