@@ -231,6 +231,10 @@ pub struct View {
     /// The violations the monitors saw so far (final checks such as starvation come with
     /// [`Session::report`]).
     pub violations: Vec<Violation>,
+    /// How the scenario is set up outside its algorithm's assumptions (the report's
+    /// `warnings`, as `distsync run` prints them); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What one choice did.
@@ -473,6 +477,8 @@ pub struct Session {
     layout: &'static str,
     ids: Vec<u32>,
     edges: Vec<[u32; 2]>,
+    /// The scenario's warnings (see [`View::warnings`]).
+    warnings: Vec<String>,
     live: Box<dyn Stepper>,
     /// The choices recorded; the first `step` of them are applied.
     choices: Vec<Choice>,
@@ -516,7 +522,11 @@ impl Session {
         };
         let live = Self::fresh(scenario, origin)?;
         let entry = registry::lookup(&scenario.algorithm).expect("checked by build");
-        let checked = scenario.check(origin)?;
+        let mut checked = scenario.check(origin)?;
+        // What `run` warns about (a timeout shorter than the worst round trip...), so the page
+        // and the session's report say it too.
+        crate::assumptions::derive_defaults(&mut checked.scenario, entry.family);
+        let warnings = crate::assumptions::warnings(&checked.scenario, entry.family);
         let ids: Vec<u32> = checked.peers.ids().iter().map(|n| n.0).collect();
         let (layout, edges) = if entry.name == "raymond" {
             let edges =
@@ -538,6 +548,7 @@ impl Session {
             layout,
             ids,
             edges,
+            warnings,
             live,
             choices: Vec::new(),
             step: 0,
@@ -733,7 +744,9 @@ impl Session {
     /// with the family's final checks. `ended_by` is "paused" while `Next` has not found the
     /// run over.
     pub fn report(&self) -> Report {
-        self.live.fork().finish(self.live.ended().unwrap_or(PAUSED))
+        let mut report = self.live.fork().finish(self.live.ended().unwrap_or(PAUSED));
+        report.warnings = self.warnings.clone();
+        report
     }
 
     /// The id of the earliest pending delivery from `from` to `to` of `msg` (as the trace
@@ -808,6 +821,7 @@ impl Session {
             log_from: from,
             log_total: total,
             violations: self.live.violations().to_vec(),
+            warnings: self.warnings.clone(),
         }
     }
 

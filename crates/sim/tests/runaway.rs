@@ -164,3 +164,27 @@ fn a_timeout_shorter_than_the_worst_round_trip_is_warned_about() {
         "#);
     assert!(r.warnings.is_empty());
 }
+
+/// A learner stepping through the run in the browser (a session) is told what `distsync run`
+/// warns about: the view and the session's report carry the same warnings as the batch report.
+#[test]
+fn a_stepped_session_carries_the_same_warnings_as_the_batch_run() {
+    use distsync_sim::session::{RunStop, Session};
+    let text = ring("answer_timeout = \"10ms\"").replace("until = \"2s\"", "until = \"20ms\"");
+    let batch = go(&text);
+    assert_eq!(batch.warnings.len(), 1, "{:?}", batch.warnings);
+    let scenario = Scenario::from_toml(&text, "test.toml").unwrap();
+    let mut session = Session::new(&scenario, "test.toml").unwrap();
+    assert_eq!(session.view().warnings, batch.warnings, "at step 0");
+    while !matches!(session.run(u64::MAX, None).unwrap(), RunStop::Ended(_)) {}
+    assert_eq!(session.view().warnings, batch.warnings, "at the end");
+    assert_eq!(
+        serde_json::to_string(&session.report()).unwrap(),
+        serde_json::to_string(&batch).unwrap(),
+        "the stepped run's report is the batch report, warnings included"
+    );
+    // Without anything to warn about, the view has no `warnings` field at all.
+    let fine = Session::new(&Scenario::from_toml(&ring(""), "t.toml").unwrap(), "t.toml").unwrap();
+    let view = serde_json::to_value(fine.view()).unwrap();
+    assert!(view.get("warnings").is_none(), "{view}");
+}

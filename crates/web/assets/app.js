@@ -293,6 +293,7 @@ function show(v) {
   drawStates(v, prev);
   drawLog(v);
   announce(v);
+  showWarnings(v);
   scheduleSvg();
   $("#back").disabled = v.step === 0;
   $("#reset").disabled = v.step === 0;
@@ -561,6 +562,14 @@ function announce(v) {
   for (const x of vs) box.append(el("div", { class: "violation" }, "⚠ " + describe(x) + (x.time_ns !== undefined ? ` (at ${fmtNs(x.time_ns)})` : "")));
   if (vs.length > app.violationsSeen) stopRunning();
   app.violationsSeen = vs.length;
+}
+
+// How the scenario is set up outside its algorithm's assumptions (the report's warnings, as
+// `distsync run` prints them): shown for the whole run, apart from the violations.
+function showWarnings(v) {
+  const box = $("#assumptions");
+  box.textContent = "";
+  for (const w of v.warnings || []) box.append(el("div", {}, "⚑ " + w));
 }
 
 // The space-time diagram of the run so far, drawn by the viz crate, for the log's window.

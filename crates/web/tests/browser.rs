@@ -432,6 +432,31 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
     );
 }
 
+/// A scenario set up outside its algorithm's assumptions (an answer timeout shorter than the
+/// worst round trip) says so on the page, as `distsync run` does, apart from the violations.
+#[test]
+fn a_timeout_shorter_than_the_round_trip_is_shown_as_outside_the_assumptions() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let toml = "algorithm = \"ring\"\nnodes = 6\nuntil = \"20ms\"\ndetect = \"timeout\"\n\
+                answer_timeout = \"10ms\"\n[network]\ndelay = { uniform = [\"1ms\", \"7ms\"] }\n\
+                [[event]]\nat = \"0ms\"\nelect = 0\n";
+    let fragment = form_urlencoded::Serializer::new(String::new())
+        .append_pair("toml", toml)
+        .append_pair("choices", "[]")
+        .finish();
+    let page = Page::open(&browser, &format!("{}#{fragment}", server.url()));
+    page.wait("window.distsyncApp.view", "the shared run");
+    page.wait(
+        "document.querySelector('#assumptions').innerText.length > 0",
+        "the warning",
+    );
+    let words = page.text("#assumptions");
+    assert!(words.contains("answer_timeout = 10ms"), "{words}");
+    assert!(words.contains("14ms"), "{words}");
+    assert_eq!(page.text("#announce"), "", "a warning is not a violation");
+}
+
 /// Suzuki-Kasami with the token and its queue in the state panel; a causal broadcast with a
 /// message held back in a buffer: screenshots for the docs.
 #[test]
