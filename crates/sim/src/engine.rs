@@ -724,7 +724,7 @@ impl<P: Process> Core<P> {
     /// Decides the fate of one copy of a message and schedules its delivery (or its loss, when
     /// a trace is kept).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn send_copy(
         &mut self,
         from: usize,

@@ -115,13 +115,20 @@ impl Network {
     }
 
     /// The fate of one copy of a message sent now from position `from` to position `to`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn fate<R: Rng>(&mut self, now: Time, from: usize, to: usize, rng: &mut R) -> Fate {
         let mut at = now.as_nanos().saturating_add(self.sample_delay(rng));
         if self.reorders {
-            let last = self.last_arrival(from, to);
-            at = at.max(last);
-            self.set_last_arrival(from, to, at);
+            // The table's case in place (every run of up to 1,024 nodes): a call per message
+            // to the general case cost about 3% of the instructions of a saturated run.
+            if let LinkTimes::Dense(v) = &mut self.last_arrival {
+                let last = &mut v[from * self.n + to];
+                at = at.max(*last);
+                *last = at;
+            } else {
+                at = at.max(self.last_arrival(from, to));
+                self.set_last_arrival(from, to, at);
+            }
         }
         let lost = (self.loss > 0.0 && rng.gen_bool(self.loss)) || !self.connected(from, to);
         if lost {
