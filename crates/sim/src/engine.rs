@@ -153,8 +153,8 @@ struct KindInfo {
 
 /// A process, its timers and its causal chain: what each event for it reads. A slot starts at
 /// a cache line (64 bytes) and fills whole lines, so that an event for a process reads the
-/// fewest lines (a ring election's 312-byte slot spanned six lines out of two in three, five
-/// when aligned).
+/// fewest lines (a ring election's 312-byte slot, unaligned, spanned six lines for three slots
+/// in four; aligned, five).
 #[derive(Clone)]
 #[repr(align(64))]
 struct Slot<P: Process> {
@@ -1349,6 +1349,18 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
 mod tests {
     use super::*;
     use distsync_algorithms::election::{ChangRoberts, RingLink};
+
+    /// A slot starts at a cache line and fills whole lines, in the vector the engine makes.
+    #[test]
+    fn a_slot_is_whole_cache_lines() {
+        type Ring = RingLink<ChangRoberts>;
+        assert_eq!(std::mem::align_of::<Slot<Ring>>(), 64);
+        assert_eq!(std::mem::size_of::<Slot<Ring>>() % 64, 0);
+        let slots = new_slots::<Ring>(1000);
+        assert_eq!(slots.len(), 1000);
+        assert_eq!(slots.as_ptr() as usize % 64, 0);
+        assert!(slots.iter().all(|s| s.process.is_none() && s.chain == 0));
+    }
 
     /// A million-process election keeps millions of events pending: a delivery of a ring
     /// election's message stays within 80 bytes (it was 96).
