@@ -119,11 +119,13 @@ impl ElectionHarness {
             return None;
         }
         let mut agreed = None;
-        for &id in ctl.peers().ids() {
+        for (pos, &id) in ctl.peers().ids().iter().enumerate() {
             if Some(id) == except {
                 continue;
             }
-            let Some(p) = ctl.process(id) else { continue };
+            let Some(p) = ctl.process_at(pos) else {
+                continue;
+            };
             if p.pending() {
                 return None;
             }
@@ -180,7 +182,9 @@ impl<P: Election> Harness<P> for ElectionHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, P>) -> Result<(), String> {
         let node = match *action {
             Action::Elect(node) => node,
-            Action::ElectAll if ctl.peers().ids().iter().any(|&id| ctl.alive(id)) => return Ok(()),
+            Action::ElectAll if (0..ctl.peers().len()).any(|pos| ctl.process_at(pos).is_some()) => {
+                return Ok(())
+            }
             Action::ElectAll => return Err("every node is down".into()),
             _ => {
                 return Err(format!(
@@ -257,9 +261,8 @@ impl<P: Election> Harness<P> for ElectionHarness {
                 self.trigger(ctl, None);
                 let now = ctl.now();
                 for pos in 0..ctl.peers().len() {
-                    let node = ctl.peers().ids()[pos];
-                    if ctl.alive(node) {
-                        ctl.input_at(now, node, Input::Start);
+                    if ctl.process_at(pos).is_some() {
+                        ctl.input_at_position(now, pos, Input::Start);
                     }
                 }
             }
@@ -283,8 +286,10 @@ impl<P: Election> Harness<P> for ElectionHarness {
         let mut unsettled = Vec::new();
         let mut highest_live = None;
         let mut rounds = None;
-        for &id in ctl.peers().ids() {
-            let Some(p) = ctl.process(id) else { continue };
+        for (pos, &id) in ctl.peers().ids().iter().enumerate() {
+            let Some(p) = ctl.process_at(pos) else {
+                continue;
+            };
             highest_live = highest_live.max(Some(id));
             let leader = p.leader();
             known.push((id, leader.map(|l| l.0)));

@@ -37,6 +37,7 @@ mod election;
 mod engine;
 mod fields;
 pub mod guard;
+mod huge_pages;
 mod multicast;
 mod mutex;
 mod network;
