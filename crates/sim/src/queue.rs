@@ -52,17 +52,15 @@ const BUCKETS: usize = LEVELS * DIGITS;
 const WORDS: usize = BUCKETS / 64;
 /// Words of the summary of `occupied`: bit w of the summary is set when word w is not zero.
 const SUMMARY: usize = WORDS.div_ceil(64);
-/// A drained bucket keeps its room for next time up to this many bytes (in a queue of ten
-/// million, a bucket of level 1 fills with a few hundred kilobytes of events every few hundred
-/// nanoseconds of time); a larger one becomes a spare or is given back.
-const KEEP_BYTES: usize = 1 << 20;
-/// Room beyond this many bytes in a drained bucket is given back when the queue empties, so
+/// How many drained buckets' vectors the queue keeps per level for the next buckets of that
+/// level to fill, the last drained first: its memory is still in the cache, and the buckets in
+/// use at once (a few dozen) reuse a few vectors instead of each of the 256 digits of a level
+/// keeping its own (which, at a hundred thousand events pending, cycles through more memory
+/// than the cache holds).
+const SPARES: usize = 16;
+/// Vectors with room for more than this many bytes are given back when the queue empties, so
 /// that a burst of millions of events does not hold memory for the whole run.
 const HOLD_BYTES: usize = 4 << 10;
-/// How many drained large buckets the queue keeps for the next buckets to fill, instead of
-/// growing them again from nothing (in a queue of millions, a bucket of the upper levels holds
-/// hundreds of thousands of events, filled anew every few hundred microseconds of time).
-const SPARES: usize = 4;
 /// A bucket this small or smaller becomes the front as it is, sorted by time, instead of being
 /// split (a queue of a few dozen events spread over milliseconds rarely has two in a bucket).
 const SMALL: usize = 32;
@@ -121,10 +119,8 @@ pub struct Queue<T> {
     /// Every item scheduled with a seq of at least this one is in order (later than every item
     /// scheduled so far).
     fresh_from: u64,
-    /// Empty vectors with room for more than `KEEP_BYTES`, at most `SPARES`.
-    spare: Vec<Vec<T>>,
-    /// Whether a drained bucket kept more than `HOLD_BYTES` of room.
-    holding: bool,
+    /// Per level, empty vectors of drained buckets (at most `SPARES`), the last drained last.
+    spare: Vec<Vec<Vec<T>>>,
     len: usize,
 }
 
@@ -140,8 +136,7 @@ impl<T> Default for Queue<T> {
             summary: [0; SUMMARY],
             unsorted: Bits([0; WORDS]),
             fresh_from: 0,
-            spare: Vec::new(),
-            holding: false,
+            spare: (0..LEVELS).map(|_| Vec::new()).collect(),
             len: 0,
         }
     }
@@ -247,14 +242,14 @@ impl<T: Keyed> Queue<T> {
         self.front.insert(at, item);
     }
 
-    /// Appends `item`, due at `time`, to bucket `b`; a bucket without room of its own takes a
-    /// spare one.
+    /// Appends `item`, due at `time`, to bucket `b`; an empty bucket takes a spare vector of
+    /// its level.
     #[inline]
     fn push_to(&mut self, b: usize, item: T, time: u64) {
         let bucket = &mut self.buckets[b];
         if bucket.is_empty() {
             if bucket.capacity() == 0 {
-                if let Some(spare) = self.spare.pop() {
+                if let Some(spare) = self.spare[b / DIGITS].pop() {
                     *bucket = spare;
                 }
             }
@@ -270,20 +265,14 @@ impl<T: Keyed> Queue<T> {
         bucket.push(item);
     }
 
-    /// Empties bucket `b`, keeping its room when it is not too large, or as a spare when it
-    /// is.
+    /// Empties bucket `b`, its vector becoming a spare of its level.
     #[inline]
     fn recycle(&mut self, b: usize) {
-        let bucket = &mut self.buckets[b];
-        bucket.clear();
-        let room = bucket.capacity() * std::mem::size_of::<T>();
-        if room > KEEP_BYTES {
-            let v = std::mem::take(bucket);
-            if self.spare.len() < SPARES {
-                self.spare.push(v);
-            }
-        } else if room > HOLD_BYTES {
-            self.holding = true;
+        let mut v = std::mem::take(&mut self.buckets[b]);
+        v.clear();
+        let spare = &mut self.spare[b / DIGITS];
+        if v.capacity() > 0 && spare.len() < SPARES {
+            spare.push(v);
         }
     }
 
@@ -335,6 +324,7 @@ impl<T: Keyed> Queue<T> {
                     None => {
                         self.unmark(b);
                         self.unsorted.clear(b);
+                        self.recycle(b);
                     }
                 }
                 return Some(item);
@@ -414,21 +404,15 @@ impl<T: Keyed> Queue<T> {
         true
     }
 
-    /// Nothing is pending: the room of drained buckets beyond `HOLD_BYTES` each is given back.
+    /// Nothing is pending: vectors with room for more than `HOLD_BYTES` are given back.
     #[cold]
     fn give_back(&mut self) {
-        self.spare = Vec::new();
-        if std::mem::size_of::<T>() * self.front.capacity() > HOLD_BYTES {
+        let large = |room: usize| room * std::mem::size_of::<T>() > HOLD_BYTES;
+        if large(self.front.capacity()) {
             self.front = VecDeque::new();
         }
-        if !self.holding {
-            return;
-        }
-        self.holding = false;
-        for bucket in &mut self.buckets {
-            if std::mem::size_of::<T>() * bucket.capacity() > HOLD_BYTES {
-                *bucket = Vec::new();
-            }
+        for spare in &mut self.spare {
+            spare.retain(|v| !large(v.capacity()));
         }
     }
 
@@ -473,7 +457,7 @@ impl<T: Keyed> Queue<T> {
     fn room(&self) -> usize {
         let items = self.front.capacity()
             + self.buckets.iter().map(Vec::capacity).sum::<usize>()
-            + self.spare.iter().map(Vec::capacity).sum::<usize>();
+            + self.spare.iter().flatten().map(Vec::capacity).sum::<usize>();
         items * std::mem::size_of::<T>()
     }
 }
