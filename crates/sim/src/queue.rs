@@ -1,6 +1,5 @@
-//! The simulator's pending events: a radix heap keyed by time whose buckets hold the events
-//! themselves, so that taking events out in time order reads memory in order, and the cost per
-//! event hardly grows with the number pending.
+//! The simulator's pending events: a radix heap keyed by time, of small entries pointing into a
+//! slab of the events themselves, whose cost per event hardly grows with the number pending.
 //!
 //! Events come out in (time, seq) order, exactly as from a binary heap ordered by that pair. A
 //! radix heap relies on what a discrete-event simulator guarantees: nothing is scheduled before
@@ -12,27 +11,25 @@
 //! lower digit is earlier. When the front is used up, the lowest non-empty bucket becomes the
 //! front as it is when it holds one time (level 0) or only a few events (sorted by time: its
 //! range of times becomes the front's block, and an event scheduled into that range is put in
-//! the front in order), and is split otherwise: its earliest time (kept up to date as events
-//! are added) becomes `last` and its events move to lower levels (those at the new `last` to the
-//! front). An event moves at most 8 times, and two to three times for delays of milliseconds
-//! in nanoseconds.
+//! the front in order), and is split otherwise: its earliest time becomes `last` and its events
+//! move to lower levels (those at the new `last` to the front). An event moves at most 8 times,
+//! and once to three times for delays of milliseconds in nanoseconds; every bucket is a vector
+//! that is only appended to and then read in order, so the work is sequential memory traffic
+//! instead of a binary heap's log2(n) scattered accesses per event.
 //!
-//! The buckets hold the events, not references to them: every bucket is a vector that is only
-//! appended to and then read in order, and the front is taken from its start, so an event is
-//! written where the events due about when it is due are, and all the work is sequential memory
-//! traffic that the hardware streams ahead, instead of a binary heap's log2(n) scattered
-//! accesses per event, or one cache miss per event into a slab of events stored where they were
-//! scheduled (which a queue of millions spreads at random over a gigabyte). A queue of ten
-//! million costs about twice per event what a queue of a few dozen costs.
+//! What moves is a 12-byte entry (the time and the index of the event's slot); the events stay
+//! where they were put, in a slab whose free slots are reused last-freed first (so an event
+//! scheduled while handling another lands where that one was, still in the cache). The one
+//! scattered access left, reading an event when it is taken out, is asked of the memory ahead
+//! of time (a prefetch of the next events of the front and the next times), so a queue of
+//! millions costs little more per event than a queue of a few dozen.
 //!
-//! The queue keeps no sequence numbers of its own: the engine schedules in seq order, and
-//! appending keeps every bucket's events of one time in seq order, which a split preserves. An
-//! item scheduled out of that order (an event put back, which the engine does at the horizon)
-//! is placed in the front by seq, or marks its bucket as to be sorted by seq when it becomes
-//! the front. An event scheduled before the front's block (which the engine never does) is
-//! still placed correctly: the queue is rebuilt around it.
-
-use std::collections::VecDeque;
+//! An entry carries no sequence number: the engine schedules in seq order, and appending keeps
+//! every bucket's entries of one time in seq order, which a split preserves. An item scheduled
+//! out of that order (an event put back, which the engine does at the horizon) is placed in the
+//! front by the seqs of the items themselves, or marks its bucket as to be sorted by them when
+//! it becomes the front. An event scheduled before the front's block (which the engine never
+//! does) is still placed correctly: the queue is rebuilt around it.
 
 /// What the queue orders by: a time and a tie-breaking sequence number, unique per item.
 pub trait Keyed {
@@ -52,18 +49,27 @@ const BUCKETS: usize = LEVELS * DIGITS;
 const WORDS: usize = BUCKETS / 64;
 /// Words of the summary of `occupied`: bit w of the summary is set when word w is not zero.
 const SUMMARY: usize = WORDS.div_ceil(64);
-/// How many drained buckets' vectors the queue keeps per level for the next buckets of that
-/// level to fill, the last drained first: its memory is still in the cache, and the buckets in
-/// use at once (a few dozen) reuse a few vectors instead of each of the 256 digits of a level
-/// keeping its own (which, at a hundred thousand events pending, cycles through more memory
-/// than the cache holds).
-const SPARES: usize = 16;
-/// Vectors with room for more than this many bytes are given back when the queue empties, so
-/// that a burst of millions of events does not hold memory for the whole run.
-const HOLD_BYTES: usize = 4 << 10;
-/// A bucket this small or smaller becomes the front as it is, sorted by time, instead of being
-/// split (a queue of a few dozen events spread over milliseconds rarely has two in a bucket).
-const SMALL: usize = 32;
+/// A drained bucket keeps its allocation for next time up to this many entries; a larger one is
+/// given back, so that a burst of millions of events does not hold memory for the whole run.
+const KEEP: usize = 4096;
+/// How many entries ahead of the one taken out the queue asks the memory for their events.
+const AHEAD: usize = 8;
+/// From how many slots on the queue asks for items ahead (a smaller slab stays in the cache).
+const PREFETCH_FROM: usize = 1 << 14;
+/// How many drained large buckets the queue keeps for the next buckets to fill, instead of
+/// growing them again from nothing (in a queue of millions, a bucket of the upper levels holds
+/// hundreds of thousands of entries, filled anew every few hundred microseconds of time).
+const SPARES: usize = 4;
+
+/// What the buckets hold: an item's time and where the item is. Packed to 12 bytes: at ten
+/// million pending events, the entries are most of what moves through the memory besides the
+/// events themselves.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+struct Entry {
+    time: u64,
+    slot: u32,
+}
 
 /// A set of buckets, one bit each.
 #[derive(Clone)]
@@ -84,13 +90,11 @@ impl Bits {
     }
 }
 
-/// The earliest time of a bucket's items and the index of the first of them with that time
-/// (the earliest by (time, seq) unless the bucket is marked unsorted).
-#[derive(Clone, Copy, Debug, Default)]
-struct Min {
-    time: u64,
-    at: usize,
-}
+/// A bucket this small or smaller becomes the front as it is, sorted by time, instead of being
+/// split (a queue of a few dozen events spread over milliseconds rarely has two in a bucket).
+const SMALL: usize = 32;
+/// `ahead`'s bucket when it is the front.
+const FRONT: usize = BUCKETS;
 
 /// A priority queue of `T`, earliest (time, seq) first.
 #[derive(Clone)]
@@ -101,26 +105,35 @@ pub struct Queue<T> {
     /// The front's block: the times that agree with `last` on every bit from `span` on (just
     /// `last` when `span` is 0; a whole bucket's range when that bucket became the front).
     span: u32,
-    /// Every pending item whose time is in the front's block, in (time, seq) order.
-    front: VecDeque<T>,
+    /// Every pending entry whose time is in the front's block, from `head` on (those before
+    /// were taken out), in (time, seq) order.
+    front: Vec<Entry>,
+    head: usize,
     /// Bucket (level, digit) at index level * DIGITS + digit, for the times after the front's
-    /// block: an item goes to the level of the first digit in which its time differs from
+    /// block: an entry goes to the level of the first digit in which its time differs from
     /// `last`.
-    buckets: Vec<Vec<T>>,
-    /// Of each non-empty bucket, its earliest item.
-    mins: Vec<Min>,
+    buckets: Vec<Vec<Entry>>,
     /// The buckets that are not empty.
     occupied: Bits,
     /// Bit w of word w / 64 set when word w of `occupied` is not zero.
     summary: [u64; SUMMARY],
-    /// The buckets whose items of one time may be out of seq order (an item was scheduled
+    /// The buckets whose entries of one time may be out of seq order (an item was scheduled
     /// out of order): sorted by their items' seqs when they become the front.
     unsorted: Bits,
     /// Every item scheduled with a seq of at least this one is in order (later than every item
     /// scheduled so far).
     fresh_from: u64,
-    /// Per level, empty vectors of drained buckets (at most `SPARES`), the last drained last.
-    spare: Vec<Vec<Vec<T>>>,
+    /// The items, each in the slot its entry names; `None` in a free slot.
+    slab: Vec<Option<T>>,
+    /// The free slots of `slab`, the last freed last.
+    free: Vec<u32>,
+    /// Empty vectors with room for more than `KEEP` entries, at most `SPARES`.
+    spare: Vec<Vec<Entry>>,
+    /// The entry whose item was last asked of the memory ahead of time: (the front, `FRONT`,
+    /// or a bucket of level 0; index). A hint only: entries come out of the front and then the
+    /// next buckets of level 0 in order, so the queue keeps asking for the item about `AHEAD`
+    /// entries ahead of the one taken out.
+    ahead: (usize, usize),
     len: usize,
 }
 
@@ -129,14 +142,17 @@ impl<T> Default for Queue<T> {
         Queue {
             last: 0,
             span: 0,
-            front: VecDeque::new(),
+            front: Vec::new(),
+            head: 0,
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            mins: vec![Min::default(); BUCKETS],
             occupied: Bits([0; WORDS]),
             summary: [0; SUMMARY],
             unsorted: Bits([0; WORDS]),
             fresh_from: 0,
-            spare: (0..LEVELS).map(|_| Vec::new()).collect(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            spare: Vec::new(),
+            ahead: (FRONT, 0),
             len: 0,
         }
     }
@@ -172,6 +188,12 @@ impl<T: Keyed> Queue<T> {
     }
 
     #[inline]
+    fn mark(&mut self, b: usize) {
+        self.occupied.set(b);
+        self.summary[b / 4096] |= 1 << (b / 64 % 64);
+    }
+
+    #[inline]
     fn unmark(&mut self, b: usize) {
         self.occupied.clear(b);
         if self.occupied.0[b / 64] == 0 {
@@ -187,147 +209,285 @@ impl<T: Keyed> Queue<T> {
         Some(w * 64 + self.occupied.0[w].trailing_zeros() as usize)
     }
 
+    /// The seq of the item of `e`.
+    #[inline]
+    fn seq_of(slab: &[Option<T>], e: &Entry) -> u64 {
+        slab[e.slot as usize]
+            .as_ref()
+            .expect("an entry's slot holds its item")
+            .seq()
+    }
+
+    /// Puts `item` in a free slot.
+    #[inline]
+    fn store(&mut self, item: T) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.slab[slot as usize] = Some(item);
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slab.len())
+                    .expect("the queue holds fewer than 2^32 pending events");
+                if self.slab.len() == self.slab.capacity() {
+                    self.grow();
+                }
+                self.slab.push(Some(item));
+                slot
+            }
+        }
+    }
+
+    /// Doubles the slab's room. A large slab is read at random (an item where it was put, when
+    /// it is taken out), so it asks the kernel for huge pages first: with 4 KiB pages nearly
+    /// every such read of a slab of millions also misses the address translation cache.
+    #[cold]
+    fn grow(&mut self) {
+        let room = (self.slab.capacity() * 2).max(64);
+        let mut slab = Vec::with_capacity(room);
+        advise_huge_pages(&slab);
+        slab.append(&mut self.slab);
+        self.slab = slab;
+    }
+
+    /// Takes the item out of `slot` and frees the slot.
+    #[inline]
+    fn take(&mut self, slot: u32) -> T {
+        self.free.push(slot);
+        self.slab[slot as usize]
+            .take()
+            .expect("an entry's slot holds its item")
+    }
+
+    #[inline]
+    fn get(&self, slot: u32) -> &T {
+        self.slab[slot as usize]
+            .as_ref()
+            .expect("an entry's slot holds its item")
+    }
+
+    /// Asks the memory for the item in `slot`, which will be taken out soon.
+    #[inline(always)]
+    fn prefetch(&self, slot: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(item) = self.slab.get(slot as usize) {
+            let p = (item as *const Option<T>).cast::<i8>();
+            // SAFETY: a prefetch is a hint that reads nothing into the program and cannot fault;
+            // `p` points into the slab anyway. The second line covers an item that straddles
+            // two cache lines.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch(p, _MM_HINT_T0);
+                if std::mem::size_of::<Option<T>>() > 64 {
+                    _mm_prefetch(
+                        p.wrapping_add(std::mem::size_of::<Option<T>>() - 1),
+                        _MM_HINT_T0,
+                    );
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
+    /// Moves `ahead` to the next entry to come out, if there is one, and asks for its item.
+    #[inline]
+    fn look_ahead(&mut self) {
+        let (b, i) = self.ahead;
+        let list = if b == FRONT {
+            &self.front
+        } else {
+            &self.buckets[b]
+        };
+        if let Some(e) = list.get(i + 1) {
+            self.ahead = (b, i + 1);
+            self.prefetch(e.slot);
+            return;
+        }
+        // The next occupied bucket of level 0 after this one (after the front's time, when the
+        // front holds one time; with a wider front, the buckets of level 0 are empty).
+        let from = match b {
+            FRONT if self.span == 0 => (self.last as usize & (DIGITS - 1)) + 1,
+            FRONT => return,
+            _ => b + 1,
+        };
+        if from >= DIGITS {
+            return;
+        }
+        let mut w = from / 64;
+        let mut word = self.occupied.0[w] & (!0u64 << (from % 64));
+        while word == 0 {
+            w += 1;
+            if w == DIGITS / 64 {
+                return;
+            }
+            word = self.occupied.0[w];
+        }
+        let c = w * 64 + word.trailing_zeros() as usize;
+        if let Some(e) = self.buckets[c].first() {
+            self.ahead = (c, 0);
+            self.prefetch(e.slot);
+        }
+    }
+
+    /// Starts `ahead` over at the front and asks for the first `AHEAD` items.
+    fn restart_ahead(&mut self) {
+        self.ahead = (FRONT, self.head);
+        if let Some(e) = self.front.get(self.head) {
+            self.prefetch(e.slot);
+        }
+        for _ in 1..AHEAD {
+            self.look_ahead();
+        }
+    }
+
     /// Adds `item`.
     #[inline]
     pub fn push(&mut self, item: T) {
         let (time, seq) = (item.time(), item.seq());
+        let slot = self.store(item);
+        let e = Entry { time, slot };
         let in_order = seq >= self.fresh_from;
         if in_order {
             // Later than everything scheduled so far: appended to a bucket, it keeps the
-            // bucket's items of one time in seq order.
+            // bucket's entries of one time in seq order.
             self.fresh_from = seq + 1;
         }
         if self.in_front(time) {
             self.len += 1;
             if in_order {
-                self.put_in_front(item, time);
+                self.put_in_front(e);
             } else {
-                self.put_in_front_out_of_order(item, time, seq);
+                self.put_in_front_out_of_order(e, seq);
             }
         } else if time > self.last {
             self.len += 1;
             let b = Self::bucket(self.last, time);
-            self.push_to(b, item, time);
+            self.push_to(b, e);
             if !in_order {
                 self.unsorted.set(b);
             }
         } else {
-            self.rebuild(item);
+            self.rebuild(e);
         }
     }
 
-    /// Puts an item of the front's block, later than every item scheduled before, in the
-    /// front: after the pending items of its time or earlier.
+    /// Puts an entry of the front's block, later than every item scheduled before, in the
+    /// front: after the pending entries of its time or earlier.
     #[inline]
-    fn put_in_front(&mut self, item: T, time: u64) {
-        let front = &mut self.front;
-        let mut i = front.len();
-        while i > 0 && front[i - 1].time() > time {
+    fn put_in_front(&mut self, e: Entry) {
+        // The later pending entries move up one place, from the back: inline, as the front of
+        // a short queue holds a few dozen entries at most (a call to move them cost more).
+        self.front.push(e);
+        let mut i = self.front.len() - 1;
+        while i > self.head && self.front[i - 1].time > e.time {
+            self.front[i] = self.front[i - 1];
             i -= 1;
         }
-        if i == front.len() {
-            front.push_back(item);
-        } else {
-            front.insert(i, item);
-        }
+        self.front[i] = e;
     }
 
-    /// Puts an item of the front's block in the front by (time, seq), its seq being lower than
-    /// some item's scheduled before it (an item put back goes first, without moving the rest).
+    /// Puts an entry of the front's block in the front by (time, seq), its item having a seq
+    /// lower than some item's scheduled before it.
     #[cold]
-    fn put_in_front_out_of_order(&mut self, item: T, time: u64, seq: u64) {
-        let at = self
-            .front
-            .partition_point(|x| (x.time(), x.seq()) < (time, seq));
-        self.front.insert(at, item);
-    }
-
-    /// Appends `item`, due at `time`, to bucket `b`; an empty bucket takes a spare vector of
-    /// its level.
-    #[inline]
-    fn push_to(&mut self, b: usize, item: T, time: u64) {
-        let bucket = &mut self.buckets[b];
-        if bucket.is_empty() {
-            if bucket.capacity() == 0 {
-                if let Some(spare) = self.spare[b / DIGITS].pop() {
-                    *bucket = spare;
-                }
-            }
-            self.mins[b] = Min { time, at: 0 };
-            self.occupied.set(b);
-            self.summary[b / 4096] |= 1 << (b / 64 % 64);
-        } else if time < self.mins[b].time {
-            self.mins[b] = Min {
-                time,
-                at: bucket.len(),
-            };
+    fn put_in_front_out_of_order(&mut self, e: Entry, seq: u64) {
+        let head = self.head;
+        let slab = &self.slab;
+        let key = |x: &Entry| (x.time, Self::seq_of(slab, x));
+        let front = &mut self.front;
+        if head > 0 && front.get(head).is_none_or(|x| (e.time, seq) < key(x)) {
+            // Before every pending one (an item put back): where the last taken out was.
+            self.head -= 1;
+            front[head - 1] = e;
+        } else {
+            let at = head + front[head..].partition_point(|x| key(x) < (e.time, seq));
+            front.insert(at, e);
         }
-        bucket.push(item);
     }
 
-    /// Empties bucket `b`, its vector becoming a spare of its level.
+    /// Appends `e` to bucket `b`; a bucket without room of its own takes a spare one.
+    #[inline]
+    fn push_to(&mut self, b: usize, e: Entry) {
+        let bucket = &mut self.buckets[b];
+        if bucket.capacity() == 0 {
+            if let Some(spare) = self.spare.pop() {
+                *bucket = spare;
+            }
+        }
+        bucket.push(e);
+        self.mark(b);
+    }
+
+    /// Empties bucket `b`, keeping its room when it is small, or as a spare when it is large.
     #[inline]
     fn recycle(&mut self, b: usize) {
-        let mut v = std::mem::take(&mut self.buckets[b]);
-        v.clear();
-        let spare = &mut self.spare[b / DIGITS];
-        if v.capacity() > 0 && spare.len() < SPARES {
-            spare.push(v);
+        self.buckets[b].clear();
+        if self.buckets[b].capacity() > KEEP {
+            let v = std::mem::take(&mut self.buckets[b]);
+            if self.spare.len() < SPARES {
+                self.spare.push(v);
+            }
         }
     }
 
     /// Takes out the earliest item.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
-        if self.front.is_empty() && !self.refill() {
+        if self.head == self.front.len() && !self.refill() {
             return None;
         }
+        let e = self.front[self.head];
+        self.head += 1;
+        if self.slab.len() > PREFETCH_FROM {
+            self.look_ahead();
+        }
         self.len -= 1;
-        self.front.pop_front()
+        Some(self.take(e.slot))
     }
 
     /// The earliest item, without taking it out.
     pub fn peek(&self) -> Option<&T> {
-        if let Some(first) = self.front.front() {
-            return Some(first);
+        if let Some(first) = self.front.get(self.head) {
+            return Some(self.get(first.slot));
         }
         let b = self.lowest()?;
-        if self.unsorted.get(b) {
-            self.buckets[b].iter().min_by_key(|e| (e.time(), e.seq()))
-        } else {
-            self.buckets[b].get(self.mins[b].at)
-        }
+        let e = self.buckets[b]
+            .iter()
+            .min_by_key(|e| (e.time, Self::seq_of(&self.slab, e)))?;
+        Some(self.get(e.slot))
+    }
+
+    /// The entries in the order `iter` gives them: the front, then the buckets in order.
+    fn entries(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.front[self.head..]
+            .iter()
+            .chain(self.buckets.iter().flatten())
     }
 
     /// Every pending item, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.front.iter().chain(self.buckets.iter().flatten())
+        self.entries().map(|e| self.get(e.slot))
     }
 
     /// Takes out the first item (in no particular order) for which `pick` holds.
     pub fn remove_where(&mut self, mut pick: impl FnMut(&T) -> bool) -> Option<T> {
-        if let Some(i) = self.front.iter().position(&mut pick) {
+        if let Some(i) = self.front[self.head..]
+            .iter()
+            .position(|e| pick(self.get(e.slot)))
+        {
             self.len -= 1;
-            return self.front.remove(i);
+            let e = self.front.remove(self.head + i);
+            return Some(self.take(e.slot));
         }
         for b in 0..self.buckets.len() {
-            if let Some(i) = self.buckets[b].iter().position(&mut pick) {
+            if let Some(i) = self.buckets[b].iter().position(|e| pick(self.get(e.slot))) {
                 self.len -= 1;
-                let item = self.buckets[b].remove(i);
-                match self.buckets[b].iter().enumerate().min_by_key(|(_, e)| e.time()) {
-                    Some((at, e)) => {
-                        self.mins[b] = Min {
-                            time: e.time(),
-                            at,
-                        }
-                    }
-                    None => {
-                        self.unmark(b);
-                        self.unsorted.clear(b);
-                        self.recycle(b);
-                    }
+                let e = self.buckets[b].remove(i);
+                if self.buckets[b].is_empty() {
+                    self.unmark(b);
+                    self.unsorted.clear(b);
                 }
-                return Some(item);
+                return Some(self.take(e.slot));
             }
         }
         None
@@ -336,8 +496,15 @@ impl<T: Keyed> Queue<T> {
     /// The front is used up: the lowest non-empty bucket becomes the front, or is split.
     /// False when nothing is pending.
     fn refill(&mut self) -> bool {
+        self.front.clear();
+        self.head = 0;
         let Some(b) = self.lowest() else {
-            self.give_back();
+            // Nothing pending: the slab is all free; a burst's memory is given back.
+            if self.slab.capacity() > KEEP {
+                self.slab = Vec::new();
+                self.free = Vec::new();
+            }
+            self.spare.clear();
             return false;
         };
         self.unmark(b);
@@ -345,12 +512,9 @@ impl<T: Keyed> Queue<T> {
         self.unsorted.clear(b);
         let level = b / DIGITS;
         if level == 0 || self.buckets[b].len() <= SMALL {
-            // The whole bucket becomes the front: one time (level 0), or a few items of the
-            // bucket's range, which becomes the front's block. The front's empty room goes to
-            // the bucket.
-            let items = std::mem::take(&mut self.buckets[b]);
-            let room = std::mem::replace(&mut self.front, VecDeque::from(items));
-            self.buckets[b] = Vec::from(room);
+            // The whole bucket becomes the front: one time (level 0), or a few entries of the
+            // bucket's range, which becomes the front's block.
+            std::mem::swap(&mut self.front, &mut self.buckets[b]);
             self.recycle(b);
             if level == 0 {
                 self.last = (self.last & !(DIGITS as u64 - 1)) | (b & (DIGITS - 1)) as u64;
@@ -362,104 +526,135 @@ impl<T: Keyed> Queue<T> {
                 if unsorted {
                     self.sort_front();
                 } else {
-                    // By time, stable (items of one time stay in seq order): an insertion sort
-                    // of at most `SMALL` items, mostly two or three.
-                    let front = self.front.make_contiguous();
+                    // By time, stable (entries of one time stay in seq order): an insertion
+                    // sort of at most `SMALL` entries, mostly two or three.
+                    let front = &mut self.front;
                     for k in 1..front.len() {
+                        let e = front[k];
                         let mut i = k;
-                        while i > 0 && front[i - 1].time() > front[i].time() {
-                            front.swap(i - 1, i);
+                        while i > 0 && front[i - 1].time > e.time {
+                            front[i] = front[i - 1];
                             i -= 1;
                         }
+                        front[i] = e;
                     }
                 }
-                self.last = self.mins[b].time;
+                self.last = self.front[0].time;
                 self.span = (BITS * level) as u32;
+            }
+            if self.slab.len() > PREFETCH_FROM {
+                match self.ahead.0 {
+                    // `ahead` had walked into this bucket, which is the front now.
+                    a if a == b => self.ahead.0 = FRONT,
+                    a if a < b || a >= DIGITS => self.restart_ahead(),
+                    _ => {}
+                }
             }
             return true;
         }
-        // Split: every item agrees with the earliest on this bucket's digit and above, and goes
-        // to a lower level, or to the front when it is due at the earliest time.
-        let mut items = std::mem::take(&mut self.buckets[b]);
-        let last = self.mins[b].time;
+        let mut entries = std::mem::take(&mut self.buckets[b]);
+        let mut last = u64::MAX;
+        for e in &entries {
+            last = last.min(e.time);
+        }
         self.last = last;
         self.span = 0;
-        for item in items.drain(..) {
-            let time = item.time();
-            if time == last {
-                self.front.push_back(item);
+        for &e in &entries {
+            if e.time == last {
+                self.front.push(e);
             } else {
-                let c = Self::bucket(last, time);
-                self.push_to(c, item, time);
+                // Every other entry agrees with `last` on this bucket's digit and above: it
+                // goes to a lower level.
+                let c = Self::bucket(last, e.time);
+                self.push_to(c, e);
                 if unsorted {
                     self.unsorted.set(c);
                 }
             }
         }
-        self.buckets[b] = items;
+        entries.clear();
+        self.buckets[b] = entries;
         self.recycle(b);
         if unsorted {
             self.sort_front();
         }
+        if self.slab.len() > PREFETCH_FROM {
+            self.restart_ahead();
+        }
         true
     }
 
-    /// Nothing is pending: vectors with room for more than `HOLD_BYTES` are given back.
-    #[cold]
-    fn give_back(&mut self) {
-        let large = |room: usize| room * std::mem::size_of::<T>() > HOLD_BYTES;
-        if large(self.front.capacity()) {
-            self.front = VecDeque::new();
-        }
-        for spare in &mut self.spare {
-            spare.retain(|v| !large(v.capacity()));
-        }
-    }
-
-    /// Sorts the front by time and seq (some items were scheduled out of order).
+    /// Sorts the front by time and its items' seqs (some were scheduled out of order).
     #[cold]
     fn sort_front(&mut self) {
-        self.front
-            .make_contiguous()
-            .sort_unstable_by_key(|e| (e.time(), e.seq()));
+        let head = self.head;
+        let slab = &self.slab;
+        self.front[head..].sort_by_key(|e| (e.time, Self::seq_of(slab, e)));
     }
 
     /// Rebuilds the queue with `extra`, which is earlier than the front's block.
     #[cold]
-    fn rebuild(&mut self, extra: T) {
-        let mut all: Vec<T> = self.front.drain(..).collect();
+    fn rebuild(&mut self, extra: Entry) {
+        let mut all: Vec<Entry> = self.front.drain(self.head..).collect();
+        self.front.clear();
+        self.head = 0;
         for bucket in &mut self.buckets {
             all.append(bucket);
         }
         all.push(extra);
-        all.sort_unstable_by_key(|e| (e.time(), e.seq()));
+        let slab = &self.slab;
+        all.sort_unstable_by_key(|e| (e.time, Self::seq_of(slab, e)));
         self.occupied = Bits([0; WORDS]);
         self.summary = [0; SUMMARY];
         self.unsorted = Bits([0; WORDS]);
         self.len = all.len();
-        self.last = all.first().map_or(0, |e| e.time());
+        self.last = all.first().map_or(0, |e| e.time);
         self.span = 0;
-        // In (time, seq) order, appending keeps each bucket's items of one time in seq order.
-        for item in all {
-            let time = item.time();
-            if time == self.last {
-                self.front.push_back(item);
+        self.ahead = (FRONT, 0);
+        // In (time, seq) order, appending keeps each bucket's entries of one time in seq order.
+        for e in all {
+            if e.time == self.last {
+                self.front.push(e);
             } else {
-                let b = Self::bucket(self.last, time);
-                self.push_to(b, item, time);
+                let b = Self::bucket(self.last, e.time);
+                self.push_to(b, e);
             }
         }
     }
 
-    /// Bytes of room the queue holds for items (pending or not), for the tests of memory given
+    /// Bytes of room the queue holds (for items pending or not), for the tests of memory given
     /// back.
     #[cfg(test)]
     fn room(&self) -> usize {
-        let items = self.front.capacity()
+        let entries = self.front.capacity()
             + self.buckets.iter().map(Vec::capacity).sum::<usize>()
-            + self.spare.iter().flatten().map(Vec::capacity).sum::<usize>();
-        items * std::mem::size_of::<T>()
+            + self.spare.iter().map(Vec::capacity).sum::<usize>();
+        entries * std::mem::size_of::<Entry>()
+            + self.slab.capacity() * std::mem::size_of::<Option<T>>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
     }
+}
+
+/// Asks Linux to back the memory of `v` with huge pages (transparent huge pages in `madvise`
+/// mode), when it spans at least one; a hint, whose failure changes nothing but speed.
+fn advise_huge_pages<E>(v: &Vec<E>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_ptr() as usize;
+        let end = start + v.capacity() * std::mem::size_of::<E>();
+        let from = start.next_multiple_of(HUGE);
+        let to = end / HUGE * HUGE;
+        if to > from {
+            // SAFETY: [from, to) lies inside the allocation of `v`, which this process owns;
+            // MADV_HUGEPAGE changes how its pages are backed, not their contents.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
 }
 
 #[cfg(test)]
@@ -599,8 +794,8 @@ mod tests {
 
     #[test]
     fn a_queue_of_tens_of_thousands_orders_exactly_as_a_binary_heap() {
-        // With ties, put-backs and bursts that grow and shrink the queue (buckets split again and
-        // again, their events moving down the levels).
+        // Past PREFETCH_FROM slots (the queue asks for items ahead), with ties, put-backs and
+        // bursts that grow and shrink the queue.
         let mut q = Queue::new();
         let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -650,9 +845,9 @@ mod tests {
 
     #[test]
     fn a_burst_split_many_times_comes_out_in_order_and_its_memory_is_given_back() {
-        // A burst of 200,000 events over ~17 s of times (levels up to 3) is split bucket by
-        // bucket, the events moving down the levels; then the queue runs dry and gives the room
-        // of its large buckets back.
+        // A burst of 200,000 events over ~17 s of times (levels up to 4) is split bucket by
+        // bucket, the entries moving down the levels; then the queue runs dry and gives the
+        // room of its slab back.
         let mut q = Queue::new();
         let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
         let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -682,11 +877,11 @@ mod tests {
             n += 1;
         }
         assert!(q.pop().is_none() && q.is_empty());
+        // The slab, which grows with the burst, is given back; the buckets keep at most `KEEP`
+        // entries of room each.
         let left = q.room();
-        assert!(
-            left < peak / 10,
-            "{left} bytes of room left of {peak}"
-        );
+        assert_eq!(q.slab.capacity(), 0);
+        assert!(left < peak / 5, "{left} bytes of room left of {peak}");
         // And the queue works on after running dry.
         q.push(item(1 << 40, 200_000));
         q.push(item(1 << 40, 200_001));
@@ -717,7 +912,10 @@ mod tests {
             .take(4)
             .map(|e| (e.time, e.seq))
             .collect();
-        assert_eq!(out, vec![(4_000, 0), (4_000, 2), (4_000, 3), (4_000, 1_000)]);
+        assert_eq!(
+            out,
+            vec![(4_000, 0), (4_000, 2), (4_000, 3), (4_000, 1_000)]
+        );
     }
 
     #[derive(Clone, Debug)]
