@@ -621,6 +621,18 @@ impl<T: Keyed> Queue<T> {
             }
         }
     }
+
+    /// Bytes of room the queue holds (for items pending or not), for the tests of memory given
+    /// back.
+    #[cfg(test)]
+    fn room(&self) -> usize {
+        let entries = self.front.capacity()
+            + self.buckets.iter().map(Vec::capacity).sum::<usize>()
+            + self.spare.iter().map(Vec::capacity).sum::<usize>();
+        entries * std::mem::size_of::<Entry>()
+            + self.slab.capacity() * std::mem::size_of::<Option<T>>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+    }
 }
 
 /// Asks Linux to back the memory of `v` with huge pages (transparent huge pages in `madvise`
@@ -829,6 +841,81 @@ mod tests {
             assert_eq!((e.time, e.seq), (t, s));
         }
         assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    #[test]
+    fn a_burst_split_many_times_comes_out_in_order_and_its_memory_is_given_back() {
+        // A burst of 200,000 events over ~17 s of times (levels up to 4) is split bucket by
+        // bucket, the entries moving down the levels; then the queue runs dry and gives the
+        // room of its slab back.
+        let mut q = Queue::new();
+        let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for seq in 0..200_000u64 {
+            // A few distinct times share many events (ties), the rest spread out.
+            let t = if seq % 7 == 0 {
+                next() % 16 * 1_000_000
+            } else {
+                next() % (1 << 34)
+            };
+            q.push(item(t, seq));
+            heap.push(Reverse((t, seq)));
+        }
+        let peak = q.room();
+        assert!(peak >= 200_000 * std::mem::size_of::<Item>());
+        let mut n = 0;
+        while let Some(Reverse((t, s))) = heap.pop() {
+            assert_eq!(q.peek().map(|e| (e.time, e.seq)), Some((t, s)), "event {n}");
+            let e = q.pop().expect("pending");
+            assert_eq!((e.time, e.seq, e.payload), (t, s, t ^ s), "event {n}");
+            n += 1;
+        }
+        assert!(q.pop().is_none() && q.is_empty());
+        // The slab, which grows with the burst, is given back; the buckets keep at most `KEEP`
+        // entries of room each.
+        let left = q.room();
+        assert_eq!(q.slab.capacity(), 0);
+        assert!(left < peak / 5, "{left} bytes of room left of {peak}");
+        // And the queue works on after running dry.
+        q.push(item(1 << 40, 200_000));
+        q.push(item(1 << 40, 200_001));
+        assert_eq!(q.pop().map(|e| e.seq), Some(200_000));
+        assert_eq!(q.pop().map(|e| e.seq), Some(200_001));
+    }
+
+    #[test]
+    fn the_earliest_of_a_bucket_is_known_without_splitting_it() {
+        // With the front used up, peek names the earliest item of the lowest bucket (by time,
+        // then seq, also when the bucket received an item out of order), which the next pop
+        // then takes out.
+        let mut q = Queue::new();
+        for (t, s) in [(1u64, 0u64), (5_000, 1), (4_000, 2), (4_000, 3), (4_500, 4)] {
+            q.push(item(t, s));
+        }
+        for s in 10..50u64 {
+            q.push(item(6_000 + s, s));
+        }
+        assert_eq!(q.pop().map(|e| e.seq), Some(0));
+        assert_eq!(q.peek().map(|e| (e.time, e.seq)), Some((4_000, 2)));
+        q.push(item(4_000, 1_000));
+        assert_eq!(q.peek().map(|e| (e.time, e.seq)), Some((4_000, 2)));
+        // Out of order: seq 0 was taken, so seq 0 is free to be put back.
+        q.push(item(4_000, 0));
+        assert_eq!(q.peek().map(|e| (e.time, e.seq)), Some((4_000, 0)));
+        let out: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop())
+            .take(4)
+            .map(|e| (e.time, e.seq))
+            .collect();
+        assert_eq!(
+            out,
+            vec![(4_000, 0), (4_000, 2), (4_000, 3), (4_000, 1_000)]
+        );
     }
 
     #[derive(Clone, Debug)]
