@@ -245,7 +245,7 @@ impl<T: Keyed> Queue<T> {
     fn grow(&mut self) {
         let room = (self.slab.capacity() * 2).max(64);
         let mut slab = Vec::with_capacity(room);
-        advise_huge_pages(&slab);
+        crate::huge_pages::advise(&slab);
         slab.append(&mut self.slab);
         self.slab = slab;
     }
@@ -633,28 +633,6 @@ impl<T: Keyed> Queue<T> {
             + self.slab.capacity() * std::mem::size_of::<Option<T>>()
             + self.free.capacity() * std::mem::size_of::<u32>()
     }
-}
-
-/// Asks Linux to back the memory of `v` with huge pages (transparent huge pages in `madvise`
-/// mode), when it spans at least one; a hint, whose failure changes nothing but speed.
-fn advise_huge_pages<E>(v: &Vec<E>) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = v.as_ptr() as usize;
-        let end = start + v.capacity() * std::mem::size_of::<E>();
-        let from = start.next_multiple_of(HUGE);
-        let to = end / HUGE * HUGE;
-        if to > from {
-            // SAFETY: [from, to) lies inside the allocation of `v`, which this process owns;
-            // MADV_HUGEPAGE changes how its pages are backed, not their contents.
-            unsafe {
-                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = v;
 }
 
 #[cfg(test)]
