@@ -376,15 +376,20 @@ impl<T: Keyed> Queue<T> {
     /// front: after the pending entries of its time or earlier.
     #[inline]
     fn put_in_front(&mut self, e: Entry) {
-        // The later pending entries move up one place, from the back: inline, as the front of
-        // a short queue holds a few dozen entries at most (a call to move them cost more).
-        self.front.push(e);
-        let mut i = self.front.len() - 1;
-        while i > self.head && self.front[i - 1].time > e.time {
-            self.front[i] = self.front[i - 1];
-            i -= 1;
+        // Its place is found from the back (a new event is due later than most pending ones),
+        // and the later pending entries move up one place in one copy.
+        let pending = &self.front[self.head..];
+        let mut at = pending.len();
+        while at > 0 && pending[at - 1].time > e.time {
+            at -= 1;
         }
-        self.front[i] = e;
+        let at = self.head + at;
+        self.front.push(e);
+        if at + 1 < self.front.len() {
+            let last = self.front.len() - 1;
+            self.front.copy_within(at..last, at + 1);
+            self.front[at] = e;
+        }
     }
 
     /// Puts an entry of the front's block in the front by (time, seq), its item having a seq
