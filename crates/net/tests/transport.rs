@@ -7,6 +7,8 @@
 //! a node and TCP otherwise, or when the socket is not there or does not answer. Both carry the
 //! same authenticated protocol.
 
+mod support;
+
 use distsync_core::NodeId;
 use distsync_net::auth::Role;
 use distsync_net::connection;
@@ -17,7 +19,7 @@ use distsync_net::{Cluster, Timeouts};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-use tokio::sync::oneshot;
+use support::start_node;
 
 /// A fresh private directory (short: a Unix socket path has at most 107 bytes).
 fn temp_dir(tag: &str) -> PathBuf {
@@ -38,39 +40,6 @@ fn cluster_in(dir: &Path) -> Cluster {
         local::cluster_file(3, "ricart-agrawala", "bully", None, Timeouts::default()).unwrap();
     let path = local::write_cluster(dir, &file).unwrap();
     Cluster::load(&path).unwrap()
-}
-
-/// Node 0 of `cluster` running on its own thread (its own runtime, as in a node process) until
-/// the returned sender fires; the handle joins that thread.
-async fn start_node(cluster: Cluster) -> (oneshot::Sender<()>, NodeThread) {
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (up_tx, up) = oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let rt = distsync_net::node_runtime().unwrap();
-        rt.block_on(distsync_net::node::run_notify(
-            cluster,
-            NodeId(0),
-            async {
-                let _ = stopped.await;
-            },
-            move || {
-                let _ = up_tx.send(());
-            },
-        ))
-        .unwrap();
-    });
-    up.await.expect("the node says it listens");
-    (stop, NodeThread(thread))
-}
-
-struct NodeThread(std::thread::JoinHandle<()>);
-
-impl NodeThread {
-    async fn join(self) {
-        tokio::task::spawn_blocking(move || self.0.join().unwrap())
-            .await
-            .unwrap();
-    }
 }
 
 /// Asks node 0 for its status over `stream` as a client; the node's id in the answer.

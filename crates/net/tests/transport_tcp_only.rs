@@ -2,10 +2,13 @@
 //! does not listen on one, a dialer does not use one. (Its own test binary: the variable is
 //! process-wide, so no other test may run beside it.)
 
+mod support;
+
 use distsync_core::NodeId;
 use distsync_net::transport::{self, Via};
 use distsync_net::{local, Cluster, Timeouts};
 use std::time::Duration;
+use support::start_node;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
@@ -19,24 +22,7 @@ async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
     let cluster = Cluster::load(&path).unwrap();
     assert_eq!(transport::local_socket(&cluster, NodeId(0)), None);
 
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (up_tx, up) = tokio::sync::oneshot::channel::<()>();
-    let node_cluster = cluster.clone();
-    let node = std::thread::spawn(move || {
-        let rt = distsync_net::node_runtime().unwrap();
-        rt.block_on(distsync_net::node::run_notify(
-            node_cluster,
-            NodeId(0),
-            async {
-                let _ = stopped.await;
-            },
-            move || {
-                let _ = up_tx.send(());
-            },
-        ))
-        .unwrap();
-    });
-    up.await.unwrap();
+    let (stop, node) = start_node(cluster.clone()).await;
     assert!(!transport::socket_path(&dir, NodeId(0)).exists());
     let addr = cluster.addr_of(NodeId(0)).unwrap();
     let s = transport::dial(&cluster, NodeId(0), addr, Duration::from_secs(5))
@@ -44,8 +30,6 @@ async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
         .unwrap();
     assert_eq!(s.via(), Via::Tcp);
     stop.send(()).unwrap();
-    tokio::task::spawn_blocking(move || node.join().unwrap())
-        .await
-        .unwrap();
+    node.join().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
