@@ -9,25 +9,12 @@
 //! algorithm fixed) re-records them, saying so in its commit:
 //! `DISTSYNC_RECORD_DIGESTS=1 cargo test -p distsync-sim --test golden_bytes`.
 
-use distsync_sim::{run, RunOptions, Scenario};
+mod support;
+
+use distsync_sim::Scenario;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-/// A trace sink the test can read back.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use support::batch_from;
 
 /// FNV-1a, 64 bits: a digest that no Rust release changes.
 fn fnv(bytes: &[u8], mut h: u64) -> u64 {
@@ -140,19 +127,10 @@ requests = 3
 
 fn digest(name: &str, text: &str) -> u64 {
     let scenario = Scenario::from_toml(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let trace = Shared::default();
-    let report = run(
-        &scenario,
-        RunOptions {
-            trace: Some(Box::new(trace.clone())),
-            ..RunOptions::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (report, trace) = batch_from(&scenario, "").unwrap_or_else(|e| panic!("{name}: {e}"));
     let json = serde_json::to_string(&report).unwrap();
-    let trace = trace.0.lock().unwrap();
     assert!(!trace.is_empty(), "{name}: no trace");
-    fnv(&trace, fnv(json.as_bytes(), FNV_START))
+    fnv(trace.as_bytes(), fnv(json.as_bytes(), FNV_START))
 }
 
 fn all_runs() -> Vec<(String, String)> {

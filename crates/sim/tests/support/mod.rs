@@ -1,6 +1,9 @@
 //! What several test files share: a batch run with its trace captured.
 
-use distsync_sim::{run, Report, RunOptions, Scenario};
+// Each test binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use distsync_sim::{run, Report, RunOptions, Scenario, SimError};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -20,16 +23,21 @@ impl Write for Shared {
 
 /// The batch run of `scenario` with its trace (panics naming the seed on an error).
 pub fn batch(scenario: &Scenario) -> (Report, String) {
+    batch_from(scenario, "test.toml").unwrap_or_else(|e| panic!("seed {}: {e}", scenario.seed))
+}
+
+/// The batch run of `scenario`, read from `origin` (which errors name; empty: the default),
+/// with its trace.
+pub fn batch_from(scenario: &Scenario, origin: &str) -> Result<(Report, String), SimError> {
     let buffer = Shared::default();
     let report = run(
         scenario,
         RunOptions {
             trace: Some(Box::new(buffer.clone())),
-            origin: "test.toml".into(),
+            origin: origin.into(),
             ..RunOptions::default()
         },
-    )
-    .unwrap_or_else(|e| panic!("seed {}: {e}", scenario.seed));
+    )?;
     let trace = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    (report, trace)
+    Ok((report, trace))
 }
