@@ -26,17 +26,7 @@ cd "$(dirname "$0")/.."
 N=${1:-10}
 M=${2:-100}
 REPS=${3:-3}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-if [ -n "${DISTSYNC_BIN:-}" ] && [ -n "${LOCKBENCH_BIN:-}" ]; then
-  # Binaries built elsewhere (an earlier commit's, to compare before and after in one session).
-  BIN=$DISTSYNC_BIN
-  BENCH=$LOCKBENCH_BIN
-else
-  cargo build --release -q -p distsync-cli
-  cargo build --release -q -p distsync-net --example lockbench
-  BIN=$CARGO_TARGET_DIR/release/distsync
-  BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
-fi
+. scripts/bench-bins.sh
 WORK=$(mktemp -d)
 cleanup() {
   "$BIN" cluster down --dir "$WORK/cluster" >/dev/null 2>&1 || true

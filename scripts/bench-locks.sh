@@ -37,17 +37,7 @@ read -r -a HANDOFF_VALUES <<< "${HANDOFFS:-0 8}"
 REPS=${REPS:-2}
 MODE=${MODE:-distsync}
 OUT=${OUT:-target/bench-locks.jsonl}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-if [ -n "${DISTSYNC_BIN:-}" ] && [ -n "${LOCKBENCH_BIN:-}" ]; then
-  # Binaries built elsewhere (an earlier commit's, to compare before and after in one session).
-  BIN=$DISTSYNC_BIN
-  BENCH=$LOCKBENCH_BIN
-else
-  cargo build --release -q -p distsync-cli
-  cargo build --release -q -p distsync-net --example lockbench
-  BIN=$CARGO_TARGET_DIR/release/distsync
-  BENCH=$CARGO_TARGET_DIR/release/examples/lockbench
-fi
+. scripts/bench-bins.sh
 WORK=$(mktemp -d)
 REDIS_PID=
 cleanup() {
