@@ -152,8 +152,20 @@ pub async fn run_notify(
     info!(node = %id, %addr, mutex = %cluster.file.mutex, election = %cluster.file.election, "node listening");
     // Holding the TCP address shows no other node with this id runs: a socket file found at
     // the Unix path is stale and can be replaced.
-    let unix = crate::transport::local_socket(&cluster, id).and_then(|path| {
-        match crate::transport::listen_unix(&path) {
+    let path = crate::transport::local_socket(&cluster, id);
+    // Started by `cluster up` for a new cluster, the node is handed its socket too, bound before
+    // the first node started (so that every link between the nodes runs over the sockets).
+    let inherited_unix = crate::local::take_inherited_unix(path.as_deref()).map(|l| {
+        l.set_nonblocking(true)
+            .and_then(|()| tokio::net::UnixListener::from_std(l))
+            .map_err(|e| format!("cannot listen on its inherited socket: {e}"))
+    });
+    let unix = path.and_then(|path| {
+        let listening = match inherited_unix {
+            Some(l) => l,
+            None => crate::transport::listen_unix(&path),
+        };
+        match listening {
             Ok(l) => {
                 info!(node = %id, path = %path.display(), "listening on a Unix socket too (for the nodes and clients of this machine)");
                 Some((l, SocketFile(path)))
