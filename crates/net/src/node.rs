@@ -201,7 +201,7 @@ pub async fn run_notify(
     ));
     let mut node = Node::new(cluster.clone(), id);
     if let Some(dir) = &cluster.state_dir {
-        let store = crate::persist::EpochStore::open(dir, id)
+        let store = crate::persist::EpochStore::open_syncing(dir, id)
             .map_err(|e| NodeError(format!("node {id}: cannot read its epoch mark: {e}")))?;
         node.seen_epoch = store.stored();
         info!(node = %id, epoch = node.seen_epoch, "epoch high-water mark");
