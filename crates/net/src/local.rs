@@ -376,8 +376,35 @@ pub fn start_nodes_ready(
 /// [`take_inherited_udp`]).
 pub const LISTEN_FDS_ENV: &str = "DISTSYNC_LISTEN_FDS";
 
+/// The environment variable that hands a node started by [`start_nodes_holding`] the Unix socket
+/// bound for it at its [`crate::transport::socket_path`]: one inherited descriptor
+/// ([`take_inherited_unix`]).
+pub const LISTEN_UNIX_FD_ENV: &str = "DISTSYNC_LISTEN_UNIX_FD";
+
+/// Binds the Unix socket of each node of `ids` in `dir` (the cluster file's directory), for
+/// [`start_nodes_holding`] to hand over; `None` for a node whose socket cannot be bound (the
+/// node then tries itself, and says why it has none), and for every node with
+/// `DISTSYNC_TRANSPORT=tcp`.
+///
+/// Bound before the first node starts, every node's socket accepts from the start: a node
+/// dialing a peer not started yet (while `cluster up` holds the peer's TCP port listening)
+/// reaches it over its socket, its connection waiting in the socket's backlog, instead of
+/// finding the socket file missing and keeping that link on TCP.
+fn bind_unix_sockets(dir: &Path, ids: &[NodeId]) -> Vec<Option<std::os::unix::net::UnixListener>> {
+    ids.iter()
+        .map(|&id| {
+            if crate::transport::tcp_only() {
+                return None;
+            }
+            let path = crate::transport::socket_path(dir, id);
+            crate::transport::bind_unix(&path).ok()
+        })
+        .collect()
+}
+
 /// [`start_nodes_ready`], handing node `ids[i]` the sockets of port i of `held` (which are then
-/// closed here: each node keeps its own).
+/// closed here: each node keeps its own). With `held`, each node's Unix socket is bound here too
+/// before the first node starts, and handed to its node the same way.
 pub fn start_nodes_holding(
     dir: &Path,
     exe: &Path,
@@ -389,6 +416,10 @@ pub fn start_nodes_holding(
     use std::os::unix::process::CommandExt;
     let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let (pipe, write_fd) = ReadyPipe::new()?;
+    let unix = match (&held, cluster.parent()) {
+        (Some(_), Some(parent)) => bind_unix_sockets(parent, ids),
+        _ => Vec::new(),
+    };
     let mut started = Vec::new();
     let result = (|| {
         for (i, &id) in ids.iter().enumerate() {
@@ -406,13 +437,17 @@ pub fn start_nodes_holding(
                 .stderr(log)
                 .process_group(0);
             if let Some((tcp, udp)) = held.as_ref().and_then(|h| h.sockets.get(i)) {
-                let fds = [tcp.as_raw_fd(), udp.as_raw_fd()];
+                let unix_fd = unix.get(i).and_then(|u| u.as_ref()).map(|u| u.as_raw_fd());
+                let fds = [tcp.as_raw_fd(), udp.as_raw_fd(), unix_fd.unwrap_or(-1)];
                 cmd.env(LISTEN_FDS_ENV, format!("{},{}", fds[0], fds[1]));
-                // SAFETY: between fork and exec, only fcntl (async-signal-safe) on two
+                if let Some(fd) = unix_fd {
+                    cmd.env(LISTEN_UNIX_FD_ENV, fd.to_string());
+                }
+                // SAFETY: between fork and exec, only fcntl (async-signal-safe) on the
                 // descriptors this process holds open: this child alone inherits them.
                 unsafe {
                     cmd.pre_exec(move || {
-                        for fd in fds {
+                        for fd in fds.into_iter().filter(|&fd| fd >= 0) {
                             let flags = libc::fcntl(fd, libc::F_GETFD);
                             if flags < 0
                                 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0
@@ -439,6 +474,7 @@ pub fn start_nodes_holding(
     unsafe { libc::close(write_fd) };
     // Our copies of the held sockets close here: each node has its own.
     drop(held);
+    drop(unix);
     result.map(|()| (started, pipe))
 }
 
@@ -585,6 +621,34 @@ pub fn take_inherited_tcp(addr: std::net::SocketAddr) -> Option<TcpListener> {
     // SAFETY: listen(2) on a socket we own.
     unsafe { libc::listen(fd, 1024) };
     Some(listener)
+}
+
+/// In a node started by [`start_nodes_holding`]: the Unix socket bound for it
+/// ([`LISTEN_UNIX_FD_ENV`]), if it is bound to `path` (one bound elsewhere is closed, and the
+/// node binds `path` itself). Take it even when the node does not listen on a Unix socket (then
+/// `path` is `None` and it is closed): a node keeps no socket it does not accept on.
+pub fn take_inherited_unix(path: Option<&Path>) -> Option<std::os::unix::net::UnixListener> {
+    use std::os::fd::FromRawFd;
+    // Taken once: a second call finds nothing.
+    static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    let fd: i32 = std::env::var(LISTEN_UNIX_FD_ENV).ok()?.parse().ok()?;
+    // SAFETY: fstat writes into the struct we give it; an unknown descriptor fails with EBADF.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if fd <= 2
+        || unsafe { libc::fstat(fd, &mut st) } != 0
+        || st.st_mode & libc::S_IFMT != libc::S_IFSOCK
+    {
+        return None;
+    }
+    // SAFETY: an open socket inherited for this purpose, owned by nothing else here.
+    let listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    let bound = listener.local_addr().ok()?;
+    (path.is_some() && bound.as_pathname() == path).then_some(listener)
 }
 
 /// In a node started by [`start_nodes_holding`]: the UDP socket held for it (its clock's), if

@@ -152,8 +152,20 @@ pub async fn run_notify(
     info!(node = %id, %addr, mutex = %cluster.file.mutex, election = %cluster.file.election, "node listening");
     // Holding the TCP address shows no other node with this id runs: a socket file found at
     // the Unix path is stale and can be replaced.
-    let unix = crate::transport::local_socket(&cluster, id).and_then(|path| {
-        match crate::transport::listen_unix(&path) {
+    let path = crate::transport::local_socket(&cluster, id);
+    // Started by `cluster up` for a new cluster, the node is handed its socket too, bound before
+    // the first node started (so that every link between the nodes runs over the sockets).
+    let inherited_unix = crate::local::take_inherited_unix(path.as_deref()).map(|l| {
+        l.set_nonblocking(true)
+            .and_then(|()| tokio::net::UnixListener::from_std(l))
+            .map_err(|e| format!("cannot listen on its inherited socket: {e}"))
+    });
+    let unix = path.and_then(|path| {
+        let listening = match inherited_unix {
+            Some(l) => l,
+            None => crate::transport::listen_unix(&path),
+        };
+        match listening {
             Ok(l) => {
                 info!(node = %id, path = %path.display(), "listening on a Unix socket too (for the nodes and clients of this machine)");
                 Some((l, SocketFile(path)))
@@ -189,7 +201,7 @@ pub async fn run_notify(
     ));
     let mut node = Node::new(cluster.clone(), id);
     if let Some(dir) = &cluster.state_dir {
-        let store = crate::persist::EpochStore::open(dir, id)
+        let store = crate::persist::EpochStore::open_syncing(dir, id)
             .map_err(|e| NodeError(format!("node {id}: cannot read its epoch mark: {e}")))?;
         node.seen_epoch = store.stored();
         info!(node = %id, epoch = node.seen_epoch, "epoch high-water mark");
@@ -233,6 +245,12 @@ pub async fn run_notify(
                 info!(node = %id, "shutting down");
                 break;
             }
+        }
+        if node.unstored {
+            // A leader's new epoch: its Prepares go out (the link tasks run while this one
+            // yields), then it stores the mark while the members store theirs.
+            tokio::task::yield_now().await;
+            node.store_seen();
         }
     }
     server.abort();
@@ -343,6 +361,8 @@ struct Node {
     last_join: Option<Instant>,
     /// The epoch high-water mark on disk (none in the in-process tests).
     store: Option<crate::persist::EpochStore>,
+    /// `seen_epoch` is above the mark on disk (`raise_seen_later`): stored by `store_seen`.
+    unstored: bool,
     /// Until when this node may grant in its view (see "Leases" in docs/net.md).
     lease_until: Option<Instant>,
     lease_seq: u64,
@@ -401,6 +421,7 @@ impl Node {
             no_view_since: None,
             last_join: None,
             store: None,
+            unstored: false,
             lease_until: None,
             lease_seq: 0,
             asks: VecDeque::new(),
@@ -843,6 +864,10 @@ impl Node {
             self.send(p, PeerMsg::Prepare { epoch });
         }
         let wait = self.lease_wait(self.id);
+        // The leader stores its mark after its Prepares are out (the run loop lets the links
+        // write them first), so that its sync and the members' run at once; it commits only
+        // once stored (`commit`). A leader that crashes before has committed nothing in this
+        // view, and the members that answered stored it: a later view is numbered above it.
         let held = self.freeze(epoch);
         let mut states = BTreeMap::new();
         states.insert(self.id, (self.last_view, held));
@@ -900,6 +925,11 @@ impl Node {
     }
 
     fn commit(&mut self) {
+        if self.change.is_none() {
+            return;
+        }
+        // The view's epoch is on disk here before anyone is told to commit it.
+        self.store_seen();
         let Some(change) = self.change.as_mut() else {
             return;
         };
@@ -987,8 +1017,9 @@ impl Node {
     // ---- view changes: every member's side ----
 
     /// Stops granting for the view being replaced and returns the locks local clients hold.
+    /// The epoch is raised in memory; the caller stores it (`store_seen`) before it acts on it.
     fn freeze(&mut self, epoch: Epoch) -> Vec<(String, u64)> {
-        self.raise_seen(epoch);
+        self.raise_seen_later(epoch);
         self.view = None;
         self.lease_until = None;
         self.asks.clear();
@@ -1024,10 +1055,25 @@ impl Node {
     /// Raises the highest epoch seen, and its mark on disk before anything can use it. A node
     /// that cannot store its mark stops: going on could reuse tokens after a restart.
     fn raise_seen(&mut self, epoch: Epoch) {
-        if epoch <= self.seen_epoch {
+        self.raise_seen_later(epoch);
+        self.store_seen();
+    }
+
+    /// Raises the highest epoch seen now, and its mark on disk at the next [`Node::store_seen`]
+    /// (at the latest at the end of this turn, after the messages of the turn were written).
+    fn raise_seen_later(&mut self, epoch: Epoch) {
+        if epoch > self.seen_epoch {
+            self.seen_epoch = epoch;
+            self.unstored = true;
+        }
+    }
+
+    /// Stores the highest epoch seen, if a raise has not stored it yet.
+    fn store_seen(&mut self) {
+        if !std::mem::take(&mut self.unstored) {
             return;
         }
-        self.seen_epoch = epoch;
+        let epoch = self.seen_epoch;
         if let Some(store) = &mut self.store {
             if let Err(e) = store.raise(epoch) {
                 tracing::error!(node = %self.id, epoch, "cannot store the epoch mark: {e}; stopping");
@@ -1071,6 +1117,7 @@ impl Node {
         }
         let wait_ms = self.lease_wait(from).as_millis() as u64;
         let held = self.freeze(epoch);
+        self.store_seen();
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
         self.send(
@@ -1100,6 +1147,7 @@ impl Node {
         if epoch > self.seen_epoch {
             // The Prepare never arrived here: freeze now.
             let _ = self.freeze(epoch);
+            self.store_seen();
         }
         let me = self.id;
         let Ok(peers) = Peers::new(members.clone()) else {

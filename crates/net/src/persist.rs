@@ -20,7 +20,8 @@
 //! here, once 1.96 s, against 0.2-15 ms). A crash in the middle of a raise can tear only the
 //! slot being written: its checksum rejects it and the other slot still holds the mark before
 //! the raise, which is the highest the node acted on (a raise is acted on only after its
-//! sync). A file with no valid record is an error naming it: the node never starts with a mark
+//! sync). A node opens its mark with [`EpochStore::open_syncing`]: a new file's syncs run beside
+//! the node's start, and its first raise waits for them. A file with no valid record is an error naming it: the node never starts with a mark
 //! lower than one it acted on. A file in the earlier form (`epoch N`) is read and rewritten.
 
 use distsync_core::NodeId;
@@ -87,6 +88,8 @@ pub struct EpochStore {
     stored: u32,
     /// The slot holding `stored`.
     slot: usize,
+    /// The sync of a file just written, still running ([`EpochStore::open_syncing`]).
+    syncing: Option<std::thread::JoinHandle<io::Result<()>>>,
 }
 
 impl EpochStore {
@@ -94,6 +97,18 @@ impl EpochStore {
     /// in the fixed-size form and is durable. A file that exists but does not hold a mark is an
     /// error naming it (the node must not start with a mark it cannot trust).
     pub fn open(dir: &Path, id: NodeId) -> io::Result<EpochStore> {
+        let mut store = Self::open_syncing(dir, id)?;
+        store.wait_synced()?;
+        Ok(store)
+    }
+
+    /// [`EpochStore::open`], without waiting for the disk when it writes the file (a new node,
+    /// or a mark in the earlier form): that sync runs in a thread, and the first
+    /// [`EpochStore::raise`] waits for it, so every mark a node acts on is durable as with
+    /// `open`. A node starts at once instead of after two syncs (file and directory: 2 to 10 ms
+    /// each, with ten nodes syncing at once), and the sync is long done when the node first
+    /// raises its mark, at its first view change. A sync that fails fails that raise.
+    pub fn open_syncing(dir: &Path, id: NodeId) -> io::Result<EpochStore> {
         let path = epoch_path(dir, id);
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let (stored, slot) = match fs::symlink_metadata(&path) {
@@ -119,19 +134,41 @@ impl EpochStore {
         if slot.is_none() {
             // Missing, or in the earlier form: write both slots as a new file, durably, so
             // that every raise after this one overwrites one of them in place.
-            crate::local::write_private(&path, record(stored).repeat(SLOTS).as_bytes())?;
+            crate::local::write_private_unsynced(&path, record(stored).repeat(SLOTS).as_bytes())?;
         }
         let file = fs::OpenOptions::new()
             .read(true)
             .write(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)?;
+        let syncing = slot.is_none().then(|| {
+            let path = path.clone();
+            std::thread::spawn(move || crate::local::sync_files(&[path]))
+        });
         Ok(EpochStore {
             path,
             file,
             stored,
             slot: slot.unwrap_or(0),
+            syncing,
         })
+    }
+
+    /// Waits until the file [`EpochStore::open_syncing`] wrote is durable (at once if it wrote
+    /// none, or this was waited for already).
+    pub fn wait_synced(&mut self) -> io::Result<()> {
+        match self.syncing.take() {
+            None => Ok(()),
+            Some(sync) => sync
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the thread syncing the mark panicked")))
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("{}: cannot make it durable: {e}", self.path.display()),
+                    )
+                }),
+        }
     }
 
     /// The mark as last stored.
@@ -150,6 +187,7 @@ impl EpochStore {
         if epoch <= self.stored {
             return Ok(());
         }
+        self.wait_synced()?;
         let slot = (self.slot + 1) % SLOTS;
         let at = (slot * RECORD_LEN) as u64;
         self.file.write_all_at(record(epoch).as_bytes(), at)?;

@@ -211,6 +211,17 @@ pub async fn dial(
 /// Call it only once the node has its TCP address: that proves no other node with this id
 /// runs, so the socket found there is stale.
 pub fn listen_unix(path: &Path) -> Result<UnixListener, String> {
+    let listener = bind_unix(path)?;
+    listener
+        .set_nonblocking(true)
+        .and_then(|()| UnixListener::from_std(listener))
+        .map_err(|e| format!("{}: cannot listen: {e}", path.display()))
+}
+
+/// [`listen_unix`] as a blocking `std` listener, outside any runtime (`cluster up` binds its new
+/// nodes' sockets before it starts them, `crate::local`). The same checks and the same rule:
+/// only where no node with this id can run.
+pub fn bind_unix(path: &Path) -> Result<std::os::unix::net::UnixListener, String> {
     use std::os::unix::fs::FileTypeExt;
     let len = path.as_os_str().len();
     if len > MAX_SOCKET_PATH {
@@ -234,5 +245,11 @@ pub fn listen_unix(path: &Path) -> Result<UnixListener, String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
-    UnixListener::bind(path).map_err(|e| format!("{}: cannot listen: {e}", path.display()))
+    let listener = std::os::unix::net::UnixListener::bind(path)
+        .map_err(|e| format!("{}: cannot listen: {e}", path.display()))?;
+    // A node takes bursts of connections (its peers and clients at once): the backlog tokio
+    // gives its own listeners, above std's.
+    // SAFETY: listen(2) on a socket we own.
+    unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 1024) };
+    Ok(listener)
 }
