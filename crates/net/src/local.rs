@@ -750,20 +750,44 @@ pub fn stop_ids(
         let how = if !running {
             "not running"
         } else {
-            while is_node_of(pid, &cluster) && Instant::now() < until {
+            while !node_gone(pid, &cluster) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(2));
             }
-            if is_node_of(pid, &cluster) {
-                let _ = signal(pid, libc::SIGKILL);
-                "killed"
-            } else {
+            if node_gone(pid, &cluster) {
                 "stopped"
+            } else {
+                let _ = signal(pid, libc::SIGKILL);
+                // A kill takes effect at once, but the exit itself (letting go of the node's
+                // memory) does not: wait for it, so that "killed" means the process is gone.
+                let until = Instant::now() + KILL_WAIT;
+                while !node_gone(pid, &cluster) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                "killed"
             }
         };
         let _ = fs::remove_file(pid_path(dir, id));
         out.push((id, pid, how));
     }
     Ok(out)
+}
+
+/// How long `stop` waits for a killed node's exit to finish.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether the node recorded as `pid` is gone: the process has exited (or is a zombie), or the
+/// pid now runs something else. An empty command line is not enough: it reads empty from the
+/// moment an exiting process has let go of its memory, which for a large node is milliseconds
+/// before it has exited (and for a moment right after a new process's `execve`).
+fn node_gone(pid: u32, cluster: &Path) -> bool {
+    if has_exited(pid) {
+        return true;
+    }
+    match fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) if cmdline.is_empty() => false,
+        Ok(_) => !is_node_of(pid, cluster),
+        Err(_) => true,
+    }
 }
 
 /// The last non-empty line of node `id`'s log (for error messages).
