@@ -118,6 +118,18 @@ enum Kind<P: Process> {
     Action(usize),
 }
 
+impl<P: Process> Kind<P> {
+    /// The position of the process whose slot this event reads, if it reads one.
+    #[inline]
+    fn process(&self) -> Option<usize> {
+        match *self {
+            Kind::Deliver { to, .. } => Some(to as usize),
+            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone)]
 struct Event<P: Process> {
     time: Time,
@@ -317,6 +329,12 @@ const MAX_VIOLATIONS: usize = 100;
 /// that event's process fetched from memory meanwhile (see [`Core::prefetch_slot`]).
 const PREFETCH_SLOTS_FROM: usize = 4096;
 
+/// How many events after the next one a batch run of [`PREFETCH_SLOTS_FROM`] processes or more
+/// asks for the slot of the process that event is for (see [`Core::prefetch_ahead`]): on
+/// Peterson's election on a ring of a million, 2, 3, 4, 5 and 6 were tried, and 4 was the
+/// fastest (docs/performance.md, "Session 7"). The queue asks for the event itself 8 ahead.
+const SLOTS_AHEAD: usize = 4;
+
 /// What a harness may do: read the time and the processes, schedule inputs and wake-ups, and
 /// record violations.
 pub struct Control<'c, P: Process> {
@@ -506,14 +524,7 @@ impl<P: Process> Core<P> {
             Some(min) => min,
             None => {
                 let (min, pos) = match self.queue.peek() {
-                    Some(e) => {
-                        let pos = match e.kind {
-                            Kind::Deliver { to, .. } => Some(to as usize),
-                            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
-                            _ => None,
-                        };
-                        (Some((e.time.as_nanos(), e.seq)), pos)
-                    }
+                    Some(e) => (Some((e.time.as_nanos(), e.seq)), e.kind.process()),
                     None => (None, None),
                 };
                 if let Some(pos) = pos {
@@ -522,6 +533,18 @@ impl<P: Process> Core<P> {
                 self.queue_min = Some(min);
                 min
             }
+        }
+    }
+
+    /// Asks the memory for the slot of the process that the event `k` places after the next one
+    /// is for, when the queue's front holds that event: a slot is five cache lines on a ring
+    /// election, and the one-event-ahead prefetch of [`Core::queue_min`] leaves too little
+    /// time for them to arrive. A hint: an event scheduled meanwhile into the front (or a
+    /// listed timer taken out first) only makes it ask for a slot read a little later.
+    #[inline]
+    fn prefetch_ahead(&self, k: usize) {
+        if let Some(pos) = self.queue.peek_nth(k).and_then(|e| e.kind.process()) {
+            self.prefetch_slot(pos);
         }
     }
 
@@ -1010,6 +1033,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             // pending (next turn, by `queue_min`): reading it after every event was 5-8% of the
             // CPU of ricart-agrawala with N = 32.
             self.core.queue_min();
+            // That prefetch, one event ahead, arrives late: the slot of the event `SLOTS_AHEAD`
+            // further on is asked for too (the queue asked for that event itself earlier).
+            self.core.prefetch_ahead(SLOTS_AHEAD);
         }
         self.dispatch(event.kind);
         self.check_guard()
