@@ -207,7 +207,13 @@ impl<A: Election> RingLink<A> {
     /// Takes message `seq` out of the unacknowledged ones, if it is there.
     fn take_unacked(&mut self, seq: u64) -> Option<(NodeId, A::Msg)> {
         let i = self.unacked.iter().position(|(s, _)| *s == seq)?;
-        Some(self.unacked.remove(i).1)
+        let (_, taken) = self.unacked.remove(i);
+        if self.unacked.spilled() && self.unacked.len() <= self.unacked.inline_size() {
+            // Back into the process's own state once it fits (a list left elsewhere in memory
+            // would be a cache miss for every later acknowledgement of this process).
+            self.unacked.shrink_to_fit();
+        }
+        Some(taken)
     }
 
     /// The wrapped algorithm.
