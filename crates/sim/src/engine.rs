@@ -245,7 +245,9 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
         match self {
             Timers::Few(list) => {
                 let i = list.iter().position(|(t, _)| t == timer)?;
-                Some(list.swap_remove(i).1)
+                let (_, generation) = list.swap_remove(i);
+                Self::unspill(list);
+                Some(generation)
             }
             Timers::Many(map) => map.remove(timer),
         }
@@ -260,13 +262,25 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
         match self {
             Timers::Few(list) => {
                 let i = list.iter().position(|(_, g)| *g == generation)?;
-                Some(list.swap_remove(i).0)
+                let (timer, _) = list.swap_remove(i);
+                Self::unspill(list);
+                Some(timer)
             }
             Timers::Many(map) => {
                 let timer = map.iter().find(|(_, g)| **g == generation)?.0.clone();
                 map.remove(&timer);
                 Some(timer)
             }
+        }
+    }
+
+    /// Moves a list that went beyond [`INLINE_TIMERS`] back into the slot once it fits again: a
+    /// list left elsewhere in memory is a cache miss for every later timer of the process
+    /// (a ring link's T' and three acknowledgements at once, for a moment, are four).
+    #[inline]
+    fn unspill(list: &mut SmallVec<[(T, u64); INLINE_TIMERS]>) {
+        if list.spilled() && list.len() <= INLINE_TIMERS {
+            list.shrink_to_fit();
         }
     }
 
