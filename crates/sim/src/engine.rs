@@ -1431,6 +1431,27 @@ mod tests {
         assert!(slots.iter().all(|s| s.process.is_none() && s.chain == 0));
     }
 
+    /// Four timers at once go beyond the three kept in the slot; once one is gone (cancelled,
+    /// or gone off), the other three are back in the slot, still pending.
+    #[test]
+    fn a_timer_list_comes_back_into_the_slot_once_it_fits() {
+        let mut timers: Timers<u32> = Timers::Few(SmallVec::new());
+        for t in 0..4 {
+            timers.insert(t, 10 + u64::from(t));
+        }
+        let spilled = |timers: &Timers<u32>| matches!(timers, Timers::Few(l) if l.spilled());
+        assert!(spilled(&timers));
+        assert_eq!(timers.remove(&1), Some(11));
+        assert!(!spilled(&timers));
+        timers.insert(7, 17);
+        assert!(spilled(&timers));
+        assert_eq!(timers.take_generation(10), Some(0));
+        assert!(!spilled(&timers));
+        for (t, g) in [(2, 12), (3, 13), (7, 17)] {
+            assert_eq!(timers.get(&t), Some(&g));
+        }
+    }
+
     /// A million-process election keeps millions of events pending: a delivery of a ring
     /// election's message stays within 80 bytes (it was 96).
     #[test]
