@@ -118,6 +118,18 @@ enum Kind<P: Process> {
     Action(usize),
 }
 
+impl<P: Process> Kind<P> {
+    /// The position of the process whose slot this event reads, if it reads one.
+    #[inline]
+    fn process(&self) -> Option<usize> {
+        match *self {
+            Kind::Deliver { to, .. } => Some(to as usize),
+            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone)]
 struct Event<P: Process> {
     time: Time,
@@ -233,7 +245,9 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
         match self {
             Timers::Few(list) => {
                 let i = list.iter().position(|(t, _)| t == timer)?;
-                Some(list.swap_remove(i).1)
+                let (_, generation) = list.swap_remove(i);
+                Self::unspill(list);
+                Some(generation)
             }
             Timers::Many(map) => map.remove(timer),
         }
@@ -248,13 +262,25 @@ impl<T: Eq + std::hash::Hash> Timers<T> {
         match self {
             Timers::Few(list) => {
                 let i = list.iter().position(|(_, g)| *g == generation)?;
-                Some(list.swap_remove(i).0)
+                let (timer, _) = list.swap_remove(i);
+                Self::unspill(list);
+                Some(timer)
             }
             Timers::Many(map) => {
                 let timer = map.iter().find(|(_, g)| **g == generation)?.0.clone();
                 map.remove(&timer);
                 Some(timer)
             }
+        }
+    }
+
+    /// Moves a list that went beyond [`INLINE_TIMERS`] back into the slot once it fits again: a
+    /// list left elsewhere in memory is a cache miss for every later timer of the process
+    /// (a ring link's T' and three acknowledgements at once, for a moment, are four).
+    #[inline]
+    fn unspill(list: &mut SmallVec<[(T, u64); INLINE_TIMERS]>) {
+        if list.spilled() && list.len() <= INLINE_TIMERS {
+            list.shrink_to_fit();
         }
     }
 
@@ -316,6 +342,12 @@ const MAX_VIOLATIONS: usize = 100;
 /// From how many processes a batch run reads the next event's key after each event, to have
 /// that event's process fetched from memory meanwhile (see [`Core::prefetch_slot`]).
 const PREFETCH_SLOTS_FROM: usize = 4096;
+
+/// How many events after the next one a batch run of [`PREFETCH_SLOTS_FROM`] processes or more
+/// asks for the slot of the process that event is for (see [`Core::prefetch_ahead`]): on
+/// Peterson's election on a ring of a million, 2, 3, 4, 5 and 6 were tried, and 4 was the
+/// fastest (docs/performance.md, "Session 7"). The queue asks for the event itself 8 ahead.
+const SLOTS_AHEAD: usize = 4;
 
 /// What a harness may do: read the time and the processes, schedule inputs and wake-ups, and
 /// record violations.
@@ -506,14 +538,7 @@ impl<P: Process> Core<P> {
             Some(min) => min,
             None => {
                 let (min, pos) = match self.queue.peek() {
-                    Some(e) => {
-                        let pos = match e.kind {
-                            Kind::Deliver { to, .. } => Some(to as usize),
-                            Kind::Timer { pos, .. } | Kind::Input { pos, .. } => Some(pos),
-                            _ => None,
-                        };
-                        (Some((e.time.as_nanos(), e.seq)), pos)
-                    }
+                    Some(e) => (Some((e.time.as_nanos(), e.seq)), e.kind.process()),
                     None => (None, None),
                 };
                 if let Some(pos) = pos {
@@ -522,6 +547,18 @@ impl<P: Process> Core<P> {
                 self.queue_min = Some(min);
                 min
             }
+        }
+    }
+
+    /// Asks the memory for the slot of the process that the event `k` places after the next one
+    /// is for, when the queue's front holds that event: a slot is five cache lines on a ring
+    /// election, and the one-event-ahead prefetch of [`Core::queue_min`] leaves too little
+    /// time for them to arrive. A hint: an event scheduled meanwhile into the front (or a
+    /// listed timer taken out first) only makes it ask for a slot read a little later.
+    #[inline]
+    fn prefetch_ahead(&self, k: usize) {
+        if let Some(pos) = self.queue.peek_nth(k).and_then(|e| e.kind.process()) {
+            self.prefetch_slot(pos);
         }
     }
 
@@ -1010,6 +1047,9 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             // pending (next turn, by `queue_min`): reading it after every event was 5-8% of the
             // CPU of ricart-agrawala with N = 32.
             self.core.queue_min();
+            // That prefetch, one event ahead, arrives late: the slot of the event `SLOTS_AHEAD`
+            // further on is asked for too (the queue asked for that event itself earlier).
+            self.core.prefetch_ahead(SLOTS_AHEAD);
         }
         self.dispatch(event.kind);
         self.check_guard()
@@ -1389,6 +1429,27 @@ mod tests {
         assert_eq!(slots.len(), 1000);
         assert_eq!(slots.as_ptr() as usize % 64, 0);
         assert!(slots.iter().all(|s| s.process.is_none() && s.chain == 0));
+    }
+
+    /// Four timers at once go beyond the three kept in the slot; once one is gone (cancelled,
+    /// or gone off), the other three are back in the slot, still pending.
+    #[test]
+    fn a_timer_list_comes_back_into_the_slot_once_it_fits() {
+        let mut timers: Timers<u32> = Timers::Few(SmallVec::new());
+        for t in 0..4 {
+            timers.insert(t, 10 + u64::from(t));
+        }
+        let spilled = |timers: &Timers<u32>| matches!(timers, Timers::Few(l) if l.spilled());
+        assert!(spilled(&timers));
+        assert_eq!(timers.remove(&1), Some(11));
+        assert!(!spilled(&timers));
+        timers.insert(7, 17);
+        assert!(spilled(&timers));
+        assert_eq!(timers.take_generation(10), Some(0));
+        assert!(!spilled(&timers));
+        for (t, g) in [(2, 12), (3, 13), (7, 17)] {
+            assert_eq!(timers.get(&t), Some(&g));
+        }
     }
 
     /// A million-process election keeps millions of events pending: a delivery of a ring

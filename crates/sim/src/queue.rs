@@ -462,6 +462,14 @@ impl<T: Keyed> Queue<T> {
         Some(self.get(e.slot))
     }
 
+    /// The item `k` places after the earliest, when the front holds it (`None` further on): a
+    /// hint for asking the memory ahead of time for what the next events will read.
+    #[inline]
+    pub fn peek_nth(&self, k: usize) -> Option<&T> {
+        let e = self.front.get(self.head + k)?;
+        self.slab.get(e.slot as usize)?.as_ref()
+    }
+
     /// The entries in the order `iter` gives them: the front, then the buckets in order.
     fn entries(&self) -> impl Iterator<Item = &Entry> + '_ {
         self.front[self.head..]

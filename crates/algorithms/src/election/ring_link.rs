@@ -207,11 +207,68 @@ impl<A: Election> RingLink<A> {
     /// Takes message `seq` out of the unacknowledged ones, if it is there.
     fn take_unacked(&mut self, seq: u64) -> Option<(NodeId, A::Msg)> {
         let i = self.unacked.iter().position(|(s, _)| *s == seq)?;
-        Some(self.unacked.remove(i).1)
+        let (_, taken) = self.unacked.remove(i);
+        if self.unacked.spilled() && self.unacked.len() <= self.unacked.inline_size() {
+            // Back into the process's own state once it fits (a list left elsewhere in memory
+            // would be a cache miss for every later acknowledgement of this process).
+            self.unacked.shrink_to_fit();
+        }
+        Some(taken)
     }
 
     /// The wrapped algorithm.
     pub fn inner(&self) -> &A {
         &self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::peterson::Msg;
+    use crate::election::Peterson;
+    use distsync_core::testing::Driver;
+
+    fn data(seq: u64, msg: Msg) -> LinkMsg<Msg> {
+        LinkMsg::Data { inc: 0, seq, msg }
+    }
+
+    /// Three messages unacknowledged at once go beyond the two kept in the state; the first
+    /// acknowledgement brings the other two back into it, in order.
+    #[test]
+    fn unacknowledged_messages_come_back_into_the_state_once_they_fit() {
+        let peers = Peers::range(4);
+        let link = RingLink::<Peterson>::new(NodeId(2), &peers, &Params::default());
+        let mut p = Driver::new(link, NodeId(2), &peers);
+        p.start().input(Input::Start); // sends its tid (seq 0)
+        let (epoch, round) = (1, 1);
+        p.receive(
+            1,
+            data(
+                0,
+                Msg::Tid {
+                    epoch,
+                    round,
+                    tid: NodeId(3),
+                },
+            ),
+        ); // sends max (seq 1)
+        p.receive(
+            1,
+            data(
+                1,
+                Msg::Max {
+                    epoch,
+                    round,
+                    max: NodeId(3),
+                },
+            ),
+        ); // round 2 (seq 2)
+        assert_eq!(p.process.unacked.len(), 3);
+        assert!(p.process.unacked.spilled());
+        p.receive(3, LinkMsg::Ack { inc: 0, seq: 0 });
+        assert!(!p.process.unacked.spilled());
+        let seqs: Vec<u64> = p.process.unacked.iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, vec![1, 2]);
     }
 }
