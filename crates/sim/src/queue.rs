@@ -146,22 +146,32 @@ impl<T> Slab<T> {
 
     #[inline(always)]
     fn get(&self, i: usize) -> Option<&Option<T>> {
-        if i < SEG {
-            self.first.get(i)
-        } else {
-            self.rest
-                .get((i >> SEG_BITS) - 1)
-                .map(|s| &s[i & (SEG - 1)])
+        // The slots past the first vector's are in the segments (it is full when there are).
+        match self.first.get(i) {
+            Some(x) => Some(x),
+            None => self
+                .rest
+                .get((i >> SEG_BITS).checked_sub(1)?)
+                .map(|s| &s[i & (SEG - 1)]),
         }
     }
 
     /// Adds a slot at the end.
     #[inline(always)]
     fn push(&mut self, item: Option<T>) {
+        if self.first.len() < self.first.capacity() {
+            self.first.push(item);
+        } else {
+            self.push_past(item);
+        }
+        self.len += 1;
+    }
+
+    /// Adds a slot at the end when the first vector has no room left.
+    #[cold]
+    fn push_past(&mut self, item: Option<T>) {
         if self.len < SEG {
-            if self.first.len() == self.first.capacity() {
-                self.grow();
-            }
+            self.grow();
             self.first.push(item);
         } else {
             if self.len & (SEG - 1) == 0 {
@@ -170,7 +180,6 @@ impl<T> Slab<T> {
             let s = self.rest.last_mut().expect("a segment");
             s[self.len & (SEG - 1)] = item;
         }
-        self.len += 1;
     }
 
     /// Doubles the room of the first vector. A large slab is read at random (an item where it
@@ -213,10 +222,9 @@ impl<T> std::ops::Index<usize> for Slab<T> {
     type Output = Option<T>;
     #[inline(always)]
     fn index(&self, i: usize) -> &Option<T> {
-        if i < SEG {
-            &self.first[i]
-        } else {
-            &self.rest[(i >> SEG_BITS) - 1][i & (SEG - 1)]
+        match self.first.get(i) {
+            Some(x) => x,
+            None => &self.rest[(i >> SEG_BITS) - 1][i & (SEG - 1)],
         }
     }
 }
@@ -224,10 +232,9 @@ impl<T> std::ops::Index<usize> for Slab<T> {
 impl<T> std::ops::IndexMut<usize> for Slab<T> {
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut Option<T> {
-        if i < SEG {
-            &mut self.first[i]
-        } else {
-            &mut self.rest[(i >> SEG_BITS) - 1][i & (SEG - 1)]
+        match self.first.get_mut(i) {
+            Some(x) => x,
+            None => &mut self.rest[(i >> SEG_BITS) - 1][i & (SEG - 1)],
         }
     }
 }
@@ -1063,7 +1070,7 @@ mod tests {
                     );
                     now = t;
                     i += 1;
-                    if i % 97 == 0 {
+                    if i.is_multiple_of(97) {
                         q.push(e);
                         heap.push(Reverse((t, s)));
                         continue;
