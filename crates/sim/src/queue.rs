@@ -110,7 +110,7 @@ const SEG: usize = 1 << SEG_BITS;
 /// nine million events pending).
 struct Slab<T> {
     first: Vec<Option<T>>,
-    rest: Vec<Box<[Option<T>; SEG]>>,
+    rest: Vec<Vec<Option<T>>>,
     len: usize,
 }
 
@@ -121,7 +121,11 @@ impl<T: Clone> Clone for Slab<T> {
             rest: self
                 .rest
                 .iter()
-                .map(|s| Self::segment(s.iter().cloned()))
+                .map(|s| {
+                    let mut segment = Self::segment();
+                    segment.extend(s.iter().cloned());
+                    segment
+                })
                 .collect(),
             len: self.len,
         }
@@ -177,8 +181,7 @@ impl<T> Slab<T> {
             if self.len & (SEG - 1) == 0 {
                 self.add_segment();
             }
-            let s = self.rest.last_mut().expect("a segment");
-            s[self.len & (SEG - 1)] = item;
+            self.rest.last_mut().expect("a segment").push(item);
         }
     }
 
@@ -197,24 +200,20 @@ impl<T> Slab<T> {
 
     #[cold]
     fn add_segment(&mut self) {
-        self.rest.push(Self::segment((0..SEG).map(|_| None)));
+        self.rest.push(Self::segment());
     }
 
-    /// A segment of the `SEG` slots of `items`, built in place (in huge pages where Linux
-    /// allows) rather than on the stack.
-    fn segment(items: impl Iterator<Item = Option<T>>) -> Box<[Option<T>; SEG]> {
-        let mut segment = Vec::with_capacity(SEG);
+    /// An empty segment with room for `SEG` slots (in huge pages where Linux allows), whose
+    /// pages the kernel gives as they are first written.
+    fn segment() -> Vec<Option<T>> {
+        let segment = Vec::with_capacity(SEG);
         crate::huge_pages::advise(&segment);
-        segment.extend(items);
         segment
-            .into_boxed_slice()
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("a segment has SEG slots"))
     }
 
     /// Slots of room.
     fn capacity(&self) -> usize {
-        self.first.capacity() + self.rest.len() * SEG
+        self.first.capacity() + self.rest.iter().map(Vec::capacity).sum::<usize>()
     }
 }
 
