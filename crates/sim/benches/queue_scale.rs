@@ -13,12 +13,21 @@
 //! the target is about (largest against smallest) more than the queue does. The binary heaps are
 //! run one after the other (their cost grows a hundredfold; noise does not hide that).
 //!
+//! The hold model keeps the queue at `size` for ever, so it never measures the queue growing. The
+//! simulator's large runs do not hold: ricart-agrawala with every node requesting once puts
+//! about N^2 requests in an empty queue at once, then each request taken out schedules one
+//! reply, and the queue drains. So a second part, the **burst** model, does that: `size` events
+//! due 0.5 to 1.5 ms ahead into an empty queue, each of them scheduling one event 0.5 to 1.5 ms
+//! after it is taken out, until the queue is empty; whole bursts repeated (a fresh one each
+//! time, the queue giving its memory back when dry), ns of CPU (user and system: the kernel
+//! zeroing the pages of a growing queue is part of the cost) per event taken out.
+//!
 //! Run with `cargo bench -p distsync-sim --bench queue_scale` (sizes up to 10,000,000; about
 //! 3 GB of memory at the largest size). Options: `-- --max 1000000` for a smaller largest size,
 //! `-- --rounds 30` for more rounds (default 20), `-- --engine 1000,3000` for the simulator part
 //! with those N (default 300,1000; `-- --engine none` leaves it out), `-- --sizes 32,10000000`
 //! for other queue sizes (the first is the base of the ratio), `-- --heap no` to leave the binary
-//! heaps out.
+//! heaps out, `-- --burst no` to leave the burst part out.
 
 use distsync_sim::queue::{Keyed, Queue};
 use distsync_sim::{run, RunOptions, Scenario};
@@ -221,6 +230,86 @@ fn queue_part(mut sizes: Vec<usize>, max: usize, rounds: usize, heaps: bool) {
     println!("radix queue: the largest size costs {worst:.2}x the cost per event at 32 pending (target: at most 2x)");
 }
 
+/// One burst queue of the interleaved burst run (see the module's comment).
+struct Burst {
+    size: usize,
+    q: Queue<Ev>,
+    rng: Xoshiro256PlusPlus,
+    seq: u64,
+    now: u64,
+    ns: u64,
+    events: u64,
+}
+
+impl Burst {
+    fn new(size: usize) -> Burst {
+        Burst {
+            size,
+            q: Queue::new(),
+            rng: Xoshiro256PlusPlus::seed_from_u64(7),
+            seq: 0,
+            now: 0,
+            ns: 0,
+            events: 0,
+        }
+    }
+
+    /// Whole bursts until at least `min` events were taken out.
+    fn run(&mut self, min: u64, check: &mut u64) {
+        let started = cpu_ns();
+        let mut events = 0;
+        while events < min {
+            for _ in 0..self.size {
+                self.seq += 1;
+                let mut e = event(self.now + delay(&mut self.rng), self.seq);
+                e.payload[0] = 0;
+                self.q.push(e);
+            }
+            while let Some(e) = self.q.pop() {
+                events += 1;
+                self.now = e.time;
+                *check = check.wrapping_add(e.payload[4]);
+                if e.payload[0] == 0 {
+                    self.seq += 1;
+                    let mut reply = event(e.time + delay(&mut self.rng), self.seq);
+                    reply.payload[0] = 1;
+                    self.q.push(reply);
+                }
+            }
+        }
+        self.ns += cpu_ns() - started;
+        self.events += events;
+    }
+}
+
+fn burst_part(mut sizes: Vec<usize>, max: usize, rounds: usize) {
+    println!(
+        "pending-event queue, burst model (ns per event: `size` events into an empty queue, each scheduling one more, until empty)"
+    );
+    sizes.retain(|&s| s <= max);
+    let mut bursts: Vec<Burst> = sizes.iter().map(|&s| Burst::new(s)).collect();
+    let mut check = 0;
+    for _ in 0..rounds {
+        for b in &mut bursts {
+            b.run((2 * b.size as u64).max(2_000_000), &mut check);
+        }
+    }
+    std::hint::black_box(check);
+    println!("{rounds} rounds of whole bursts (at least 2,000,000 events) per size, interleaved");
+    println!(
+        "{:>12} {:>12} {:>10}",
+        "burst of", "radix queue", "vs first"
+    );
+    let base = bursts[0].ns as f64 / bursts[0].events as f64;
+    let mut worst: f64 = 0.0;
+    for b in &bursts {
+        let per = b.ns as f64 / b.events as f64;
+        worst = worst.max(per / base);
+        println!("{:>12} {per:>9.1} ns {:>9.2}x", b.size, per / base);
+    }
+    println!("burst model: the largest burst costs {worst:.2}x the cost per event of the smallest");
+}
+
 /// Ricart-agrawala with every one of `n` nodes requesting once at time 0: ~2n^2 messages, most
 /// of them pending at once.
 fn engine_part(ns: &[u32]) {
@@ -284,7 +373,10 @@ fn main() {
         .filter_map(|v| v.parse().ok())
         .collect();
     let heaps = value("--heap").is_none_or(|v| v != "no");
-    queue_part(sizes, max, rounds, heaps);
+    queue_part(sizes.clone(), max, rounds, heaps);
+    if value("--burst").is_none_or(|v| v != "no") {
+        burst_part(sizes, max, (rounds / 4).max(3));
+    }
     if !engine.is_empty() {
         engine_part(&engine);
     }
