@@ -750,17 +750,21 @@ pub fn stop_ids(
         let how = if !running {
             "not running"
         } else {
-            while !node_gone(pid, &cluster) && Instant::now() < until {
+            // Signalled as this cluster's node above: from here on, the pid is that process
+            // until it has exited and been reaped (a pid is reused only after the kernel has
+            // gone through all the others), so its state alone says when it is gone. Its
+            // command line does not: it reads empty, or cut short, while the process exits.
+            while !has_exited(pid) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(2));
             }
-            if node_gone(pid, &cluster) {
+            if has_exited(pid) {
                 "stopped"
             } else {
                 let _ = signal(pid, libc::SIGKILL);
                 // A kill takes effect at once, but the exit itself (letting go of the node's
                 // memory) does not: wait for it, so that "killed" means the process is gone.
                 let until = Instant::now() + KILL_WAIT;
-                while !node_gone(pid, &cluster) && Instant::now() < until {
+                while !has_exited(pid) && Instant::now() < until {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 "killed"
@@ -774,21 +778,6 @@ pub fn stop_ids(
 
 /// How long `stop` waits for a killed node's exit to finish.
 const KILL_WAIT: Duration = Duration::from_secs(5);
-
-/// Whether the node recorded as `pid` is gone: the process has exited (or is a zombie), or the
-/// pid now runs something else. An empty command line is not enough: it reads empty from the
-/// moment an exiting process has let go of its memory, which for a large node is milliseconds
-/// before it has exited (and for a moment right after a new process's `execve`).
-fn node_gone(pid: u32, cluster: &Path) -> bool {
-    if has_exited(pid) {
-        return true;
-    }
-    match fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(cmdline) if cmdline.is_empty() => false,
-        Ok(_) => !is_node_of(pid, cluster),
-        Err(_) => true,
-    }
-}
 
 /// The last non-empty line of node `id`'s log (for error messages).
 pub fn last_log_line(dir: &Path, id: NodeId) -> String {
