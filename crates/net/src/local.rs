@@ -734,7 +734,6 @@ pub fn stop_ids(
     only: Option<&[NodeId]>,
     grace: Duration,
 ) -> io::Result<Vec<(NodeId, u32, &'static str)>> {
-    let cluster = fs::canonicalize(dir.join(CLUSTER_FILE))?;
     let mut out = Vec::new();
     let nodes: Vec<(NodeId, u32, bool)> = recorded(dir)?
         .into_iter()
