@@ -1,8 +1,8 @@
 //! `local::stop_ids` (what `cluster stop` and `cluster down` run) returns only once each node
-//! it stopped has exited. A process's command line reads empty from the moment its memory is
-//! let go, while it is still exiting; a large process spends milliseconds there. `stop` once
-//! took the empty command line for "gone", so a node could still be a running process right
-//! after `cluster stop` said it stopped (seen as a flaky `cluster_ops` check).
+//! it stopped has exited. A process's command line reads empty, or cut short, while it is
+//! letting go of its memory; a large process spends milliseconds there. `stop` once took the
+//! empty command line for "gone", so a node could still be a running process right after
+//! `cluster stop` said it stopped (seen as a flaky `cluster_ops` check).
 
 use distsync_core::NodeId;
 use distsync_net::local::{has_exited, pid_path, stop_ids};

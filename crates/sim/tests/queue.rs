@@ -1,10 +1,14 @@
-//! `Queue::peek_nth`, the look-ahead the engine uses to ask the memory for the processes of
-//! the next few events: when it names an item, it is the item that many places after the
-//! earliest, the one that `pop` then gives out that many pops later.
+//! The pending-event queue through its public methods, on what the engine relies on:
+//! - `peek_nth`, the look-ahead the engine uses to ask the memory for the processes of the next
+//!   few events: when it names an item, it is the item that many places after the earliest, the
+//!   one that `pop` then gives out that many pops later;
+//! - past its first 2^20 slots, where its slab grows by segments that never move, a burst of
+//!   more events than that comes out in exactly (time, seq) order, the same as sorting them, and
+//!   a clone taken at the peak goes on exactly as the original.
 
 use distsync_sim::queue::{Keyed, Queue};
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Item {
     time: u64,
     seq: u64,
@@ -72,4 +76,41 @@ fn peek_nth_past_the_pending_items_is_none() {
     q.pop();
     assert_eq!(q.peek_nth(0), Some(&Item { time: 5, seq: 2 }));
     assert!(q.peek_nth(1).is_none());
+}
+
+#[test]
+fn a_burst_past_the_first_segment_comes_out_in_time_then_seq_order() {
+    for seed in [1u64, 2] {
+        let mut state = 0x2545_f491_4f6c_dd1du64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // 1,200,000 events (past 2^20 = 1,048,576 slots), due 0.5 to 1.5 ms ahead, many at
+        // one time (ties by seq).
+        let n = 1_200_000u64;
+        let mut q = Queue::new();
+        let mut keys = Vec::with_capacity(n as usize);
+        for seq in 0..n {
+            let time = 500_000 + next() % 1_000_000;
+            q.push(Item { time, seq });
+            keys.push((time, seq));
+        }
+        keys.sort_unstable();
+        let mut copy = q.clone();
+        for (i, &(time, seq)) in keys.iter().enumerate() {
+            assert_eq!(q.pop(), Some(Item { time, seq }), "seed {seed}, event {i}");
+        }
+        assert!(q.pop().is_none() && q.is_empty(), "seed {seed}");
+        for (i, &(time, seq)) in keys.iter().enumerate() {
+            assert_eq!(
+                copy.pop(),
+                Some(Item { time, seq }),
+                "seed {seed}, clone, event {i}"
+            );
+        }
+        assert!(copy.is_empty(), "seed {seed}");
+    }
 }
