@@ -7,7 +7,7 @@
 use distsync_core::NodeId;
 use distsync_net::local::{has_exited, pid_path, stop_ids};
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A stand-in node: a process whose command line names `node` and the cluster file (what
 /// `stop` checks), holding `mb` MiB of touched memory, so that its exit takes a while.
@@ -68,10 +68,8 @@ fn stop_returns_only_after_each_node_has_exited() {
     wait_ready(&mut node);
     let pid = node.id();
     std::fs::write(pid_path(&dir, NodeId(2)), format!("{pid}\n")).unwrap();
-    let started = Instant::now();
     let out = stop_ids(&dir, None, Duration::from_millis(200)).unwrap();
     assert_eq!(out, vec![(NodeId(2), pid, "killed")]);
-    assert!(started.elapsed() >= Duration::from_millis(200));
     assert!(
         has_exited(pid),
         "stop returned while the killed pid {pid} was still exiting"
