@@ -916,19 +916,23 @@ mod tests {
         );
     }
 
+    /// A xorshift generator of the tests' times, from `state` (not zero).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     #[test]
     fn a_queue_of_tens_of_thousands_orders_exactly_as_a_binary_heap() {
         // Past PREFETCH_FROM slots (the queue asks for items ahead), with ties, put-backs and
         // bursts that grow and shrink the queue.
         let mut q = Queue::new();
         let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut seq = 0;
         for spread in [3u64, 2_000, 1_000_000] {
             for _ in 0..20_000 {
@@ -974,13 +978,7 @@ mod tests {
         // room of its slab back.
         let mut q = Queue::new();
         let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for seq in 0..200_000u64 {
             // A few distinct times share many events (ties), the rest spread out.
             let t = if seq % 7 == 0 {
@@ -1050,13 +1048,8 @@ mod tests {
         for seed in 0..24u64 {
             let mut q = Queue::new();
             let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
-            let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ (seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut next =
+                xorshift(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let (mut seq, mut now) = (0u64, 0u64);
             let mut copy = None;
             for phase in 0..3u64 {
