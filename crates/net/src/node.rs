@@ -181,7 +181,7 @@ pub async fn run_notify(
         None => (None, None),
     };
     let cluster = Arc::new(cluster);
-    let (events_tx, mut events) = mpsc::channel(8192);
+    let (events_tx, events) = mpsc::channel(8192);
     let pokes: peer::Pokes = Arc::new(
         cluster
             .peers
@@ -216,8 +216,47 @@ pub async fn run_notify(
         }
     }
     node.start();
-    let mut tick = tokio::time::interval(cluster.file.timeouts.heartbeat / 2);
+    // The loop runs as a task of the runtime, not as the future the runtime blocks on: a
+    // connection's task that wakes it then only queues it, where waking the blocked-on future
+    // first costs the runtime a poll of its I/O driver (one `epoll_wait`) per wake-up.
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let mut looping = Aborting(tokio::spawn(serve(node, events, stopped)));
+    let _server = Aborting(server);
     tokio::pin!(shutdown);
+    let ended = tokio::select! {
+        ended = &mut looping.0 => ended,
+        _ = &mut shutdown => {
+            info!(node = %id, "shutting down");
+            let _ = stop.send(());
+            (&mut looping.0).await
+        }
+    };
+    if let Err(e) = ended {
+        if e.is_panic() {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    Ok(())
+}
+
+/// A task aborted when its handle is dropped (a node's future dropped before it returned stops
+/// its loop and its server too).
+struct Aborting<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Aborting<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The node's loop: turns events, timer expiries and ticks into handler calls until `stop`
+/// fires or every sender of events is gone.
+async fn serve(
+    mut node: Node,
+    mut events: mpsc::Receiver<Event>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut tick = tokio::time::interval(node.cluster.file.timeouts.heartbeat / 2);
     loop {
         let deadline = node
             .timers
@@ -241,10 +280,7 @@ pub async fn run_notify(
             },
             _ = tokio::time::sleep_until(deadline) => node.on_timers(),
             _ = tick.tick() => node.on_tick(),
-            _ = &mut shutdown => {
-                info!(node = %id, "shutting down");
-                break;
-            }
+            _ = &mut stop => break,
         }
         if node.unstored {
             // A leader's new epoch: its Prepares go out (the link tasks run while this one
@@ -253,8 +289,6 @@ pub async fn run_notify(
             node.store_seen();
         }
     }
-    server.abort();
-    Ok(())
 }
 
 /// A node that cannot store its epoch mark stops at once (see `Node::stop`).
