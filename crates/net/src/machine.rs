@@ -69,14 +69,14 @@ pub trait Machine<I, O> {
     ) -> Result<(), DecodeError>;
 }
 
-/// A mutual-exclusion instance.
-pub trait MutexMachine: Machine<mx::Input, mx::Output> {
+/// A mutual-exclusion instance (`Send`, so that a node's loop can run as a task).
+pub trait MutexMachine: Machine<mx::Input, mx::Output> + Send {
     /// Between Enter and Exit.
     fn in_critical_section(&self) -> bool;
 }
 
-/// An election instance.
-pub trait ElectionMachine: Machine<el::Input, el::Output> {
+/// An election instance (`Send`, so that a node's loop can run as a task).
+pub trait ElectionMachine: Machine<el::Input, el::Output> + Send {
     /// The leader it believes in.
     fn leader(&self) -> Option<NodeId>;
     /// Whether it takes part in an election whose result it has not learned.
@@ -157,13 +157,13 @@ impl<A: Process> Machine<A::Input, A::Output> for Erased<A> {
     }
 }
 
-impl<A: MutualExclusion> MutexMachine for Erased<A> {
+impl<A: MutualExclusion + Send> MutexMachine for Erased<A> {
     fn in_critical_section(&self) -> bool {
         self.inner.in_critical_section()
     }
 }
 
-impl<A: Election> ElectionMachine for Erased<A> {
+impl<A: Election + Send> ElectionMachine for Erased<A> {
     fn leader(&self) -> Option<NodeId> {
         self.inner.leader()
     }
@@ -197,7 +197,7 @@ pub struct ElectionKind {
     pub new: fn(NodeId, &Peers, &Params) -> Box<dyn ElectionMachine>,
 }
 
-fn new_mutex<A: MutualExclusion + 'static>(
+fn new_mutex<A: MutualExclusion + Send + 'static>(
     id: NodeId,
     peers: &Peers,
     params: &Params,
@@ -205,7 +205,7 @@ fn new_mutex<A: MutualExclusion + 'static>(
     Box::new(Erased::new(A::new(id, peers, params)))
 }
 
-fn new_election<A: Election + 'static>(
+fn new_election<A: Election + Send + 'static>(
     id: NodeId,
     peers: &Peers,
     params: &Params,
@@ -218,7 +218,7 @@ fn new_election<A: Election + 'static>(
 struct MutexKindOf;
 impl MutexVisitor for MutexKindOf {
     type Output = MutexKind;
-    fn visit<A: MutualExclusion + 'static>(self, entry: &'static Entry) -> MutexKind {
+    fn visit<A: MutualExclusion + Send + 'static>(self, entry: &'static Entry) -> MutexKind {
         MutexKind {
             entry,
             validate: A::validate,
@@ -231,7 +231,7 @@ impl MutexVisitor for MutexKindOf {
 struct ElectionKindOf;
 impl ElectionVisitor for ElectionKindOf {
     type Output = ElectionKind;
-    fn visit<A: Election + 'static>(self, entry: &'static Entry) -> ElectionKind {
+    fn visit<A: Election + Send + 'static>(self, entry: &'static Entry) -> ElectionKind {
         ElectionKind {
             entry,
             validate: <Detector<A> as distsync_core::Algorithm>::validate,

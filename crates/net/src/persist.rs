@@ -196,6 +196,17 @@ impl EpochStore {
         self.slot = slot;
         Ok(())
     }
+
+    /// Makes every later write fail as on a full disk (`ENOSPC`), for the tests of what a node
+    /// does when it cannot store its mark: the mark's file keeps what it held.
+    #[cfg(test)]
+    pub(crate) fn fail_writes(&mut self) {
+        self.wait_synced().expect("the mark's file is durable");
+        self.file = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full opens");
+    }
 }
 
 #[cfg(test)]
