@@ -63,10 +63,10 @@ const KEEP: usize = 4096;
 /// How many entries ahead of the one taken out the queue asks the memory for their events.
 const AHEAD: usize = 8;
 /// How many entries further ahead (in the front) the queue asks for items into the second-level
-/// cache only (more misses in flight than the first-level cache keeps track of): 4 to 22% less
+/// cache only (more misses in flight than the first-level cache keeps track of): 7 to 18% less
 /// per event at 1,000,000 and 10,000,000 pending than without, in session 8's A/B runs
-/// (docs/performance.md).
-const FURTHER: usize = 16;
+/// (docs/performance.md, which also has 16 against 32).
+const FURTHER: usize = 32;
 /// From how many slots on the queue asks for items ahead (a smaller slab stays in the cache).
 const PREFETCH_FROM: usize = 1 << 14;
 /// How many drained large buckets the queue keeps for the next buckets to fill, instead of
