@@ -9,13 +9,18 @@
 //! (counting from the low end) goes to bucket (l, d), where d is that byte of its time. Every
 //! event of a lower level is earlier than every event of a higher level, and within a level a
 //! lower digit is earlier. When the front is used up, the lowest non-empty bucket becomes the
-//! front as it is when it holds one time (level 0) or only a few events (sorted by time: its
-//! range of times becomes the front's block, and an event scheduled into that range is put in
-//! the front in order), and is split otherwise: its earliest time becomes `last` and its events
-//! move to lower levels (those at the new `last` to the front). An event moves at most 8 times,
-//! and once to three times for delays of milliseconds in nanoseconds; every bucket is a vector
-//! that is only appended to and then read in order, so the work is sequential memory traffic
-//! instead of a binary heap's log2(n) scattered accesses per event.
+//! front whole when it holds one time (level 0), is of level 1 or 2 (256 ns or 65.5 us of
+//! times: radix-sorted by the one or two bytes below its digit, a counting sort per byte that
+//! reads the entries in order and writes each once) or holds only a few events (at most 32,
+//! sorted by keys of time and place); its range of times becomes the front's block, and an event
+//! scheduled into that range is put in the front in order (or, when more than 64 pending entries
+//! of the front are later than it, the front is first narrowed to its earliest time, the rest
+//! going back to buckets of the levels below). A larger bucket of a higher level is split: its
+//! earliest time becomes `last` and its events move to lower levels (those at the new `last` to
+//! the front). An event moves at most 8 times, and for delays of milliseconds in nanoseconds
+//! once or twice into buckets and once or twice through the sort; every bucket is a vector that
+//! is only appended to and then read in order, so the work is sequential memory traffic instead
+//! of a binary heap's log2(n) scattered accesses per event.
 //!
 //! What moves is a 12-byte entry (the time and the index of the event's slot); the events stay
 //! where they were put, in a slab whose free slots are reused last-freed first (so an event
@@ -57,6 +62,11 @@ const SUMMARY: usize = WORDS.div_ceil(64);
 const KEEP: usize = 4096;
 /// How many entries ahead of the one taken out the queue asks the memory for their events.
 const AHEAD: usize = 8;
+/// How many entries further ahead (in the front) the queue asks for items into the second-level
+/// cache only (more misses in flight than the first-level cache keeps track of): 7 to 18% less
+/// per event at 1,000,000 and 10,000,000 pending than without, in session 8's A/B runs
+/// (docs/performance.md, which also has 16 against 32).
+const FURTHER: usize = 32;
 /// From how many slots on the queue asks for items ahead (a smaller slab stays in the cache).
 const PREFETCH_FROM: usize = 1 << 14;
 /// How many drained large buckets the queue keeps for the next buckets to fill, instead of
@@ -243,6 +253,13 @@ impl<T> std::ops::IndexMut<usize> for Slab<T> {
 const SMALL: usize = 32;
 /// `ahead`'s bucket when it is the front.
 const FRONT: usize = BUCKETS;
+/// A bucket of this level or below becomes the front whole, radix-sorted by time (one pass per
+/// level), however many entries it holds; a bucket of a higher level with more than `SMALL` is
+/// split. Level 2 spans 65.5 us of times, level 3 16.8 ms.
+const SORTED: usize = 2;
+/// How many pending entries of the front an entry scheduled into the front's block may pass
+/// (moving them up one place each) before the front is narrowed to one time instead.
+const FAR: usize = 64;
 
 /// A priority queue of `T`, earliest (time, seq) first.
 #[derive(Clone)]
@@ -403,24 +420,28 @@ impl<T: Keyed> Queue<T> {
     #[inline(always)]
     fn prefetch(&self, slot: u32) {
         #[cfg(target_arch = "x86_64")]
+        self.prefetch_into::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot);
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
+    /// Asks the memory for the item in `slot`, into the cache of `HINT` (x86's `_MM_HINT_*`).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn prefetch_into<const HINT: i32>(&self, slot: u32) {
         if let Some(item) = self.slab.get(slot as usize) {
             let p = (item as *const Option<T>).cast::<i8>();
             // SAFETY: a prefetch is a hint that reads nothing into the program and cannot fault;
             // `p` points into the slab anyway. The second line covers an item that straddles
             // two cache lines.
             unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch(p, _MM_HINT_T0);
+                use std::arch::x86_64::_mm_prefetch;
+                _mm_prefetch::<HINT>(p);
                 if std::mem::size_of::<Option<T>>() > 64 {
-                    _mm_prefetch(
-                        p.wrapping_add(std::mem::size_of::<Option<T>>() - 1),
-                        _MM_HINT_T0,
-                    );
+                    _mm_prefetch::<HINT>(p.wrapping_add(std::mem::size_of::<Option<T>>() - 1));
                 }
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
     }
 
     /// Moves `ahead` to the next entry to come out, if there is one, and asks for its item.
@@ -435,6 +456,14 @@ impl<T: Keyed> Queue<T> {
         if let Some(e) = list.get(i + 1) {
             self.ahead = (b, i + 1);
             self.prefetch(e.slot);
+            // And, from a long front, the item `FURTHER` entries later into the second-level
+            // cache, so that the request above is met there instead of by the memory.
+            #[cfg(target_arch = "x86_64")]
+            if b == FRONT {
+                if let Some(f) = self.front.get(i + 1 + FURTHER) {
+                    self.prefetch_into::<{ std::arch::x86_64::_MM_HINT_T2 }>(f.slot);
+                }
+            }
             return;
         }
         // The next occupied bucket of level 0 after this one (after the front's time, when the
@@ -510,8 +539,13 @@ impl<T: Keyed> Queue<T> {
     #[inline]
     fn put_in_front(&mut self, e: Entry) {
         // Its place is found from the back (a new event is due later than most pending ones),
-        // and the later pending entries move up one place in one copy.
+        // and the later pending entries move up one place in one copy; unless more than `FAR`
+        // of them are later.
         let pending = &self.front[self.head..];
+        if pending.len() > FAR {
+            self.put_in_long_front(e);
+            return;
+        }
         let mut at = pending.len();
         while at > 0 && pending[at - 1].time > e.time {
             at -= 1;
@@ -522,6 +556,72 @@ impl<T: Keyed> Queue<T> {
             let last = self.front.len() - 1;
             self.front.copy_within(at..last, at + 1);
             self.front[at] = e;
+        }
+    }
+
+    /// `put_in_front` when more than `FAR` entries of the front are pending.
+    fn put_in_long_front(&mut self, e: Entry) {
+        let pending = &self.front[self.head..];
+        let nearest = pending.len() - FAR;
+        let mut at = pending.len();
+        while at > nearest && pending[at - 1].time > e.time {
+            at -= 1;
+        }
+        if at == nearest && pending[at - 1].time > e.time {
+            self.put_far_in_front(e);
+            return;
+        }
+        let at = self.head + at;
+        self.front.insert(at, e);
+    }
+
+    /// Puts an entry of the front's block, later than every item scheduled before, in the front
+    /// when more than `FAR` pending entries of the front are later than it: before them all
+    /// when it is earlier than every pending one, or else the front is first reduced to its
+    /// earliest time (see `narrow_front`), which leaves it only later entries of that time.
+    #[cold]
+    fn put_far_in_front(&mut self, e: Entry) {
+        let head = self.head;
+        if e.time < self.front[head].time {
+            if head > 0 {
+                // Where the last taken out was.
+                self.head -= 1;
+                self.front[head - 1] = e;
+            } else {
+                self.front.insert(0, e);
+            }
+            return;
+        }
+        self.narrow_front();
+        if e.time == self.last {
+            self.front.push(e);
+        } else {
+            let c = Self::bucket(self.last, e.time);
+            self.push_to(c, e);
+        }
+    }
+
+    /// Makes the front hold only the pending entries of its earliest time (`span` 0), its later
+    /// pending entries going to buckets of the levels below the front's block (empty until now:
+    /// the front held every time of its block), in (time, seq) order, so that each bucket's
+    /// entries of one time stay in seq order. A front sorted whole from a large bucket would
+    /// otherwise move hundreds of entries for each event scheduled into its block.
+    #[cold]
+    fn narrow_front(&mut self) {
+        let was = std::mem::take(&mut self.front);
+        let head = std::mem::replace(&mut self.head, 0);
+        self.last = was[head].time;
+        self.span = 0;
+        for &e in &was[head..] {
+            if e.time == self.last {
+                self.front.push(e);
+            } else {
+                let c = Self::bucket(self.last, e.time);
+                self.push_to(c, e);
+            }
+        }
+        if self.slab.len() > PREFETCH_FROM {
+            self.restart_ahead();
         }
     }
 
@@ -547,13 +647,18 @@ impl<T: Keyed> Queue<T> {
     #[inline]
     fn push_to(&mut self, b: usize, e: Entry) {
         let bucket = &mut self.buckets[b];
-        if bucket.capacity() == 0 {
-            if let Some(spare) = self.spare.pop() {
-                *bucket = spare;
+        if bucket.is_empty() {
+            // The first entry: the bucket is marked occupied (it stays so until emptied).
+            if bucket.capacity() == 0 {
+                if let Some(spare) = self.spare.pop() {
+                    *bucket = spare;
+                }
             }
+            bucket.push(e);
+            self.mark(b);
+        } else {
+            bucket.push(e);
         }
-        bucket.push(e);
-        self.mark(b);
     }
 
     /// Empties bucket `b`, keeping its room when it is small, or as a spare when it is large.
@@ -657,33 +762,29 @@ impl<T: Keyed> Queue<T> {
         let unsorted = self.unsorted.get(b);
         self.unsorted.clear(b);
         let level = b / DIGITS;
-        if level == 0 || self.buckets[b].len() <= SMALL {
-            // The whole bucket becomes the front: one time (level 0), or a few entries of the
-            // bucket's range, which becomes the front's block.
-            std::mem::swap(&mut self.front, &mut self.buckets[b]);
-            self.recycle(b);
+        let n = self.buckets[b].len();
+        if level <= SORTED || n <= SMALL {
+            // The whole bucket becomes the front: one time (level 0), or the entries of the
+            // bucket's range, which becomes the front's block, sorted by time.
             if level == 0 {
+                std::mem::swap(&mut self.front, &mut self.buckets[b]);
+                self.recycle(b);
                 self.last = (self.last & !(DIGITS as u64 - 1)) | (b & (DIGITS - 1)) as u64;
                 self.span = 0;
                 if unsorted {
                     self.sort_front();
                 }
             } else {
-                if unsorted {
-                    self.sort_front();
-                } else {
-                    // By time, stable (entries of one time stay in seq order): an insertion
-                    // sort of at most `SMALL` entries, mostly two or three.
-                    let front = &mut self.front;
-                    for k in 1..front.len() {
-                        let e = front[k];
-                        let mut i = k;
-                        while i > 0 && front[i - 1].time > e.time {
-                            front[i] = front[i - 1];
-                            i -= 1;
-                        }
-                        front[i] = e;
+                if n <= SMALL || unsorted {
+                    std::mem::swap(&mut self.front, &mut self.buckets[b]);
+                    self.recycle(b);
+                    if unsorted {
+                        self.sort_front();
+                    } else {
+                        self.sort_small(level);
                     }
+                } else {
+                    self.sort_into_front(b, level);
                 }
                 self.last = self.front[0].time;
                 self.span = (BITS * level) as u32;
@@ -728,6 +829,90 @@ impl<T: Keyed> Queue<T> {
             self.restart_ahead();
         }
         true
+    }
+
+    /// Sorts the front, the entries of one bucket of `level` (at least 1; at most `SMALL` of
+    /// them, each time's in seq order), by time and stably, without a branch per comparison:
+    /// each entry's key is the bits of its time below the bucket's digit (the entries agree on
+    /// every other bit) above its place in the bucket, and the keys are sorted as numbers.
+    fn sort_small(&mut self, level: usize) {
+        const _: () = assert!(SMALL <= 256 && BITS * (LEVELS - 1) + 8 <= 64);
+        let n = self.front.len();
+        if n < 8 {
+            // An insertion sort, for a few entries (mostly one to three).
+            let front = &mut self.front;
+            for k in 1..n {
+                let e = front[k];
+                let mut i = k;
+                while i > 0 && front[i - 1].time > e.time {
+                    front[i] = front[i - 1];
+                    i -= 1;
+                }
+                front[i] = e;
+            }
+            return;
+        }
+        let below = (1u64 << (BITS * level)) - 1;
+        let mut keys = [0u64; SMALL];
+        for (i, (k, e)) in keys.iter_mut().zip(&self.front).enumerate() {
+            *k = (e.time & below) << 8 | i as u64;
+        }
+        let keys = &mut keys[..n];
+        keys.sort_unstable();
+        let mut was = [Entry { time: 0, slot: 0 }; SMALL];
+        was[..n].copy_from_slice(&self.front);
+        for (e, k) in self.front.iter_mut().zip(keys.iter()) {
+            *e = was[(k & 255) as usize];
+        }
+    }
+
+    /// Makes bucket `b` of `level` 1 or 2 (at most `SORTED`), of more than `SMALL` entries in
+    /// seq order within each time, the front, sorted by time and stably: a radix sort by the
+    /// time's bytes below the bucket's digit (the entries agree on every other byte), lowest
+    /// first, each pass a counting sort that reads the entries in order and writes each once.
+    /// Where splitting the bucket would move each entry to a bucket of the level below (and, for
+    /// level 2, again to one of level 1, or to level 0 to be taken out as a front of its own),
+    /// this reads the bucket once for the counts and once per byte.
+    fn sort_into_front(&mut self, b: usize, level: usize) {
+        let mut from = std::mem::take(&mut self.buckets[b]);
+        let n = from.len();
+        let mut at = [[0u32; DIGITS]; SORTED];
+        let [low, high] = &mut at;
+        if level == 1 {
+            for e in &from {
+                low[e.time as usize & (DIGITS - 1)] += 1;
+            }
+        } else {
+            for e in &from {
+                low[e.time as usize & (DIGITS - 1)] += 1;
+                high[(e.time >> BITS) as usize & (DIGITS - 1)] += 1;
+            }
+        }
+        let mut to = std::mem::take(&mut self.front);
+        for (byte, at) in at.iter_mut().enumerate().take(level) {
+            let mut sum = 0;
+            for a in at.iter_mut() {
+                (*a, sum) = (sum, sum + *a);
+            }
+            to.clear();
+            to.reserve(n);
+            let room = to.spare_capacity_mut();
+            for e in &from {
+                let d = (e.time >> (BITS * byte)) as usize & (DIGITS - 1);
+                room[at[d] as usize].write(*e);
+                at[d] += 1;
+            }
+            // SAFETY: the counts give the `n` entries distinct places below `n` (the number of
+            // entries of a lower digit, then one more for each entry of the same digit before
+            // it), and each place was written above.
+            unsafe { to.set_len(n) };
+            std::mem::swap(&mut from, &mut to);
+        }
+        // `from` holds the sorted entries, `to` the room of the other pass (or of the front).
+        self.front = from;
+        to.clear();
+        self.buckets[b] = to;
+        self.recycle(b);
     }
 
     /// Sorts the front by time and its items' seqs (some were scheduled out of order).
@@ -1096,6 +1281,171 @@ mod tests {
             }
             assert!(q.pop().is_none() && q.is_empty(), "seed {seed}");
         }
+    }
+
+    #[test]
+    fn large_buckets_of_levels_1_and_2_become_the_front_whole_in_time_then_seq_order() {
+        // Past `last` = 0: 200 entries of level 1 (times 256..512), 5,000 of level 2 (times
+        // 65,536..131,072) and 20 of level 3 (times 2^24..2^25), each with ties, scheduled in seq
+        // order but not in time order. Each bucket becomes the front whole and sorted (level 1
+        // and 2 by a radix sort, the 20 by their keys), not split, and every item comes out in
+        // (time, seq) order.
+        let mut q = Queue::new();
+        let mut next = xorshift(0x853c_49e6_748f_ea9b);
+        let mut all = vec![(0u64, 0u64)];
+        q.push(item(0, 0));
+        let mut seq = 0;
+        for (count, from, apart) in [
+            (200u64, 256u64, 16u64),
+            (5_000, 1 << 16, 16),
+            (20, 1 << 24, 1 << 22),
+        ] {
+            for _ in 0..count {
+                seq += 1;
+                // Few distinct times: many ties.
+                let t = from + next() % 4 * apart + next() % 3 * (apart / 16);
+                q.push(item(t, seq));
+                all.push((t, seq));
+            }
+        }
+        all.sort_unstable();
+        let mut out = Vec::new();
+        let mut fronts = Vec::new();
+        while let Some(e) = q.pop() {
+            if q.head == 1 {
+                // This pop refilled the front.
+                fronts.push((q.span, q.front.len()));
+            }
+            assert_eq!(e.payload, e.time ^ e.seq);
+            out.push((e.time, e.seq));
+        }
+        assert_eq!(out, all);
+        assert_eq!(fronts, vec![(0, 1), (8, 200), (16, 5_000), (24, 20)]);
+    }
+
+    /// A queue whose front is a level-2 bucket of 1,000 entries, 10 ns apart from 65,536 ns,
+    /// of which the first five were taken out; and the items it holds, in (time, seq) order.
+    fn a_long_front() -> (Queue<Item>, Vec<(u64, u64)>) {
+        let mut q = Queue::new();
+        q.push(item(0, 0));
+        let mut pending = Vec::new();
+        for i in 0..1_000u64 {
+            q.push(item(65_536 + 10 * (999 - i), i + 1));
+            pending.push((65_536 + 10 * (999 - i), i + 1));
+        }
+        assert_eq!(q.pop().map(|e| e.time), Some(0));
+        pending.sort_unstable();
+        for &p in &pending[..5] {
+            assert_eq!(q.pop().map(|e| (e.time, e.seq)), Some(p));
+        }
+        assert_eq!((q.span, q.front.len() - q.head), (16, 995));
+        (q, pending.split_off(5))
+    }
+
+    fn drain(mut q: Queue<Item>) -> Vec<(u64, u64)> {
+        std::iter::from_fn(|| q.pop())
+            .map(|e| (e.time, e.seq))
+            .collect()
+    }
+
+    #[test]
+    fn events_scheduled_into_a_long_front_come_out_in_order_and_one_far_in_narrows_it() {
+        // Near the end of the front (fewer than `FAR` later pending entries): moved into place.
+        let (mut q, mut pending) = a_long_front();
+        for (t, s) in [
+            (65_536 + 9_995, 2_000),
+            (65_536 + 9_500, 2_001),
+            (65_536 + 9_500, 2_002),
+        ] {
+            q.push(item(t, s));
+            pending.push((t, s));
+        }
+        assert_eq!(q.span, 16);
+        pending.sort_unstable();
+        assert_eq!(drain(q), pending);
+
+        // Before every pending entry (the time just taken out): where the last taken out was.
+        let (mut q, mut pending) = a_long_front();
+        let head = q.head;
+        q.push(item(65_536 + 45, 2_000));
+        pending.insert(0, (65_536 + 45, 2_000));
+        assert_eq!((q.span, q.head), (16, head - 1));
+        assert_eq!(drain(q), pending);
+
+        // In the middle, with hundreds of later pending entries: the front is narrowed to its
+        // earliest time, the others going to buckets of levels 0 and 1, and nothing is lost.
+        let (mut q, mut pending) = a_long_front();
+        q.push(item(65_536 + 5_000, 2_000));
+        pending.push((65_536 + 5_000, 2_000));
+        assert_eq!((q.span, q.front.len() - q.head), (0, 1));
+        assert_eq!(q.last, 65_536 + 50);
+        // And the narrowed queue goes on taking events into its block.
+        for (t, s) in [
+            (65_536 + 50, 2_001),
+            (65_536 + 51, 2_002),
+            (65_536 + 5_000, 2_003),
+        ] {
+            q.push(item(t, s));
+            pending.push((t, s));
+        }
+        pending.sort_unstable();
+        assert_eq!(drain(q), pending);
+    }
+
+    #[test]
+    fn dense_queues_with_events_scheduled_into_the_front_order_exactly_as_a_binary_heap() {
+        // Thousands pending, a third of the new events due within 300 ns (into the front's block),
+        // a third within 70 us, a third 0.5 to 1.5 ms later, and put-backs: the fronts sorted
+        // whole from large buckets, and narrowed, in every order the engine can produce.
+        let (mut sorted, mut narrowed) = (0, 0);
+        for seed in 0..12u64 {
+            let mut q = Queue::new();
+            let mut heap: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+            let mut next =
+                xorshift(0x2545_f491_4f6c_dd1d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut seq = 0u64;
+            let delay = |next: &mut dyn FnMut() -> u64| match next() % 3 {
+                0 => next() % 300,
+                1 => next() % 70_000,
+                _ => 500_000 + next() % 1_000_000,
+            };
+            for _ in 0..5_000 {
+                seq += 1;
+                let t = delay(&mut next);
+                q.push(item(t, seq));
+                heap.push(Reverse((t, seq)));
+            }
+            for i in 0..40_000u64 {
+                let e = q.pop().expect("pending");
+                let Reverse((t, s)) = heap.pop().expect("pending");
+                assert_eq!((e.time, e.seq), (t, s), "seed {seed}, event {i}");
+                if q.head == 1 && q.span > 0 && q.front.len() > SMALL {
+                    sorted += 1;
+                }
+                if i % 53 == 0 {
+                    q.push(e);
+                    heap.push(Reverse((t, s)));
+                    continue;
+                }
+                let wide = q.span > 0;
+                seq += 1;
+                let at = t + delay(&mut next);
+                q.push(item(at, seq));
+                heap.push(Reverse((at, seq)));
+                if wide && q.span == 0 {
+                    narrowed += 1;
+                }
+            }
+            while let Some(Reverse((t, s))) = heap.pop() {
+                let e = q.pop().expect("pending");
+                assert_eq!((e.time, e.seq), (t, s), "seed {seed}");
+            }
+            assert!(q.pop().is_none(), "seed {seed}");
+        }
+        assert!(
+            sorted > 100 && narrowed > 100,
+            "sorted {sorted}, narrowed {narrowed}"
+        );
     }
 
     #[derive(Clone, Debug)]
