@@ -54,6 +54,17 @@ enum LinkTimes {
     Sparse(FxHashMap<(u32, u32), u64>),
 }
 
+/// An n x n table of latest arrivals, all zero, in memory backed by huge pages where Linux
+/// allows: every node sending to every other reads it at random (72 MB at 3,000 nodes), and
+/// with 4 KiB pages nearly every look-up was a page-table walk as well as a cache miss.
+fn dense_table(n: usize) -> Vec<u64> {
+    // Zeroed memory from the allocator: untouched pages cost nothing until written, and are
+    // advised before any is.
+    let table = vec![0; n * n];
+    crate::huge_pages::advise(&table);
+    table
+}
+
 /// What happens to one copy of a message.
 pub(crate) enum Fate {
     /// It arrives at this time.
@@ -83,7 +94,7 @@ impl Network {
             duplicate: spec.duplicate,
             n,
             last_arrival: if reorders && n <= DENSE_LINKS_UP_TO {
-                LinkTimes::Dense(vec![0; n * n])
+                LinkTimes::Dense(dense_table(n))
             } else {
                 LinkTimes::Sparse(FxHashMap::default())
             },
@@ -153,7 +164,7 @@ impl Network {
             LinkTimes::Sparse(m) => {
                 m.insert((from as u32, to as u32), at);
                 if m.len() >= self.n * self.n / DENSE_FROM_SHARE {
-                    let mut table = vec![0; self.n * self.n];
+                    let mut table = dense_table(self.n);
                     for (&(from, to), &at) in m.iter() {
                         table[from as usize * self.n + to as usize] = at;
                     }
