@@ -163,8 +163,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     to,
                     msg_id,
                     kind,
-                    reason,
+                    partitioned,
                 } => {
+                    let kind = self.core.kinds[*kind as usize].name;
+                    let reason = super::lost_reason(*partitioned);
                     p.kind = "lost";
                     p.from = Some(ids[*from as usize].0);
                     p.to = Some(ids[*to as usize].0);
