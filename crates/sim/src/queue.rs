@@ -593,11 +593,19 @@ impl<T: Keyed> Queue<T> {
             return;
         }
         self.narrow_front();
+        self.place_past_one_time_front(e);
+    }
+
+    /// With the front holding one time (`last`, `span` 0), puts `e` (no earlier than `last`,
+    /// and later in (time, seq) than every entry placed so far) at the end of the front when it
+    /// is of that time, or else in its bucket.
+    #[inline]
+    fn place_past_one_time_front(&mut self, e: Entry) {
         if e.time == self.last {
             self.front.push(e);
         } else {
-            let c = Self::bucket(self.last, e.time);
-            self.push_to(c, e);
+            let b = Self::bucket(self.last, e.time);
+            self.push_to(b, e);
         }
     }
 
@@ -613,12 +621,7 @@ impl<T: Keyed> Queue<T> {
         self.last = was[head].time;
         self.span = 0;
         for &e in &was[head..] {
-            if e.time == self.last {
-                self.front.push(e);
-            } else {
-                let c = Self::bucket(self.last, e.time);
-                self.push_to(c, e);
-            }
+            self.place_past_one_time_front(e);
         }
         if self.slab.len() > PREFETCH_FROM {
             self.restart_ahead();
@@ -944,12 +947,7 @@ impl<T: Keyed> Queue<T> {
         self.ahead = (FRONT, 0);
         // In (time, seq) order, appending keeps each bucket's entries of one time in seq order.
         for e in all {
-            if e.time == self.last {
-                self.front.push(e);
-            } else {
-                let b = Self::bucket(self.last, e.time);
-                self.push_to(b, e);
-            }
+            self.place_past_one_time_front(e);
         }
     }
 
