@@ -16,7 +16,7 @@ const ROWS: [(&str, &str); 9] = [
     ("a2", "simulator: lamport-mutex, saturated"),
     (
         "b1",
-        "simulator: ricart-agrawala, every node requesting once",
+        "simulator: ricart-agrawala, every node requesting in turn",
     ),
     (
         "b2",
