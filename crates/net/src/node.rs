@@ -2396,4 +2396,211 @@ addr = "127.0.0.1:3"
         assert_eq!((mark(0), mark(1), mark(2)), (e2, e2, e2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A new, empty directory for one test's epoch marks (named after the test and this
+    /// process, so that tests running at once do not share marks).
+    fn marks_dir(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("ds-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Node `i`'s epoch mark, as read back from its file in `dir`.
+    fn mark(dir: &std::path::Path, i: u32) -> Epoch {
+        crate::persist::EpochStore::open(dir, NodeId(i))
+            .unwrap()
+            .stored()
+    }
+
+    /// The lead-up to a view of one member: three nodes running ricart-agrawala (central
+    /// cannot run with one member: its view would refuse every lock) with real marks in
+    /// `dir`; node 2 leads a view of all three at epoch e0; client 1 holds the lock through
+    /// node 0, client 2 waits for it at node 2; then nodes 0 and 1 go down. Node 2, alone,
+    /// will change view to e1 = `next_epoch(e0, 2)` with nobody to ask, so it commits at once:
+    /// its commit's store is the only thing between its new epoch and a grant to client 2.
+    /// Returns the harness, e0 and client 1's token.
+    async fn a_leader_about_to_be_alone(dir: &std::path::Path) -> (Harness, Epoch, u64) {
+        let file = FILE.replace("\"central\"", "\"ricart-agrawala\"");
+        let mut h = Harness::with_marks(&file, dir);
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        let e0 = h.nodes[2].status().epoch.unwrap();
+        assert_eq!((mark(dir, 0), mark(dir, 1), mark(dir, 2)), (e0, e0, e0));
+        h.client(0, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("client 1 is granted through node 0");
+        assert_eq!(t1 >> 32, e0 as u64);
+        h.client(2, 2, lock());
+        assert_eq!(granted(&h.replies(2)), None, "client 2 waits at node 2");
+        h.up[0] = false;
+        h.up[1] = false;
+        (h, e0, t1)
+    }
+
+    /// A view of one member: the leader alone asks nobody, so `commit` runs in the same call
+    /// as `begin_change`, and its store is the only guard. With its disk full, the leader
+    /// crashes at that store: it never enters the view of the new epoch e1 nor grants in it
+    /// (client 2, waiting at it, gets nothing), and its mark stays e0. Restarted from its mark
+    /// (the others still down), it numbers its view e1 again (nobody acted on e1), stores it,
+    /// and the first grant of that view is e1's first token: the crashed attempt handed out
+    /// no token, so none is handed out twice. (With the commit's store after the view opened,
+    /// client 2 is granted e1's first token before the crash, and the restarted leader grants
+    /// it again: this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_alone_that_crashes_storing_its_epoch_opens_no_view_and_grants_nothing() {
+        let dir = marks_dir("alone-crash");
+        let (mut h, e0, t1) = a_leader_about_to_be_alone(&dir).await;
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        let leader = &mut h.nodes[2];
+        leader.store.as_mut().unwrap().fail_writes();
+        leader.stop = crash;
+        h.run(1000).await;
+        assert!(h.crashed[2], "node 2 crashed at its store");
+        // What the crashed node had done before it crashed.
+        let leader = &h.nodes[2];
+        assert_eq!(leader.seen_epoch, e1, "it had started a change to e1");
+        let change = leader.change.as_ref().expect("its view change");
+        assert_eq!(change.epoch, e1);
+        assert!(
+            change.asked.is_empty(),
+            "a change of one member asks nobody"
+        );
+        assert!(change.awaiting.is_none(), "it crashed before it committed");
+        assert_eq!(leader.status().epoch, None, "it entered no view");
+        assert_eq!(leader.last_view, e0, "it never committed e1");
+        let replies = h.replies(2);
+        assert_eq!(
+            granted(&replies),
+            None,
+            "client 2 was granted in the view the leader never stored: {replies:?}"
+        );
+        assert_eq!(mark(&dir, 2), e0, "its mark stays at the old epoch");
+        // Restarted from its mark, with the others still down.
+        h.restart(2, &dir);
+        assert_eq!(h.nodes[2].seen_epoch, e0);
+        h.run(1000).await;
+        let s = h.nodes[2].status();
+        assert_eq!(
+            (s.leader, s.epoch, s.members.clone(), s.open),
+            (Some(NodeId(2)), Some(e1), vec![NodeId(2)], true),
+            "node 2 leads a view of itself, numbered e1"
+        );
+        assert_eq!(mark(&dir, 2), e1, "its view's epoch is on disk");
+        h.client(2, 3, lock());
+        let replies = h.replies(3);
+        let t3 = granted(&replies).unwrap_or_else(|| {
+            panic!(
+                "client 3 is granted in e1: {replies:?} {:?}",
+                h.nodes[2].status()
+            )
+        });
+        assert_eq!(t3, next_token(0, e1).unwrap(), "e1's first token");
+        assert!(t3 > t1, "{t3} > {t1}");
+        assert_eq!(granted(&h.replies(2)), None, "client 2 was never granted");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The same view of one member with a working disk: the leader stores e1 when it commits,
+    /// so its mark is e1 by the time its view is seen at e1, and client 2, waiting at it, is
+    /// granted e1's first token. (Without the commit's store, the harness, which has no run
+    /// loop to store at the end of a turn, shows the view granting with the mark still at e0:
+    /// this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_alone_stores_its_epoch_before_its_view_grants() {
+        let dir = marks_dir("alone-store");
+        let (mut h, e0, t1) = a_leader_about_to_be_alone(&dir).await;
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        let mut t2 = None;
+        for _ in 0..100 {
+            h.run(10).await;
+            t2 = t2.or(granted(&h.replies(2)));
+            let s = h.nodes[2].status();
+            if s.epoch.is_some_and(|e| e != e0) {
+                assert_eq!(s.epoch, Some(e1), "node 2's view after e0");
+                assert_eq!(s.members, vec![NodeId(2)], "a view of one member");
+                break;
+            }
+            assert_eq!(
+                t2, None,
+                "client 2 was granted before node 2 was in view e1"
+            );
+        }
+        assert_eq!(h.nodes[2].status().epoch, Some(e1), "node 2 is in view e1");
+        assert_eq!(
+            mark(&dir, 2),
+            e1,
+            "node 2 is in view e1 (client 2's grant: {t2:?}) with its mark at {}",
+            mark(&dir, 2)
+        );
+        h.run(100).await;
+        let t2 = t2
+            .or(granted(&h.replies(2)))
+            .expect("client 2 is granted in e1");
+        assert_eq!(t2, next_token(0, e1).unwrap(), "e1's first token");
+        assert!(t2 > t1, "{t2} > {t1}");
+        assert!(h.nodes[2].status().open);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The run loop's own store: in the turn in which the leader starts a view change (here a
+    /// node asks to join), its Prepares go out and its new epoch is raised in memory only;
+    /// `serve` stores it at the end of that turn, after letting the links write. Driven
+    /// through the real loop (`serve`) with the harness's links: once the loop has finished
+    /// the turn, before any member has answered (nothing is delivered to them), the leader's
+    /// mark on disk holds the new epoch, and no Commit has gone out (so `commit`'s store did
+    /// not do it). (Without the end-of-turn store, the mark stays at the old epoch until the
+    /// members answer: this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn the_run_loop_stores_a_leaders_new_epoch_at_the_end_of_the_turn_it_sent_prepares() {
+        let dir = marks_dir("end-of-turn");
+        let mut h = Harness::with_marks(FILE, &dir);
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        let e0 = h.nodes[2].status().epoch.unwrap();
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        assert_eq!((mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)), (e0, e0, e0));
+        // Node 2 leaves the harness for the real loop; the harness keeps its links' far ends.
+        let cluster = h.nodes[2].cluster.clone();
+        let mut leader = std::mem::replace(&mut h.nodes[2], Node::new(cluster, NodeId(2)));
+        h.up[2] = false;
+        leader.stop = crash;
+        let (events_tx, events) = mpsc::channel(16);
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let looping = tokio::spawn(serve(leader, events, stopped));
+        events_tx
+            .send(Event::Peer(NodeId(0), PeerMsg::Join))
+            .await
+            .unwrap();
+        // The paused clock moves only once no task can run: when this sleep ends, the loop has
+        // handled the Join and finished its turn (and waits for its next event or tick).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(!looping.is_finished(), "the loop is still running");
+        for to in [0, 1] {
+            let mut sent = Vec::new();
+            while let Ok(m) = h.rx[2][to].as_mut().unwrap().try_recv() {
+                sent.push(m);
+            }
+            assert!(
+                sent.contains(&PeerMsg::Prepare { epoch: e1 }),
+                "a Prepare of {e1} went to node {to}: {sent:?}"
+            );
+            assert!(
+                !sent.iter().any(|m| matches!(m, PeerMsg::Commit { .. })),
+                "node 2 committed: {sent:?}"
+            );
+        }
+        assert_eq!(
+            (mark(&dir, 0), mark(&dir, 1)),
+            (e0, e0),
+            "no member has seen the Prepare"
+        );
+        assert_eq!(
+            mark(&dir, 2),
+            e1,
+            "the leader's new epoch is on disk once its turn has ended"
+        );
+        stop.send(()).unwrap();
+        looping.await.unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
