@@ -2302,9 +2302,7 @@ addr = "127.0.0.1:3"
     /// its Commits, the members commit the view the leader never stored: this test fails.)
     #[tokio::test(start_paused = true)]
     async fn a_leader_that_crashes_storing_its_epoch_commits_nothing_in_that_view() {
-        let dir = std::env::temp_dir().join(format!("ds-epoch-order-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = marks_dir("epoch-order");
         let mark = |i: u32| {
             crate::persist::EpochStore::open(&dir, NodeId(i))
                 .unwrap()
@@ -2394,16 +2392,31 @@ addr = "127.0.0.1:3"
             "the view above the stale one"
         );
         assert_eq!((mark(0), mark(1), mark(2)), (e2, e2, e2));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A new, empty directory for one test's epoch marks (named after the test and this
-    /// process, so that tests running at once do not share marks).
-    fn marks_dir(test: &str) -> std::path::PathBuf {
+    /// process, so that tests running at once do not share marks), removed when dropped, also
+    /// when the test fails.
+    struct MarksDir(std::path::PathBuf);
+
+    impl std::ops::Deref for MarksDir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for MarksDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn marks_dir(test: &str) -> MarksDir {
         let dir = std::env::temp_dir().join(format!("ds-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        MarksDir(dir)
     }
 
     /// Node `i`'s epoch mark, as read back from its file in `dir`.
@@ -2456,6 +2469,13 @@ addr = "127.0.0.1:3"
         leader.stop = crash;
         h.run(1000).await;
         assert!(h.crashed[2], "node 2 crashed at its store");
+        let replies = h.replies(2);
+        assert_eq!(
+            granted(&replies),
+            None,
+            "client 2 was granted in the view the leader never stored: {replies:?}"
+        );
+        assert_eq!(mark(&dir, 2), e0, "its mark stays at the old epoch");
         // What the crashed node had done before it crashed.
         let leader = &h.nodes[2];
         assert_eq!(leader.seen_epoch, e1, "it had started a change to e1");
@@ -2468,13 +2488,6 @@ addr = "127.0.0.1:3"
         assert!(change.awaiting.is_none(), "it crashed before it committed");
         assert_eq!(leader.status().epoch, None, "it entered no view");
         assert_eq!(leader.last_view, e0, "it never committed e1");
-        let replies = h.replies(2);
-        assert_eq!(
-            granted(&replies),
-            None,
-            "client 2 was granted in the view the leader never stored: {replies:?}"
-        );
-        assert_eq!(mark(&dir, 2), e0, "its mark stays at the old epoch");
         // Restarted from its mark, with the others still down.
         h.restart(2, &dir);
         assert_eq!(h.nodes[2].seen_epoch, e0);
@@ -2497,7 +2510,6 @@ addr = "127.0.0.1:3"
         assert_eq!(t3, next_token(0, e1).unwrap(), "e1's first token");
         assert!(t3 > t1, "{t3} > {t1}");
         assert_eq!(granted(&h.replies(2)), None, "client 2 was never granted");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The same view of one member with a working disk: the leader stores e1 when it commits,
@@ -2539,7 +2551,6 @@ addr = "127.0.0.1:3"
         assert_eq!(t2, next_token(0, e1).unwrap(), "e1's first token");
         assert!(t2 > t1, "{t2} > {t1}");
         assert!(h.nodes[2].status().open);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The run loop's own store: in the turn in which the leader starts a view change (here a
@@ -2601,6 +2612,5 @@ addr = "127.0.0.1:3"
         );
         stop.send(()).unwrap();
         looping.await.unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
