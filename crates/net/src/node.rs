@@ -2555,12 +2555,15 @@ addr = "127.0.0.1:3"
 
     /// The run loop's own store: in the turn in which the leader starts a view change (here a
     /// node asks to join), its Prepares go out and its new epoch is raised in memory only;
-    /// `serve` stores it at the end of that turn, after letting the links write. Driven
-    /// through the real loop (`serve`) with the harness's links: once the loop has finished
-    /// the turn, before any member has answered (nothing is delivered to them), the leader's
-    /// mark on disk holds the new epoch, and no Commit has gone out (so `commit`'s store did
-    /// not do it). (Without the end-of-turn store, the mark stays at the old epoch until the
-    /// members answer: this test fails.)
+    /// `serve` lets the links write (it yields), then stores the mark, at the end of that turn.
+    /// Driven through the real loop (`serve`), with two tasks standing in for its link tasks
+    /// (each takes the messages to one member, as a link writes them): when a link takes its
+    /// Prepare, the leader's mark is still the old epoch (its sync overlaps the members'
+    /// instead of preceding their Prepares); once the loop has finished the turn, before any
+    /// member has answered (nothing is delivered to them), the mark holds the new epoch and no
+    /// Commit has gone out (so `commit`'s store did not do it). (Without the end-of-turn store
+    /// the mark stays at the old epoch until the members answer; without the yield the links
+    /// take their Prepares only after the store: either way this test fails.)
     #[tokio::test(start_paused = true)]
     async fn the_run_loop_stores_a_leaders_new_epoch_at_the_end_of_the_turn_it_sent_prepares() {
         let dir = marks_dir("end-of-turn");
@@ -2577,6 +2580,26 @@ addr = "127.0.0.1:3"
         leader.stop = crash;
         let (events_tx, events) = mpsc::channel(16);
         let (stop, stopped) = tokio::sync::oneshot::channel();
+        let links: Vec<_> = [0, 1]
+            .map(|to| {
+                let mut rx = h.rx[2][to].take().unwrap();
+                let dir = dir.to_path_buf();
+                tokio::spawn(async move {
+                    let mut sent = Vec::new();
+                    let mut at_prepare = None;
+                    while let Some(m) = rx.recv().await {
+                        if m == (PeerMsg::Prepare { epoch: e1 }) {
+                            at_prepare = Some(mark(&dir, 2));
+                        }
+                        sent.push(m);
+                        if at_prepare.is_some() {
+                            break;
+                        }
+                    }
+                    (sent, at_prepare, rx)
+                })
+            })
+            .into();
         let looping = tokio::spawn(serve(leader, events, stopped));
         events_tx
             .send(Event::Peer(NodeId(0), PeerMsg::Join))
@@ -2586,15 +2609,17 @@ addr = "127.0.0.1:3"
         // handled the Join and finished its turn (and waits for its next event or tick).
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert!(!looping.is_finished(), "the loop is still running");
-        for to in [0, 1] {
-            let mut sent = Vec::new();
-            while let Ok(m) = h.rx[2][to].as_mut().unwrap().try_recv() {
+        for (to, link) in links.into_iter().enumerate() {
+            assert!(link.is_finished(), "node {to}'s link took a Prepare");
+            let (mut sent, at_prepare, mut rx) = link.await.unwrap();
+            assert_eq!(
+                at_prepare,
+                Some(e0),
+                "the leader's mark when node {to}'s link took the Prepare of {e1}: {sent:?}"
+            );
+            while let Ok(m) = rx.try_recv() {
                 sent.push(m);
             }
-            assert!(
-                sent.contains(&PeerMsg::Prepare { epoch: e1 }),
-                "a Prepare of {e1} went to node {to}: {sent:?}"
-            );
             assert!(
                 !sent.iter().any(|m| matches!(m, PeerMsg::Commit { .. })),
                 "node 2 committed: {sent:?}"
