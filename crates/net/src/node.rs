@@ -2456,9 +2456,10 @@ addr = "127.0.0.1:3"
     /// (client 2, waiting at it, gets nothing), and its mark stays e0. Restarted from its mark
     /// (the others still down), it numbers its view e1 again (nobody acted on e1), stores it,
     /// and the first grant of that view is e1's first token: the crashed attempt handed out
-    /// no token, so none is handed out twice. (With the commit's store after the view opened,
-    /// client 2 is granted e1's first token before the crash, and the restarted leader grants
-    /// it again: this test fails.)
+    /// no token, so none is handed out twice. (With the commit's store moved after the view
+    /// opened, client 2 is granted e1's first token before the crash, the token the restarted
+    /// leader would grant again; with it skipped when nobody was asked, the leader does not
+    /// crash at all: either way this test fails.)
     #[tokio::test(start_paused = true)]
     async fn a_leader_alone_that_crashes_storing_its_epoch_opens_no_view_and_grants_nothing() {
         let dir = marks_dir("alone-crash");
@@ -2514,9 +2515,9 @@ addr = "127.0.0.1:3"
 
     /// The same view of one member with a working disk: the leader stores e1 when it commits,
     /// so its mark is e1 by the time its view is seen at e1, and client 2, waiting at it, is
-    /// granted e1's first token. (Without the commit's store, the harness, which has no run
-    /// loop to store at the end of a turn, shows the view granting with the mark still at e0:
-    /// this test fails.)
+    /// granted e1's first token, with nothing granted before. (With the commit's store skipped
+    /// when nobody was asked, leaving it to the run loop's end-of-turn store, which the harness
+    /// does not run, client 2 is granted in e1 while the mark is still e0: this test fails.)
     #[tokio::test(start_paused = true)]
     async fn a_leader_alone_stores_its_epoch_before_its_view_grants() {
         let dir = marks_dir("alone-store");
