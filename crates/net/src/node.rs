@@ -2302,9 +2302,7 @@ addr = "127.0.0.1:3"
     /// its Commits, the members commit the view the leader never stored: this test fails.)
     #[tokio::test(start_paused = true)]
     async fn a_leader_that_crashes_storing_its_epoch_commits_nothing_in_that_view() {
-        let dir = std::env::temp_dir().join(format!("ds-epoch-order-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = marks_dir("epoch-order");
         let mark = |i: u32| {
             crate::persist::EpochStore::open(&dir, NodeId(i))
                 .unwrap()
@@ -2394,6 +2392,251 @@ addr = "127.0.0.1:3"
             "the view above the stale one"
         );
         assert_eq!((mark(0), mark(1), mark(2)), (e2, e2, e2));
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A new, empty directory for one test's epoch marks (named after the test and this
+    /// process, so that tests running at once do not share marks), removed when dropped, also
+    /// when the test fails.
+    struct MarksDir(std::path::PathBuf);
+
+    impl std::ops::Deref for MarksDir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for MarksDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn marks_dir(test: &str) -> MarksDir {
+        let dir = std::env::temp_dir().join(format!("ds-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        MarksDir(dir)
+    }
+
+    /// Node `i`'s epoch mark, as read back from its file in `dir`.
+    fn mark(dir: &std::path::Path, i: u32) -> Epoch {
+        crate::persist::EpochStore::open(dir, NodeId(i))
+            .unwrap()
+            .stored()
+    }
+
+    /// The lead-up to a view of one member: three nodes running ricart-agrawala (central
+    /// cannot run with one member: its view would refuse every lock) with real marks in
+    /// `dir`; node 2 leads a view of all three at epoch e0; client 1 holds the lock through
+    /// node 0, client 2 waits for it at node 2; then nodes 0 and 1 go down. Node 2, alone,
+    /// will change view to e1 = `next_epoch(e0, 2)` with nobody to ask, so it commits at once:
+    /// its commit's store is the only thing between its new epoch and a grant to client 2.
+    /// Returns the harness, e0 and client 1's token.
+    async fn a_leader_about_to_be_alone(dir: &std::path::Path) -> (Harness, Epoch, u64) {
+        let file = FILE.replace("\"central\"", "\"ricart-agrawala\"");
+        let mut h = Harness::with_marks(&file, dir);
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        let e0 = h.nodes[2].status().epoch.unwrap();
+        assert_eq!((mark(dir, 0), mark(dir, 1), mark(dir, 2)), (e0, e0, e0));
+        h.client(0, 1, lock());
+        let t1 = granted(&h.replies(1)).expect("client 1 is granted through node 0");
+        assert_eq!(t1 >> 32, e0 as u64);
+        h.client(2, 2, lock());
+        assert_eq!(granted(&h.replies(2)), None, "client 2 waits at node 2");
+        h.up[0] = false;
+        h.up[1] = false;
+        (h, e0, t1)
+    }
+
+    /// A view of one member: the leader alone asks nobody, so `commit` runs in the same call
+    /// as `begin_change`, and its store is the only guard. With its disk full, the leader
+    /// crashes at that store: it never enters the view of the new epoch e1 nor grants in it
+    /// (client 2, waiting at it, gets nothing), and its mark stays e0. Restarted from its mark
+    /// (the others still down), it numbers its view e1 again (nobody acted on e1), stores it,
+    /// and the first grant of that view is e1's first token: the crashed attempt handed out
+    /// no token, so none is handed out twice. (With the commit's store moved after the view
+    /// opened, client 2 is granted e1's first token before the crash, the token the restarted
+    /// leader would grant again; with it skipped when nobody was asked, the leader does not
+    /// crash at all: either way this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_alone_that_crashes_storing_its_epoch_opens_no_view_and_grants_nothing() {
+        let dir = marks_dir("alone-crash");
+        let (mut h, e0, t1) = a_leader_about_to_be_alone(&dir).await;
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        let leader = &mut h.nodes[2];
+        leader.store.as_mut().unwrap().fail_writes();
+        leader.stop = crash;
+        h.run(1000).await;
+        assert!(h.crashed[2], "node 2 crashed at its store");
+        let replies = h.replies(2);
+        assert_eq!(
+            granted(&replies),
+            None,
+            "client 2 was granted in the view the leader never stored: {replies:?}"
+        );
+        assert_eq!(mark(&dir, 2), e0, "its mark stays at the old epoch");
+        // What the crashed node had done before it crashed.
+        let leader = &h.nodes[2];
+        assert_eq!(leader.seen_epoch, e1, "it had started a change to e1");
+        let change = leader.change.as_ref().expect("its view change");
+        assert_eq!(change.epoch, e1);
+        assert!(
+            change.asked.is_empty(),
+            "a change of one member asks nobody"
+        );
+        assert!(change.awaiting.is_none(), "it crashed before it committed");
+        assert_eq!(leader.status().epoch, None, "it entered no view");
+        assert_eq!(leader.last_view, e0, "it never committed e1");
+        // Restarted from its mark, with the others still down.
+        h.restart(2, &dir);
+        assert_eq!(h.nodes[2].seen_epoch, e0);
+        h.run(1000).await;
+        let s = h.nodes[2].status();
+        assert_eq!(
+            (s.leader, s.epoch, s.members.clone(), s.open),
+            (Some(NodeId(2)), Some(e1), vec![NodeId(2)], true),
+            "node 2 leads a view of itself, numbered e1"
+        );
+        assert_eq!(mark(&dir, 2), e1, "its view's epoch is on disk");
+        h.client(2, 3, lock());
+        let replies = h.replies(3);
+        let t3 = granted(&replies).unwrap_or_else(|| {
+            panic!(
+                "client 3 is granted in e1: {replies:?} {:?}",
+                h.nodes[2].status()
+            )
+        });
+        assert_eq!(t3, next_token(0, e1).unwrap(), "e1's first token");
+        assert!(t3 > t1, "{t3} > {t1}");
+        assert_eq!(granted(&h.replies(2)), None, "client 2 was never granted");
+    }
+
+    /// The same view of one member with a working disk: the leader stores e1 when it commits,
+    /// so its mark is e1 by the time its view is seen at e1, and client 2, waiting at it, is
+    /// granted e1's first token, with nothing granted before. (With the commit's store skipped
+    /// when nobody was asked, leaving it to the run loop's end-of-turn store, which the harness
+    /// does not run, client 2 is granted in e1 while the mark is still e0: this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_alone_stores_its_epoch_before_its_view_grants() {
+        let dir = marks_dir("alone-store");
+        let (mut h, e0, t1) = a_leader_about_to_be_alone(&dir).await;
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        let mut t2 = None;
+        for _ in 0..100 {
+            h.run(10).await;
+            t2 = t2.or(granted(&h.replies(2)));
+            let s = h.nodes[2].status();
+            if s.epoch.is_some_and(|e| e != e0) {
+                assert_eq!(s.epoch, Some(e1), "node 2's view after e0");
+                assert_eq!(s.members, vec![NodeId(2)], "a view of one member");
+                break;
+            }
+            assert_eq!(
+                t2, None,
+                "client 2 was granted before node 2 was in view e1"
+            );
+        }
+        assert_eq!(h.nodes[2].status().epoch, Some(e1), "node 2 is in view e1");
+        assert_eq!(
+            mark(&dir, 2),
+            e1,
+            "node 2 is in view e1 (client 2's grant: {t2:?}) with its mark at {}",
+            mark(&dir, 2)
+        );
+        h.run(100).await;
+        let t2 = t2
+            .or(granted(&h.replies(2)))
+            .expect("client 2 is granted in e1");
+        assert_eq!(t2, next_token(0, e1).unwrap(), "e1's first token");
+        assert!(t2 > t1, "{t2} > {t1}");
+        assert!(h.nodes[2].status().open);
+    }
+
+    /// The run loop's own store: in the turn in which the leader starts a view change (here a
+    /// node asks to join), its Prepares go out and its new epoch is raised in memory only;
+    /// `serve` lets the links write (it yields), then stores the mark, at the end of that turn.
+    /// Driven through the real loop (`serve`), with two tasks standing in for its link tasks
+    /// (each takes the messages to one member, as a link writes them): when a link takes its
+    /// Prepare, the leader's mark is still the old epoch (its sync overlaps the members'
+    /// instead of preceding their Prepares); once the loop has finished the turn, before any
+    /// member has answered (nothing is delivered to them), the mark holds the new epoch and no
+    /// Commit has gone out (so `commit`'s store did not do it). (Without the end-of-turn store
+    /// the mark stays at the old epoch until the members answer; without the yield the links
+    /// take their Prepares only after the store: either way this test fails.)
+    #[tokio::test(start_paused = true)]
+    async fn the_run_loop_stores_a_leaders_new_epoch_at_the_end_of_the_turn_it_sent_prepares() {
+        let dir = marks_dir("end-of-turn");
+        let mut h = Harness::with_marks(FILE, &dir);
+        h.run(1000).await;
+        assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+        let e0 = h.nodes[2].status().epoch.unwrap();
+        let e1 = next_epoch(e0, NodeId(2)).unwrap();
+        assert_eq!((mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)), (e0, e0, e0));
+        // Node 2 leaves the harness for the real loop; the harness keeps its links' far ends.
+        let cluster = h.nodes[2].cluster.clone();
+        let mut leader = std::mem::replace(&mut h.nodes[2], Node::new(cluster, NodeId(2)));
+        h.up[2] = false;
+        leader.stop = crash;
+        let (events_tx, events) = mpsc::channel(16);
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let links: Vec<_> = [0, 1]
+            .map(|to| {
+                let mut rx = h.rx[2][to].take().unwrap();
+                let dir = dir.to_path_buf();
+                tokio::spawn(async move {
+                    let mut sent = Vec::new();
+                    let mut at_prepare = None;
+                    while let Some(m) = rx.recv().await {
+                        if m == (PeerMsg::Prepare { epoch: e1 }) {
+                            at_prepare = Some(mark(&dir, 2));
+                        }
+                        sent.push(m);
+                        if at_prepare.is_some() {
+                            break;
+                        }
+                    }
+                    (sent, at_prepare, rx)
+                })
+            })
+            .into();
+        let looping = tokio::spawn(serve(leader, events, stopped));
+        events_tx
+            .send(Event::Peer(NodeId(0), PeerMsg::Join))
+            .await
+            .unwrap();
+        // The paused clock moves only once no task can run: when this sleep ends, the loop has
+        // handled the Join and finished its turn (and waits for its next event or tick).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(!looping.is_finished(), "the loop is still running");
+        for (to, link) in links.into_iter().enumerate() {
+            assert!(link.is_finished(), "node {to}'s link took a Prepare");
+            let (mut sent, at_prepare, mut rx) = link.await.unwrap();
+            assert_eq!(
+                at_prepare,
+                Some(e0),
+                "the leader's mark when node {to}'s link took the Prepare of {e1}: {sent:?}"
+            );
+            while let Ok(m) = rx.try_recv() {
+                sent.push(m);
+            }
+            assert!(
+                !sent.iter().any(|m| matches!(m, PeerMsg::Commit { .. })),
+                "node 2 committed: {sent:?}"
+            );
+        }
+        assert_eq!(
+            (mark(&dir, 0), mark(&dir, 1)),
+            (e0, e0),
+            "no member has seen the Prepare"
+        );
+        assert_eq!(
+            mark(&dir, 2),
+            e1,
+            "the leader's new epoch is on disk once its turn has ended"
+        );
+        stop.send(()).unwrap();
+        looping.await.unwrap();
     }
 }
