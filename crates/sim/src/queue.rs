@@ -68,7 +68,7 @@ const AHEAD: usize = 8;
 /// (docs/performance.md, which also has 16 against 32).
 const FURTHER: usize = 32;
 /// How far past the end of a bucket (in bytes) an append asks for the line it will write
-/// later (`push_to`): 512, about 40 entries. In session 9's A/B runs at 10,000,000 pending, 256,
+/// later (`push_to`), when the bucket has room that far: 512, about 40 entries. In session 9's A/B runs at 10,000,000 pending, 256,
 /// 512 and 1,024 all cut the cost per event against no such request, by more than the noise
 /// between them (docs/performance.md).
 const TAIL: usize = 512;
@@ -90,7 +90,8 @@ struct Entry {
 }
 
 /// Asks the memory for the line at `p` into the first-level cache: a hint, for a line about to
-/// be written or read.
+/// be written or read (a prefetch never faults, but one outside the program's data still costs
+/// a trip to the memory).
 #[inline(always)]
 fn prefetch_address(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
@@ -683,14 +684,12 @@ impl<T: Keyed> Queue<T> {
             // In a queue of millions a dozen large buckets take appends in turn, and an append
             // that starts a new line would wait for that line from the memory (read before it is
             // written), holding up every store behind it: the line `TAIL` bytes on is asked for
-            // now, a few dozen appends before it is needed.
-            prefetch_address(
-                bucket
-                    .as_ptr()
-                    .wrapping_add(bucket.len())
-                    .cast::<u8>()
-                    .wrapping_add(TAIL),
-            );
+            // now, a few dozen appends before it is needed. Only inside the bucket's room: past
+            // it lies other memory, which small buckets would pull into the cache for nothing.
+            let ahead = bucket.len() + TAIL / std::mem::size_of::<Entry>();
+            if ahead < bucket.capacity() {
+                prefetch_address(bucket.as_ptr().wrapping_add(ahead).cast::<u8>());
+            }
         }
     }
 
