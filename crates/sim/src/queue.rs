@@ -72,6 +72,9 @@ const FURTHER: usize = 32;
 /// 512 and 1,024 all cut the cost per event against no such request, by more than the noise
 /// between them (docs/performance.md).
 const TAIL: usize = 512;
+/// From how many entries on a bucket is taking a run of appends long enough for `TAIL`'s
+/// request to be met before it is needed.
+const LONG: usize = 256;
 /// From how many slots on the queue asks for items ahead (a smaller slab stays in the cache).
 const PREFETCH_FROM: usize = 1 << 14;
 /// How many drained large buckets the queue keeps for the next buckets to fill, instead of
@@ -684,10 +687,12 @@ impl<T: Keyed> Queue<T> {
             // In a queue of millions a dozen large buckets take appends in turn, and an append
             // that starts a new line would wait for that line from the memory (read before it is
             // written), holding up every store behind it: the line `TAIL` bytes on is asked for
-            // now, a few dozen appends before it is needed. Only inside the bucket's room: past
-            // it lies other memory, which small buckets would pull into the cache for nothing.
+            // now, a few dozen appends before it is needed. Only for a bucket already long (a
+            // short one rarely grows that far before it is emptied, and keeps the room of its
+            // longest fill) and inside its room (past it lies other memory): else the line would
+            // be pulled into the cache for nothing.
             let ahead = bucket.len() + TAIL / std::mem::size_of::<Entry>();
-            if ahead < bucket.capacity() {
+            if bucket.len() >= LONG && ahead < bucket.capacity() {
                 prefetch_address(bucket.as_ptr().wrapping_add(ahead).cast::<u8>());
             }
         }
