@@ -575,23 +575,15 @@ impl<P: Process> Core<P> {
     /// event being handled meanwhile hides the wait.
     #[inline(always)]
     fn prefetch_slot(&self, pos: usize) {
-        #[cfg(target_arch = "x86_64")]
         if let (Some(slot), Some(id)) = (self.slots.get(pos), self.peers.ids().get(pos)) {
-            let p = (slot as *const Slot<P>).cast::<i8>();
+            let p = (slot as *const Slot<P>).cast::<u8>();
             let size = std::mem::size_of::<Slot<P>>();
-            // SAFETY: a prefetch is a hint that reads nothing into the program and cannot
-            // fault; the addresses are within the slot and the id.
-            // A slot is whole cache lines (see `Slot`): one prefetch per line.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                for offset in (0..size.min(512)).step_by(64) {
-                    _mm_prefetch(p.wrapping_add(offset), _MM_HINT_T0);
-                }
-                _mm_prefetch((id as *const NodeId).cast::<i8>(), _MM_HINT_T0);
+            // A slot is whole cache lines (see `Slot`): one request per line.
+            for offset in (0..size.min(512)).step_by(64) {
+                crate::prefetch::to_first_level(p.wrapping_add(offset));
             }
+            crate::prefetch::to_first_level(id);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = pos;
     }
 
     /// Events pending: the queue's and the listed timers (cancelled ones included).

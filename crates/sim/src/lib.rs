@@ -41,6 +41,7 @@ mod huge_pages;
 mod multicast;
 mod mutex;
 mod network;
+mod prefetch;
 pub mod queue;
 mod report;
 pub mod scenario;

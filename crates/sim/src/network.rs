@@ -183,19 +183,11 @@ impl Network {
     /// send on that link is about to read (a hint: it changes nothing but speed).
     #[inline(always)]
     pub(crate) fn prefetch_link(&self, from: usize, to: usize) {
-        #[cfg(target_arch = "x86_64")]
         if let LinkTimes::Dense(v) = &self.last_arrival {
             if let Some(entry) = v.get(from * self.n + to) {
-                // SAFETY: a prefetch is a hint that reads nothing into the program and cannot
-                // fault; the address is the table's entry.
-                unsafe {
-                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                    _mm_prefetch((entry as *const u64).cast::<i8>(), _MM_HINT_T0);
-                }
+                crate::prefetch::to_first_level(entry);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (from, to);
     }
 
     #[inline]

@@ -39,6 +39,8 @@
 //! it becomes the front. An event scheduled before the front's block (which the engine never
 //! does) is still placed correctly: the queue is rebuilt around it.
 
+use crate::prefetch;
+
 /// What the queue orders by: a time and a tie-breaking sequence number, unique per item.
 pub trait Keyed {
     /// The time, in ns.
@@ -68,9 +70,9 @@ const AHEAD: usize = 8;
 /// (docs/performance.md, which also has 16 against 32).
 const FURTHER: usize = 32;
 /// How far past the end of a bucket (in bytes) an append asks for the line it will write
-/// later (`push_to`), when the bucket has room that far: 512, about 40 entries. In session 9's A/B runs at 10,000,000 pending, 256,
-/// 512 and 1,024 all cut the cost per event against no such request, by more than the noise
-/// between them (docs/performance.md).
+/// later (`push_to`), when the bucket is `LONG` and has room that far: 512, about 40 entries.
+/// In session 9's A/B runs at 10,000,000 pending, 256, 512 and 1,024 all cut the cost per
+/// event against no such request, by more than the noise between them (docs/performance.md).
 const TAIL: usize = 512;
 /// From how many entries on a bucket is taking a run of appends long enough for `TAIL`'s
 /// request to be met before it is needed.
@@ -90,21 +92,6 @@ const SPARES: usize = 4;
 struct Entry {
     time: u64,
     slot: u32,
-}
-
-/// Asks the memory for the line at `p` into the first-level cache: a hint, for a line about to
-/// be written or read (a prefetch never faults, but one outside the program's data still costs
-/// a trip to the memory).
-#[inline(always)]
-fn prefetch_address(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing into the program and cannot fault, whatever the address
-    // (`p` may lie past the end of an allocation).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// A set of buckets, one bit each.
@@ -439,29 +426,24 @@ impl<T: Keyed> Queue<T> {
             .expect("an entry's slot holds its item")
     }
 
-    /// Asks the memory for the item in `slot`, which will be taken out soon.
+    /// Asks the memory for the item in `slot`, which will be taken out soon: into the
+    /// first-level cache, or the second-level one only when it is needed a while later. Both
+    /// lines of an item that straddles two.
     #[inline(always)]
-    fn prefetch(&self, slot: u32) {
-        #[cfg(target_arch = "x86_64")]
-        self.prefetch_into::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot);
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
-    }
-
-    /// Asks the memory for the item in `slot`, into the cache of `HINT` (x86's `_MM_HINT_*`).
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn prefetch_into<const HINT: i32>(&self, slot: u32) {
+    fn prefetch(&self, slot: u32, soon: bool) {
         if let Some(item) = self.slab.get(slot as usize) {
-            let p = (item as *const Option<T>).cast::<i8>();
-            // SAFETY: a prefetch is a hint that reads nothing into the program and cannot fault;
-            // `p` points into the slab anyway. The second line covers an item that straddles
-            // two cache lines.
-            unsafe {
-                use std::arch::x86_64::_mm_prefetch;
-                _mm_prefetch::<HINT>(p);
-                if std::mem::size_of::<Option<T>>() > 64 {
-                    _mm_prefetch::<HINT>(p.wrapping_add(std::mem::size_of::<Option<T>>() - 1));
+            let first: *const Option<T> = item;
+            let size = std::mem::size_of::<Option<T>>();
+            let last = first.cast::<u8>().wrapping_add(size - 1);
+            if soon {
+                prefetch::to_first_level(first);
+                if size > 64 {
+                    prefetch::to_first_level(last);
+                }
+            } else {
+                prefetch::to_second_level(first);
+                if size > 64 {
+                    prefetch::to_second_level(last);
                 }
             }
         }
@@ -478,13 +460,12 @@ impl<T: Keyed> Queue<T> {
         };
         if let Some(e) = list.get(i + 1) {
             self.ahead = (b, i + 1);
-            self.prefetch(e.slot);
+            self.prefetch(e.slot, true);
             // And, from a long front, the item `FURTHER` entries later into the second-level
             // cache, so that the request above is met there instead of by the memory.
-            #[cfg(target_arch = "x86_64")]
             if b == FRONT {
                 if let Some(f) = self.front.get(i + 1 + FURTHER) {
-                    self.prefetch_into::<{ std::arch::x86_64::_MM_HINT_T2 }>(f.slot);
+                    self.prefetch(f.slot, false);
                 }
             }
             return;
@@ -511,7 +492,7 @@ impl<T: Keyed> Queue<T> {
         let c = w * 64 + word.trailing_zeros() as usize;
         if let Some(e) = self.buckets[c].first() {
             self.ahead = (c, 0);
-            self.prefetch(e.slot);
+            self.prefetch(e.slot, true);
         }
     }
 
@@ -519,7 +500,7 @@ impl<T: Keyed> Queue<T> {
     fn restart_ahead(&mut self) {
         self.ahead = (FRONT, self.head);
         if let Some(e) = self.front.get(self.head) {
-            self.prefetch(e.slot);
+            self.prefetch(e.slot, true);
         }
         for _ in 1..AHEAD {
             self.look_ahead();
@@ -693,7 +674,7 @@ impl<T: Keyed> Queue<T> {
             // be pulled into the cache for nothing.
             let ahead = bucket.len() + TAIL / std::mem::size_of::<Entry>();
             if bucket.len() >= LONG && ahead < bucket.capacity() {
-                prefetch_address(bucket.as_ptr().wrapping_add(ahead).cast::<u8>());
+                prefetch::to_first_level(bucket.as_ptr().wrapping_add(ahead));
             }
         }
     }
