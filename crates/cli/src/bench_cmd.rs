@@ -184,7 +184,7 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
     let mut heap_rates = Vec::new();
     for (i, n) in sizes.into_iter().enumerate() {
         let load = load_average();
-        let (s, name, pending) = if i == 0 {
+        let (s, name, pending, size) = if i == 0 {
             let s = bench::mutex_heavy("ricart-agrawala", n, smallest_requests);
             let pending = bench::mean_pending(&s)
                 .expect("a mutual-exclusion algorithm the bench knows")?
@@ -193,12 +193,15 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
                 s,
                 "simulator: ricart-agrawala, every node requesting in turn",
                 pending,
+                format!("N={n}, {smallest_requests} requests each, ~{pending} pending"),
             )
         } else {
+            let pending = (n as usize) * (n as usize - 1);
             (
                 bench::mutex_once("ricart-agrawala", n),
                 "simulator: ricart-agrawala, every node requesting once",
-                (n as usize) * (n as usize - 1),
+                pending,
+                format!("N={n}, ~{pending} pending at the start"),
             )
         };
         let min_cpu = if quick { 0.0 } else { 0.5 };
@@ -211,11 +214,7 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
         rows.push(Row {
             id: format!("b{}", i + 1),
             name,
-            size: if i == 0 {
-                format!("N={n}, {smallest_requests} requests each, ~{pending} pending")
-            } else {
-                format!("N={n}, ~{pending} pending at the start")
-            },
+            size,
             figure: sim.per_second(),
             unit: "events/s",
             anchor_name: format!(
