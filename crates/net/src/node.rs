@@ -2303,16 +2303,11 @@ addr = "127.0.0.1:3"
     #[tokio::test(start_paused = true)]
     async fn a_leader_that_crashes_storing_its_epoch_commits_nothing_in_that_view() {
         let dir = marks_dir("epoch-order");
-        let mark = |i: u32| {
-            crate::persist::EpochStore::open(&dir, NodeId(i))
-                .unwrap()
-                .stored()
-        };
         let mut h = Harness::with_marks(FILE, &dir);
         h.run(1000).await;
         assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
         let e0 = h.nodes[2].status().epoch.unwrap();
-        assert_eq!((mark(0), mark(1), mark(2)), (e0, e0, e0));
+        assert_eq!((mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)), (e0, e0, e0));
         // The leader starts a view change with its disk full.
         let e1 = next_epoch(e0, NodeId(2)).unwrap();
         let leader = &mut h.nodes[2];
@@ -2321,7 +2316,11 @@ addr = "127.0.0.1:3"
         leader.force_change = true;
         leader.lead();
         assert_eq!(leader.seen_epoch, e1);
-        assert_eq!(mark(2), e0, "the leader has not stored its new epoch yet");
+        assert_eq!(
+            mark(&dir, 2),
+            e0,
+            "the leader has not stored its new epoch yet"
+        );
         h.deliver();
         assert!(
             !h.up[2],
@@ -2339,7 +2338,7 @@ addr = "127.0.0.1:3"
             "its Prepares went out before its store"
         );
         assert_eq!(
-            (mark(0), mark(1), mark(2)),
+            (mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)),
             (e1, e1, e0),
             "the members stored the new epoch before they answered; the leader did not"
         );
@@ -2391,7 +2390,7 @@ addr = "127.0.0.1:3"
             Some(e2),
             "the view above the stale one"
         );
-        assert_eq!((mark(0), mark(1), mark(2)), (e2, e2, e2));
+        assert_eq!((mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)), (e2, e2, e2));
     }
 
     /// A new, empty directory for one test's epoch marks (named after the test and this
