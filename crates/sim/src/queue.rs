@@ -40,6 +40,7 @@
 //! does) is still placed correctly: the queue is rebuilt around it.
 
 use crate::prefetch;
+use aligned_vec::{AVec, RuntimeAlign};
 
 /// What the queue orders by: a time and a tie-breaking sequence number, unique per item.
 pub trait Keyed {
@@ -131,6 +132,28 @@ const SEG_BITS: u32 = 20;
 const SEG_BITS: u32 = 8;
 const SEG: usize = 1 << SEG_BITS;
 
+/// A vector of slots whose memory starts at a cache line, or at a huge page when it spans
+/// several. The allocator puts a large block 16 bytes past the start of a page, so that in a
+/// `Vec` every slot of 64 bytes (an event of ricart-agrawala) straddled two cache lines, both read
+/// from the memory to take it out, and a slot of 96 bytes one in two straddled three.
+type Slots<T> = AVec<Option<T>, RuntimeAlign>;
+
+/// An empty vector of `room` slots, aligned as `Slots` says, whose pages the kernel gives as
+/// they are first written (in huge pages where Linux allows).
+fn slots<T>(room: usize) -> Slots<T> {
+    let align = if room * std::mem::size_of::<Option<T>>() >= 2 * crate::huge_pages::HUGE {
+        crate::huge_pages::HUGE
+    } else {
+        LINE
+    };
+    let slots = Slots::with_capacity(align, room);
+    crate::huge_pages::advise_room(slots.as_ptr(), slots.capacity());
+    slots
+}
+
+/// A cache line's bytes.
+const LINE: usize = 64;
+
 /// The items, each in the slot its entry names; `None` in a free slot. The first `SEG` slots are
 /// one vector, grown by doubling; the later ones are segments of `SEG` slots, each allocated
 /// once and never moved: a queue that grows to millions does not copy its items to a vector of
@@ -138,8 +161,8 @@ const SEG: usize = 1 << SEG_BITS;
 /// vectors (on this project's virtual machine, zeroing fresh pages was a quarter of a run with
 /// nine million events pending).
 struct Slab<T> {
-    first: Vec<Option<T>>,
-    rest: Vec<Vec<Option<T>>>,
+    first: Slots<T>,
+    rest: Vec<Slots<T>>,
     len: usize,
 }
 
@@ -152,7 +175,7 @@ impl<T: Clone> Clone for Slab<T> {
                 .iter()
                 .map(|s| {
                     let mut segment = Self::segment();
-                    segment.extend(s.iter().cloned());
+                    segment.extend_from_slice(s);
                     segment
                 })
                 .collect(),
@@ -164,7 +187,7 @@ impl<T: Clone> Clone for Slab<T> {
 impl<T> Default for Slab<T> {
     fn default() -> Self {
         Slab {
-            first: Vec::new(),
+            first: Slots::new(LINE),
             rest: Vec::new(),
             len: 0,
         }
@@ -221,8 +244,7 @@ impl<T> Slab<T> {
     #[cold]
     fn grow(&mut self) {
         let room = (self.first.capacity() * 2).clamp(64, SEG);
-        let mut first = Vec::with_capacity(room);
-        crate::huge_pages::advise(&first);
+        let mut first = slots(room);
         first.append(&mut self.first);
         self.first = first;
     }
@@ -232,17 +254,14 @@ impl<T> Slab<T> {
         self.rest.push(Self::segment());
     }
 
-    /// An empty segment with room for `SEG` slots (in huge pages where Linux allows), whose
-    /// pages the kernel gives as they are first written.
-    fn segment() -> Vec<Option<T>> {
-        let segment = Vec::with_capacity(SEG);
-        crate::huge_pages::advise(&segment);
-        segment
+    /// An empty segment with room for `SEG` slots.
+    fn segment() -> Slots<T> {
+        slots(SEG)
     }
 
     /// Slots of room.
     fn capacity(&self) -> usize {
-        self.first.capacity() + self.rest.iter().map(Vec::capacity).sum::<usize>()
+        self.first.capacity() + self.rest.iter().map(Slots::capacity).sum::<usize>()
     }
 }
 
