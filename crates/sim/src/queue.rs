@@ -1053,6 +1053,38 @@ mod tests {
         }
     }
 
+    /// A slot of 64 bytes is one cache line, not two, and a large vector of slots is whole huge
+    /// pages: the first vector and every segment start at a cache line, and a vector spanning
+    /// several huge pages at one (a `Vec` of that size starts 16 bytes past a page).
+    #[test]
+    fn the_slabs_vectors_start_at_a_cache_line_and_large_ones_at_a_huge_page() {
+        type Line = [u64; 7];
+        assert_eq!(std::mem::size_of::<Option<Line>>(), LINE);
+        let mut q: Queue<(u64, Line)> = Queue::new();
+        impl Keyed for (u64, Line) {
+            fn time(&self) -> u64 {
+                self.0
+            }
+            fn seq(&self) -> u64 {
+                self.0
+            }
+        }
+        for t in 0..(4 * SEG as u64) {
+            q.push((t, [t; 7]));
+            assert_eq!(q.slab.first.as_ptr() as usize % LINE, 0, "after {t} items");
+        }
+        assert_eq!(q.slab.rest.len(), 3);
+        for segment in &q.slab.rest {
+            assert_eq!(segment.as_ptr() as usize % LINE, 0);
+        }
+        let large = slots::<Line>(1 << 20);
+        assert_eq!(large.as_ptr() as usize % crate::huge_pages::HUGE, 0);
+        assert_eq!(large.capacity(), 1 << 20);
+        for t in 0..(4 * SEG as u64) {
+            assert_eq!(q.pop().map(|(time, line)| (time, line[6])), Some((t, t)));
+        }
+    }
+
     #[test]
     fn equal_times_come_out_in_seq_order() {
         let mut q = Queue::new();
