@@ -26,11 +26,12 @@
 //! where they were put, in a slab whose free slots are reused last-freed first (so an event
 //! scheduled while handling another lands where that one was, still in the cache). The one
 //! scattered access left, reading an event when it is taken out, is asked of the memory ahead
-//! of time (a prefetch of the next events of the front and the next times), so a queue of
-//! millions costs little more per event than a queue of a few dozen. Past its first 2^20 slots
-//! the slab grows by segments of 2^20 slots that never move, so a queue that grows to millions
-//! in a burst (every node of a large run sending at once) neither copies its events at each
-//! doubling nor has the kernel zero twice the memory it ends up using.
+//! of time (a prefetch of the next events of the front and the next times, the farther ones in
+//! batches), so a queue of millions costs little more per event than a queue of a few dozen.
+//! The slab's memory starts at a cache line, so that an event of 64 bytes is one line. Past its
+//! first 2^20 slots the slab grows by segments of 2^20 slots that never move, so a queue that
+//! grows to millions in a burst (every node of a large run sending at once) neither copies its
+//! events at each doubling nor has the kernel zero twice the memory it ends up using.
 //!
 //! An entry carries no sequence number: the engine schedules in seq order, and appending keeps
 //! every bucket's entries of one time in seq order, which a split preserves. An item scheduled
