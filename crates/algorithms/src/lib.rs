@@ -15,5 +15,6 @@ pub mod link;
 pub mod multicast;
 pub mod mutex;
 pub mod registry;
+mod site_bits;
 pub mod snapshot;
 pub mod state;

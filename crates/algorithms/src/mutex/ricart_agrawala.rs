@@ -16,6 +16,7 @@
 //! counting as permission for the current one. A duplicated REQUEST is answered twice, which the
 //! requester ignores the same way. On exactly-once channels the echo changes no message count.
 
+use crate::site_bits::SiteBits;
 use distsync_core::mutex::{Input, MutualExclusion, Output};
 use distsync_core::{
     Algorithm, Ctx, LamportClock, Message, NoTimer, NodeId, Params, Peers, Process, Stamp,
@@ -49,7 +50,8 @@ pub struct RicartAgrawala {
     request: Option<Stamp>,
     in_cs: bool,
     /// `replied[k]`: the site at membership position k has replied to our current request.
-    replied: Vec<bool>,
+    /// One bit per site: it prints, serializes and hashes as the `Vec<bool>` it stands for.
+    replied: SiteBits,
     replies_missing: usize,
     /// Requests we answer only when we leave the CS: who, and the timestamp to echo.
     deferred_replies: Vec<(NodeId, u64)>,
@@ -62,7 +64,7 @@ impl Algorithm for RicartAgrawala {
             clock: LamportClock::default(),
             request: None,
             in_cs: false,
-            replied: vec![false; peers.len()],
+            replied: SiteBits::new(peers.len()),
             replies_missing: 0,
             deferred_replies: Vec::new(),
         }
@@ -92,7 +94,7 @@ impl Process for RicartAgrawala {
                     time: ts,
                     node: self.id,
                 });
-                self.replied.iter_mut().for_each(|r| *r = false);
+                self.replied.clear_all();
                 self.replies_missing = ctx.peers().len() - 1;
                 ctx.broadcast(Msg::Request { ts });
                 self.enter_if_permitted(ctx);
@@ -133,8 +135,8 @@ impl Process for RicartAgrawala {
             Msg::Reply { ts } => {
                 if self.request.is_some_and(|ours| ours.time == ts) {
                     if let Some(k) = ctx.peers().position(from) {
-                        if !self.replied[k] {
-                            self.replied[k] = true;
+                        if !self.replied.get(k) {
+                            self.replied.set(k);
                             self.replies_missing -= 1;
                         }
                     }
@@ -225,6 +227,80 @@ mod tests {
         assert_eq!(s.sent(), vec![(NodeId(1), Msg::Reply { ts: 1 })]);
         assert_eq!(s.outputs(), vec![Output::Exit]);
         assert!(s.process.deferred_replies().is_empty());
+    }
+
+    /// The state as it was before `replied` became one bit per site: same name, fields and
+    /// types but `replied: Vec<bool>`.
+    mod with_a_vec_of_bool {
+        use super::*;
+
+        #[derive(Debug, Hash, Serialize)]
+        pub struct RicartAgrawala {
+            pub id: NodeId,
+            pub clock: LamportClock,
+            pub request: Option<Stamp>,
+            pub in_cs: bool,
+            pub replied: Vec<bool>,
+            pub replies_missing: usize,
+            pub deferred_replies: Vec<(NodeId, u64)>,
+        }
+    }
+
+    fn as_before(s: &RicartAgrawala) -> with_a_vec_of_bool::RicartAgrawala {
+        with_a_vec_of_bool::RicartAgrawala {
+            id: s.id,
+            clock: s.clock.clone(),
+            request: s.request,
+            in_cs: s.in_cs,
+            replied: s.replied.iter().collect(),
+            replies_missing: s.replies_missing,
+            deferred_replies: s.deferred_replies.clone(),
+        }
+    }
+
+    /// Issue 15 (row b4): a site's state prints (`{:?}`, `{:#?}`), serializes and hashes
+    /// exactly as it did with `replied: Vec<bool>`, at every step of a request at 70 sites (past
+    /// one word of bits), so the checker's fingerprints and every output stay the same.
+    #[test]
+    fn the_state_shows_serializes_and_hashes_as_with_a_vec_of_bool() {
+        use crate::site_bits::tests::{recorded, std_hash};
+        let peers = Peers::range(70);
+        let mut s = site(66, &peers);
+        let mut states = vec![s.process.clone()];
+        s.receive(3, Msg::Request { ts: 4 }); // idle: reply
+        states.push(s.process.clone());
+        s.input(Input::Request);
+        let ts = s.process.request.unwrap().time;
+        for j in [0, 1, 63, 64, 65, 69] {
+            s.receive(j, Msg::Reply { ts });
+            states.push(s.process.clone());
+        }
+        s.receive(67, Msg::Request { ts: ts + 3 }); // later: deferred
+        s.receive(2, Msg::Request { ts }); // (ts, 2) is earlier: reply
+        states.push(s.process.clone());
+        for j in (0..70).filter(|&j| j != 66) {
+            s.receive(j, Msg::Reply { ts });
+        }
+        assert!(s.process.in_critical_section());
+        states.push(s.process.clone());
+        s.input(Input::Release);
+        states.push(s.process.clone());
+        for state in &states {
+            let before = as_before(state);
+            assert_eq!(format!("{state:?}"), format!("{before:?}"));
+            assert_eq!(format!("{state:#?}"), format!("{before:#?}"));
+            assert_eq!(
+                serde_json::to_string(state).unwrap(),
+                serde_json::to_string(&before).unwrap()
+            );
+            assert_eq!(recorded(state), recorded(&before));
+            assert_eq!(std_hash(state), std_hash(&before));
+        }
+        // The states above do differ in `replied`, so the comparisons are not all of one state.
+        assert!(format!("{:?}", states[3]).contains("replied: [true, true, false"));
+        let in_cs = &states[states.len() - 2];
+        let all_but_us: Vec<bool> = (0..70).map(|k| k != 66).collect();
+        assert_eq!(as_before(in_cs).replied, all_but_us);
     }
 
     /// Issue 10, item 1: a late copy of the REPLY to request k must not count for request k+1.
