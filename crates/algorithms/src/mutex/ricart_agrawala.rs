@@ -249,7 +249,7 @@ mod tests {
     fn as_before(s: &RicartAgrawala) -> with_a_vec_of_bool::RicartAgrawala {
         with_a_vec_of_bool::RicartAgrawala {
             id: s.id,
-            clock: s.clock.clone(),
+            clock: s.clock,
             request: s.request,
             in_cs: s.in_cs,
             replied: s.replied.iter().collect(),
