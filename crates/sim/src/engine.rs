@@ -1070,7 +1070,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             // further on is asked for too (the queue asked for that event itself earlier).
             self.core.prefetch_ahead(SLOTS_AHEAD);
         }
-        if self.core.prefetch_links && self.events % LINKS_BATCH as u64 == 0 {
+        if self.core.prefetch_links && self.events.is_multiple_of(LINKS_BATCH as u64) {
             // A process that receives a message often answers its sender (a REPLY to a
             // REQUEST): that send reads the link's latest arrival, at random in a table of n²
             // entries. Asked for a batch at a time, for the deliveries `LINKS_AHEAD` to

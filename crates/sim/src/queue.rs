@@ -493,7 +493,7 @@ impl<T: Keyed> Queue<T> {
             // And, from a long front, the items `FURTHER` entries later into the second-level
             // cache, a batch of them every `BATCH` entries, so that the requests above are met
             // there instead of by the memory.
-            if b == FRONT && (i + 1) % BATCH == 0 {
+            if b == FRONT && (i + 1).is_multiple_of(BATCH) {
                 let from = i + 1 + FURTHER;
                 self.prefetch_further(from, from + BATCH);
             }
