@@ -53,6 +53,12 @@ struct Record {
     abandoned: bool,
 }
 
+/// The light workload's default pause after an exit before the next request: 20 delay bounds,
+/// so that the previous request's last messages have usually arrived.
+pub(crate) fn default_gap(delay: &crate::scenario::DelaySpec) -> Duration {
+    (delay.bound() * 20).max(Duration::from_micros(1))
+}
+
 /// The harness of mutual-exclusion runs.
 #[derive(Clone)]
 pub struct MutexHarness {
@@ -118,7 +124,7 @@ impl MutexHarness {
         let gap = workload
             .as_ref()
             .and_then(|w| w.gap)
-            .unwrap_or_else(|| (scenario.network.delay.bound() * 20).max(Duration::from_micros(1)));
+            .unwrap_or_else(|| default_gap(&scenario.network.delay));
         let exp = match (kind, workload.as_ref().and_then(|w| w.rate)) {
             (WorkloadKind::Poisson, Some(rate)) => {
                 Some(Exp::new(rate).map_err(|e| err("workload.rate", e.to_string()))?)

@@ -436,11 +436,14 @@ pub fn generate(
                 1 => WorkloadKind::Poisson,
                 _ => WorkloadKind::Light,
             };
+            let rate = (kind == WorkloadKind::Poisson).then(|| rng.gen_range(2.0..50.0));
+            let cs = ms(&mut rng, 500, 10_000);
+            let requests: u64 = rng.gen_range(1..=5);
             scenario.workload = Some(WorkloadSpec {
                 kind,
-                rate: (kind == WorkloadKind::Poisson).then(|| rng.gen_range(2.0..50.0)),
-                cs: ms(&mut rng, 500, 10_000),
-                requests: Some(rng.gen_range(1..=5)),
+                rate,
+                cs,
+                requests: Some(requests),
                 gap: None,
             });
             match entry.name {
@@ -450,7 +453,18 @@ pub fn generate(
                 }
                 _ => {}
             }
-            scenario.until = Some(Duration::from_secs(300));
+            // The light workload runs its entries one after another, each after up to 11 gaps
+            // (the one after the previous exit, and up to 10 more while that request's messages
+            // are in flight): with hundreds of nodes and long delays, more than 300 s.
+            let mut until = Duration::from_secs(300);
+            if kind == WorkloadKind::Light {
+                let per_entry = crate::mutex::default_gap(&scenario.network.delay) * 11
+                    + cs
+                    + bound * (2 * n + 8);
+                // At most 5 requests each.
+                until = until.max(per_entry * n * requests as u32);
+            }
+            scenario.until = Some(until);
         }
         Family::Election => {
             let mut ids: Vec<u32> = (0..n).collect();

@@ -27,6 +27,15 @@
 //! 4. `one-leader` in bully under `stress --reliable` with recoveries (5 of 1,000): a frame sent
 //!    to a crashed process reaches its next life long after the delay bound (run 120 below). So
 //!    bully, too, claims crashes without recoveries over reliable links.
+//!
+//! What `stress --algo ricart-agrawala --nodes 100..400 --seeds 2000 --seed 1003` found in
+//! session 10 (issue 15):
+//!
+//! 5. `starvation` in ricart-agrawala (1 of 2,000 runs): not the algorithm but stress's horizon.
+//!    Run 414 has 216 nodes asking 5 times each under the light workload, whose next request
+//!    waits a gap of 20 delay bounds after each exit (610 ms with exponential delays of mean
+//!    1.525 ms): 1,080 entries one after another do not fit in the fixed 300 s, and the run
+//!    ended with a request issued at 299.999 s unserved. The horizon now covers the workload.
 
 mod common;
 use common::run_toml;
@@ -469,4 +478,25 @@ fn over_reliable_links_a_frame_to_a_crashed_process_can_reach_its_next_life_late
         .replace("duplicate = 0.06607306508636981\n", "");
     let r = run_toml(&raw, seed);
     assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
+}
+
+#[test]
+fn stress_gives_a_light_workload_of_many_nodes_the_time_to_finish() {
+    let entry = distsync_algorithms::registry::lookup("ricart-agrawala").unwrap();
+    let mut options = StressOptions::new(vec!["ricart-agrawala".into()], 2000);
+    options.nodes = Some((100, 400));
+    options.seed = 1003;
+    let seed = stress::run_seed(1003, "ricart-agrawala", 414);
+    assert_eq!(seed, 287436208216);
+    let s = stress::generate(entry, &claims(entry).faults(), (100, 400), seed, &options);
+    assert_eq!(s.nodes, Some(216), "seed {seed}");
+    let report = distsync_sim::run(&s, distsync_sim::RunOptions::default())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(
+        report.violations.is_empty(),
+        "seed {seed}: {:?}",
+        report.violations
+    );
+    let mutex = report.mutex.as_ref().expect("a mutex report");
+    assert_eq!(mutex.entries, 216 * 5, "seed {seed}");
 }
