@@ -457,7 +457,8 @@ impl<T: Keyed> Queue<T> {
 
     /// Asks the memory for the item in `slot`, which will be taken out soon: into the
     /// first-level cache, or the second-level one only when it is needed a while later. Both
-    /// lines of an item that straddles two.
+    /// lines of an item larger than a line (slots start at a line, so one of at most a line's
+    /// bytes whose size divides it is one line).
     #[inline(always)]
     fn prefetch(&self, slot: u32, soon: bool) {
         if let Some(item) = self.slab.get(slot as usize) {
@@ -466,12 +467,12 @@ impl<T: Keyed> Queue<T> {
             let last = first.cast::<u8>().wrapping_add(size - 1);
             if soon {
                 prefetch::to_first_level(first);
-                if size > 64 {
+                if size > LINE {
                     prefetch::to_first_level(last);
                 }
             } else {
                 prefetch::to_second_level(first);
-                if size > 64 {
+                if size > LINE {
                     prefetch::to_second_level(last);
                 }
             }
