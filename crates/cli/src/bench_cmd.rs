@@ -41,8 +41,8 @@ pub struct BenchArgs {
     /// Ring size of row c (default 1,000,000; 200 with --quick).
     #[arg(long, value_name = "N")]
     ring: Option<u32>,
-    /// Paired repetitions of the simulator and its anchor in row a; the medians are shown
-    /// (default 5; 1 with --quick).
+    /// Paired repetitions of the simulator and its anchor in rows a and b; the medians are
+    /// shown (default 5 in row a and 3 in row b; 1 with --quick).
     #[arg(long, value_name = "K")]
     reps: Option<usize>,
     /// Print the rows as JSON instead of a table.
@@ -92,14 +92,17 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 /// Runs `scenario` (no trace) until at least `min_cpu` CPU seconds have passed (at least once);
-/// the events applied and the CPU time they took.
-fn sim_rate(scenario: &Scenario, min_cpu: f64) -> Result<Rate, InputError> {
+/// the events applied and the CPU time they took, and how much of that time was the system's.
+fn sim_rate(scenario: &Scenario, min_cpu: f64) -> Result<(Rate, f64), InputError> {
     let mut rate = Rate {
         count: 0,
         cpu_s: 0.0,
     };
+    let mut system_s = 0.0;
     while rate.count == 0 || rate.cpu_s < min_cpu {
+        let system_before = bench::system_seconds();
         let (report, cpu) = bench::timed(|| run(scenario, RunOptions::default()));
+        system_s += bench::system_seconds() - system_before;
         let report = report?;
         if !report.violations.is_empty() {
             return Err(InputError(format!(
@@ -110,7 +113,7 @@ fn sim_rate(scenario: &Scenario, min_cpu: f64) -> Result<Rate, InputError> {
         rate.count += report.events_processed;
         rate.cpu_s += cpu;
     }
-    Ok(rate)
+    Ok((rate, system_s))
 }
 
 fn millions(x: f64) -> String {
@@ -144,7 +147,7 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let (mut sims, mut anchors) = (Vec::new(), Vec::new());
         let mut events = 0;
         for rep in 0..reps {
-            let sim = sim_rate(&s, min_cpu)?;
+            let (sim, _) = sim_rate(&s, min_cpu)?;
             events = sim.count;
             let anchor = bench::heap_loop(pending, sim.count, rep as u64 + 1);
             sims.push(sim.per_second());
@@ -169,8 +172,9 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
     Ok(())
 }
 
-/// Row b: events per second against the pending-queue size.
-fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
+/// Row b: events per second against the pending-queue size, each size run `reps` times beside
+/// its anchor (medians shown).
+fn row_b(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError> {
     let sizes: [u32; 3] = if quick {
         [6, 30, 60]
     } else {
@@ -180,7 +184,9 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
     // about 70 events, which cost less than the run's own set-up (building the engine, the
     // report), so its rate would be mostly set-up and flatter the growth in b4.
     let smallest_requests: u64 = if quick { 20 } else { 20_000 };
+    // Per size: the median rate in CPU time, and in user time alone.
     let mut sim_rates = Vec::new();
+    let mut user_rates = Vec::new();
     let mut heap_rates = Vec::new();
     for (i, n) in sizes.into_iter().enumerate() {
         let load = load_average();
@@ -205,24 +211,46 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
             )
         };
         let min_cpu = if quick { 0.0 } else { 0.5 };
-        let sim = sim_rate(&s, min_cpu)?;
-        // Enough events for the large heaps to be measured past their first pops.
-        let anchor_events = sim.count.clamp(100_000, 4_000_000);
-        let anchor = bench::heap_loop(pending, anchor_events, 7);
-        sim_rates.push(sim.per_second());
-        heap_rates.push(anchor.per_second());
+        let (mut sims, mut users, mut anchors) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut cpus, mut systems) = (Vec::new(), Vec::new());
+        let mut events = 0;
+        for rep in 0..reps {
+            let (sim, system_s) = sim_rate(&s, min_cpu)?;
+            events = sim.count;
+            sims.push(sim.per_second());
+            users.push(
+                Rate {
+                    count: sim.count,
+                    cpu_s: sim.cpu_s - system_s,
+                }
+                .per_second(),
+            );
+            cpus.push(sim.cpu_s);
+            systems.push(system_s);
+            // Enough events for the large heaps to be measured past their first pops.
+            let anchor_events = sim.count.clamp(100_000, 4_000_000);
+            anchors.push(bench::heap_loop(pending, anchor_events, 7 + rep as u64).per_second());
+        }
+        let (sim, anchor) = (median(sims), median(anchors));
+        sim_rates.push(sim);
+        user_rates.push(median(users));
+        heap_rates.push(anchor);
         rows.push(Row {
             id: format!("b{}", i + 1),
             name,
             size,
-            figure: sim.per_second(),
+            figure: sim,
             unit: "events/s",
             anchor_name: format!(
                 "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
             ),
-            anchor: Some(anchor.per_second()),
-            ratio: ratio(sim.per_second(), anchor.per_second()),
-            note: format!("{} events in {:.2} s CPU", sim.count, sim.cpu_s),
+            anchor: Some(anchor),
+            ratio: ratio(sim, anchor),
+            note: format!(
+                "median of {reps} paired runs of {events} events: {:.2} s CPU, of which {:.2} s system",
+                median(cpus),
+                median(systems)
+            ),
             load,
         });
     }
@@ -237,7 +265,11 @@ fn row_b(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
         anchor_name: "bare BinaryHeap, same queue sizes (target: simulator <= 2x)".into(),
         anchor: Some(heap_growth),
         ratio: ratio(sim_growth, heap_growth),
-        note: "cost per event at the largest queue / at the smallest".into(),
+        note: format!(
+            "cost per event at the largest queue / at the smallest, in CPU time; in user time \
+             alone {:.2}x (system time is mostly the kernel giving the large run fresh pages)",
+            growth(&user_rates)
+        ),
         load: load_average(),
     });
     Ok(())
@@ -346,6 +378,8 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     let all = args.rows.is_empty();
     let wants = |r: &str| all || args.rows.iter().any(|x| x == r);
     let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
+    // Row b's largest size takes seconds a run, so it is repeated fewer times by default.
+    let reps_b = args.reps.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
     let ring = args
         .ring
         .unwrap_or(if args.quick { 200 } else { 1_000_000 });
@@ -394,7 +428,7 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
         flush(&rows);
     }
     if wants("b") {
-        row_b(args.quick, &mut rows)?;
+        row_b(args.quick, reps_b, &mut rows)?;
         flush(&rows);
     }
     if wants("c") {

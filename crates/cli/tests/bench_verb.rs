@@ -97,3 +97,36 @@ fn bad_flags_are_input_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ring 2"));
 }
+
+/// Row b repeats each size `--reps` times and shows medians, with the share of system time
+/// (the kernel giving a large run fresh pages), and b4 the growth in user time alone beside the
+/// growth in CPU time.
+#[test]
+fn row_b_is_repeated_and_shows_its_system_time() {
+    let o = distsync(&["bench", "--quick", "--rows", "b", "--reps", "2", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let rows = rows.as_array().expect("an array of rows");
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["b1", "b2", "b3", "b4"]);
+    for r in &rows[..3] {
+        let note = r["note"].as_str().unwrap();
+        assert!(note.starts_with("median of 2 paired runs of "), "{r}");
+        // "...: C s CPU, of which S s system", with S within C.
+        let seconds: Vec<f64> = note
+            .split(' ')
+            .filter_map(|w| w.parse::<f64>().ok())
+            .collect();
+        let [.., cpu, system] = seconds[..] else {
+            panic!("no CPU and system seconds in {note}")
+        };
+        assert!((0.0..=cpu + 0.01).contains(&system), "{note}");
+    }
+    let b4 = rows[3]["note"].as_str().unwrap();
+    assert!(b4.contains("in user time alone "), "{b4}");
+}
