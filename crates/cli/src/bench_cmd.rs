@@ -10,7 +10,9 @@
 //!   at N = 6 every node requesting 20,000 times in turn (a small queue; requesting once, a run
 //!   is so short that its set-up would be most of its time), each against the bare heap holding
 //!   as many events; and how much each slows down from the smallest to the largest queue
-//!   (target: at most 2x).
+//!   (target: at most 2x). Each size runs `--reps` times beside its anchor (medians shown), and
+//!   its note gives the system share of its CPU time (the kernel giving a large run fresh
+//!   pages, which some virtual machines make slow): b4 gives the growth in user time too.
 //! - c: Chang-Roberts and Peterson on a ring of `--ring` processes in a random order, all
 //!   starting: CPU seconds and peak resident memory, against the goal of 10 s and 1 GB.
 //! - d: the checker's distinct states per second on Ricart-Agrawala, 3 nodes x 2 requests,
