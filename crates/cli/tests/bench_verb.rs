@@ -11,6 +11,19 @@ fn distsync(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// The rows of `distsync bench --quick --json ARGS`, which must succeed.
+fn bench_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let o = distsync(&[&["bench", "--quick", "--json"], args].concat());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    rows.as_array().expect("an array of rows").clone()
+}
+
 const ROWS: [(&str, &str); 9] = [
     ("a1", "simulator: ricart-agrawala, saturated"),
     ("a2", "simulator: lamport-mutex, saturated"),
@@ -65,18 +78,10 @@ fn a_quick_run_prints_every_row_beside_its_anchor() {
 
 #[test]
 fn rows_are_chosen_and_json_has_the_figures() {
-    let o = distsync(&["bench", "--quick", "--rows", "c", "--ring", "50", "--json"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let rows = rows.as_array().expect("an array of rows");
+    let rows = bench_json(&["--rows", "c", "--ring", "50"]);
     let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["c1", "c2"]);
-    for r in rows {
+    for r in &rows {
         assert!(r["figure"].as_f64().unwrap() >= 0.0);
         assert_eq!(r["anchor"].as_f64(), Some(10.0));
         assert!(
@@ -103,15 +108,7 @@ fn bad_flags_are_input_errors() {
 /// growth in CPU time.
 #[test]
 fn row_b_is_repeated_and_shows_its_system_time() {
-    let o = distsync(&["bench", "--quick", "--rows", "b", "--reps", "2", "--json"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let rows = rows.as_array().expect("an array of rows");
+    let rows = bench_json(&["--rows", "b", "--reps", "2"]);
     let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["b1", "b2", "b3", "b4"]);
     for r in &rows[..3] {
