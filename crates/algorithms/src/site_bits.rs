@@ -37,6 +37,11 @@ impl SiteBits {
     /// Flag `k` (as `v[k]`); panics past the end, as indexing would.
     pub(crate) fn get(&self, k: usize) -> bool {
         assert!(k < self.len, "site position {k} past {} sites", self.len);
+        self.bit(k)
+    }
+
+    /// Flag `k`, which is below `len`.
+    fn bit(&self, k: usize) -> bool {
         self.words[k / WORD] >> (k % WORD) & 1 == 1
     }
 
@@ -53,7 +58,7 @@ impl SiteBits {
 
     /// The flags in order, as `v.iter().copied()`.
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = bool> + '_ {
-        (0..self.len).map(|k| self.words[k / WORD] >> (k % WORD) & 1 == 1)
+        (0..self.len).map(|k| self.bit(k))
     }
 }
 

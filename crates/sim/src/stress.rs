@@ -461,7 +461,6 @@ pub fn generate(
                 let per_entry = crate::mutex::default_gap(&scenario.network.delay) * 11
                     + cs
                     + bound * (2 * n + 8);
-                // At most 5 requests each.
                 until = until.max(per_entry * n * requests as u32);
             }
             scenario.until = Some(until);
