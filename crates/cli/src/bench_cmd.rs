@@ -4,7 +4,9 @@
 //! Rows:
 //! - a: the simulator's events per CPU second (Ricart-Agrawala and Lamport, N = 32, saturated,
 //!   no trace) against a bare `BinaryHeap` event loop holding the simulator's mean number of
-//!   pending events, of 72 bytes each (`distsync_sim::bench::heap_loop`).
+//!   pending events, of 72 bytes each (`distsync_sim::bench::heap_loop`). The note gives the
+//!   range of the pairs' own ratios beside the median: a shared machine's speed changes in
+//!   phases, which a wide range shows.
 //! - b: events per CPU second as the pending queue grows: Ricart-Agrawala with every node
 //!   requesting once (about N(N-1) messages in flight at the start) at N = 1,000 and 3,000, and
 //!   at N = 6 every node requesting 20,000 times in turn (a small queue; requesting once, a run
@@ -44,7 +46,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     ring: Option<u32>,
     /// Paired repetitions of the simulator and its anchor in rows a and b; the medians are
-    /// shown (default 5 in row a and 3 in row b; 1 with --quick).
+    /// shown, and row a's note gives the range of the pairs' ratios (default 5 in row a and 3
+    /// in row b; 1 with --quick).
     #[arg(long, value_name = "K")]
     reps: Option<usize>,
     /// Print the rows as JSON instead of a table.
@@ -155,6 +158,11 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
             sims.push(sim.per_second());
             anchors.push(anchor.per_second());
         }
+        // Each pair's own ratio: the median ratio lies within their range, and a wide range
+        // says the machine changed speed during the row (a shared host's fast and slow phases).
+        let pair_ratios: Vec<f64> = sims.iter().zip(&anchors).map(|(s, a)| s / a).collect();
+        let lowest = pair_ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let highest = pair_ratios.iter().copied().fold(0.0, f64::max);
         let (sim, anchor) = (median(sims), median(anchors));
         rows.push(Row {
             id: id.into(),
@@ -167,7 +175,10 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
             ),
             anchor: Some(anchor),
             ratio: ratio(sim, anchor),
-            note: format!("median of {reps} paired runs of {events} events (CPU time)"),
+            note: format!(
+                "median of {reps} paired runs of {events} events (CPU time); the pairs' own \
+                 ratios {lowest:.3} to {highest:.3}"
+            ),
             load,
         });
     }

@@ -127,3 +127,28 @@ fn row_b_is_repeated_and_shows_its_system_time() {
     let b4 = rows[3]["note"].as_str().unwrap();
     assert!(b4.contains("in user time alone "), "{b4}");
 }
+
+/// Row a repeats each pair `--reps` times and gives, beside the median ratio, the range of the
+/// pairs' own ratios: the median lies within it (a wide range says the machine changed speed
+/// during the row).
+#[test]
+fn row_a_gives_the_range_of_its_pairs_ratios() {
+    let rows = bench_json(&["--rows", "a", "--reps", "3"]);
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a1", "a2"]);
+    for r in &rows {
+        let note = r["note"].as_str().unwrap();
+        assert!(note.starts_with("median of 3 paired runs of "), "{r}");
+        let (_, range) = note
+            .split_once("the pairs' own ratios ")
+            .unwrap_or_else(|| panic!("no range of the pairs' ratios in {note}"));
+        let (low, high) = range.split_once(" to ").expect("LOW to HIGH");
+        let (low, high): (f64, f64) = (low.parse().unwrap(), high.parse().unwrap());
+        let ratio = r["ratio"].as_f64().unwrap();
+        // Printed to three places: the median may sit on either end once rounded.
+        assert!(
+            0.0 < low && low <= high && low - 0.0005 <= ratio && ratio <= high + 0.0005,
+            "{ratio} outside {low} to {high}: {r}"
+        );
+    }
+}
