@@ -391,3 +391,46 @@ fn list_and_run_into_a_full_device_exit_two() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// A duration longer than a run's clock can hold (2^64 ns, about 584 years) is refused where it
+/// is written, naming the field; it once wrapped around when converted to nanoseconds, so that
+/// a uniform delay of ["1s", "18446744074s"] ran with bounds out of order and panicked.
+#[test]
+fn durations_past_the_clock_are_refused_naming_the_field() {
+    let text = "algorithm = \"ricart-agrawala\"\nnodes = 3\nuntil = \"1s\"\n[network]\ndelay = { uniform = [\"1s\", \"18446744074s\"] }\n[workload]\nkind = \"saturated\"\nrequests = 1\n";
+    let (code, _, err) = run_err("delay-past-the-clock.toml", text, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for needle in ["delay-past-the-clock.toml", "18446744074s", "584 years"] {
+        assert!(err.contains(needle), "missing {needle}: {err}");
+    }
+    // The same set from the command line, and for another duration field.
+    let ok = "algorithm = \"central\"\nnodes = 3\nuntil = \"1s\"\n[workload]\nkind = \"saturated\"\nrequests = 1\n";
+    let (code, _, err) = run_err(
+        "flag-past-the-clock.toml",
+        ok,
+        &["--set", "network.delay=\"20000000000s\""],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("20000000000s") && err.contains("584 years"),
+        "{err}"
+    );
+    let (code, _, err) = run_err(
+        "cs-past-the-clock.toml",
+        ok,
+        &["--set", "workload.cs=\"6000000h\""],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("6000000h") && err.contains("584 years"),
+        "{err}"
+    );
+    // The longest duration that fits is taken.
+    let (code, _, err) = run_err(
+        "longest.toml",
+        ok,
+        &["--set", "workload.cs=\"18446744073s\""],
+    );
+    assert_ne!(code, Some(2), "{err}");
+}

@@ -110,10 +110,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     }
     // humantime does not take fractions ("1.5ms"); split them off by hand into the next unit down.
     if let Some(d) = parse_fraction(trimmed) {
-        return Ok(d);
+        return d.map_err(fail);
     }
-    humantime::parse_duration(trimmed).map_err(|e| fail(&e.to_string()))
+    let d = humantime::parse_duration(trimmed).map_err(|e| fail(&e.to_string()))?;
+    // Times are nanoseconds in a u64 (`Time`): a longer duration would wrap around where it is
+    // converted (a uniform delay's upper bound below its lower one).
+    if d.as_nanos() > u128::from(u64::MAX) {
+        return Err(fail(LONGER_THAN_THE_CLOCK));
+    }
+    Ok(d)
 }
+
+/// Why a duration past `Time`'s range is refused.
+const LONGER_THAN_THE_CLOCK: &str =
+    "it is too long: the longest is 18446744073s (2^64 ns, about 584 years)";
 
 /// Parses a signed duration in nanoseconds: "-50ms", "+2s", "250us". Clock offsets use it.
 ///
@@ -141,7 +151,8 @@ pub fn parse_signed_duration(text: &str) -> Result<i64, DurationError> {
         })
 }
 
-fn parse_fraction(text: &str) -> Option<Duration> {
+/// A duration with a fraction ("1.5ms"), or why it does not fit; `None` when `text` is not one.
+fn parse_fraction(text: &str) -> Option<Result<Duration, &'static str>> {
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (number, unit) = text.split_at(split);
     if !number.contains('.') {
@@ -158,8 +169,10 @@ fn parse_fraction(text: &str) -> Option<Duration> {
         _ => return None,
     };
     let ns = value * scale;
-    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64)
-        .then(|| Duration::from_nanos(ns.round() as u64))
+    if !(ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64) {
+        return Some(Err(LONGER_THAN_THE_CLOCK));
+    }
+    Some(Ok(Duration::from_nanos(ns.round() as u64)))
 }
 
 /// Formats a duration compactly with the largest fitting unit: "250us", "1.5ms", "2s".
@@ -289,6 +302,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a duration"), "{e}");
+    }
+
+    /// Every duration a run can hold is taken, and one past `Time`'s range (2^64 ns) is refused
+    /// in words, whole or with a fraction, instead of wrapping around where it is converted.
+    #[test]
+    fn durations_past_the_clock_are_refused() {
+        let longest = parse_duration("18446744073s").unwrap();
+        assert!(longest.as_nanos() <= u128::from(u64::MAX));
+        assert_eq!(
+            parse_duration("5124095h").unwrap().as_secs(),
+            5124095 * 3600
+        );
+        for text in ["18446744074s", "5124096h", "5124095.6h"] {
+            let e = parse_duration(text).unwrap_err();
+            assert!(e.reason.contains("584 years"), "{text}: {e}");
+            assert!(e.to_string().contains(text), "{e}");
+        }
     }
 
     #[test]
