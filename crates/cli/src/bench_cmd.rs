@@ -390,9 +390,14 @@ fn show(x: f64, unit: &str) -> String {
 pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     let all = args.rows.is_empty();
     let wants = |r: &str| all || args.rows.iter().any(|x| x == r);
-    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 }).max(1);
+    if args.reps == Some(0) {
+        return Err(InputError(
+            "--reps 0: at least 1 paired repetition is needed to measure anything".to_string(),
+        ));
+    }
+    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 5 });
     // Row b's largest size takes seconds a run, so it is repeated fewer times by default.
-    let reps_b = args.reps.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
+    let reps_b = args.reps.unwrap_or(if args.quick { 1 } else { 3 });
     let ring = args
         .ring
         .unwrap_or(if args.quick { 200 } else { 1_000_000 });

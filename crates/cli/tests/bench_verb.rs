@@ -101,6 +101,11 @@ fn bad_flags_are_input_errors() {
     let o = distsync(&["bench", "--ring", "2"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ring 2"));
+    // No repetition would measure nothing: refused, not quietly taken as one.
+    let o = distsync(&["bench", "--quick", "--rows", "a", "--reps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--reps 0"));
+    assert!(o.stdout.is_empty());
 }
 
 /// Row b repeats each size `--reps` times and shows medians, with the share of system time
