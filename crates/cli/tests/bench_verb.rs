@@ -24,6 +24,11 @@ fn bench_json(args: &[&str]) -> Vec<serde_json::Value> {
     rows.as_array().expect("an array of rows").clone()
 }
 
+/// The ids of `rows`, in order.
+fn ids(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter().map(|r| r["id"].as_str().unwrap()).collect()
+}
+
 const ROWS: [(&str, &str); 9] = [
     ("a1", "simulator: ricart-agrawala, saturated"),
     ("a2", "simulator: lamport-mutex, saturated"),
@@ -79,8 +84,7 @@ fn a_quick_run_prints_every_row_beside_its_anchor() {
 #[test]
 fn rows_are_chosen_and_json_has_the_figures() {
     let rows = bench_json(&["--rows", "c", "--ring", "50"]);
-    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["c1", "c2"]);
+    assert_eq!(ids(&rows), ["c1", "c2"]);
     for r in &rows {
         assert!(r["figure"].as_f64().unwrap() >= 0.0);
         assert_eq!(r["anchor"].as_f64(), Some(10.0));
@@ -114,8 +118,7 @@ fn bad_flags_are_input_errors() {
 #[test]
 fn row_b_is_repeated_and_shows_its_system_time() {
     let rows = bench_json(&["--rows", "b", "--reps", "2"]);
-    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["b1", "b2", "b3", "b4"]);
+    assert_eq!(ids(&rows), ["b1", "b2", "b3", "b4"]);
     for r in &rows[..3] {
         let note = r["note"].as_str().unwrap();
         assert!(note.starts_with("median of 2 paired runs of "), "{r}");
@@ -139,8 +142,7 @@ fn row_b_is_repeated_and_shows_its_system_time() {
 #[test]
 fn row_a_gives_the_range_of_its_pairs_ratios() {
     let rows = bench_json(&["--rows", "a", "--reps", "3"]);
-    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["a1", "a2"]);
+    assert_eq!(ids(&rows), ["a1", "a2"]);
     for r in &rows {
         let note = r["note"].as_str().unwrap();
         assert!(note.starts_with("median of 3 paired runs of "), "{r}");

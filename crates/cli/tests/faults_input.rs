@@ -406,26 +406,22 @@ fn durations_past_the_clock_are_refused_naming_the_field() {
     }
     // The same set from the command line, and for another duration field.
     let ok = "algorithm = \"central\"\nnodes = 3\nuntil = \"1s\"\n[workload]\nkind = \"saturated\"\nrequests = 1\n";
-    let (code, _, err) = run_err(
-        "flag-past-the-clock.toml",
-        ok,
-        &["--set", "network.delay=\"20000000000s\""],
-    );
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("20000000000s") && err.contains("584 years"),
-        "{err}"
-    );
-    let (code, _, err) = run_err(
-        "cs-past-the-clock.toml",
-        ok,
-        &["--set", "workload.cs=\"6000000h\""],
-    );
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("6000000h") && err.contains("584 years"),
-        "{err}"
-    );
+    for (name, set, given) in [
+        (
+            "flag-past-the-clock.toml",
+            "network.delay=\"20000000000s\"",
+            "20000000000s",
+        ),
+        (
+            "cs-past-the-clock.toml",
+            "workload.cs=\"6000000h\"",
+            "6000000h",
+        ),
+    ] {
+        let (code, _, err) = run_err(name, ok, &["--set", set]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(given) && err.contains("584 years"), "{err}");
+    }
     // The longest duration that fits is taken.
     let (code, _, err) = run_err(
         "longest.toml",
