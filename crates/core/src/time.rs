@@ -109,21 +109,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         return Err(fail("it has no unit"));
     }
     // humantime does not take fractions ("1.5ms"); split them off by hand into the next unit down.
-    if let Some(d) = parse_fraction(trimmed) {
-        return d.map_err(fail);
-    }
-    let d = humantime::parse_duration(trimmed).map_err(|e| fail(&e.to_string()))?;
+    let ns = match parse_fraction(trimmed) {
+        Some(ns) => ns,
+        None => humantime::parse_duration(trimmed)
+            .map_err(|e| fail(&e.to_string()))?
+            .as_nanos(),
+    };
     // Times are nanoseconds in a u64 (`Time`): a longer duration would wrap around where it is
     // converted (a uniform delay's upper bound below its lower one).
-    if d.as_nanos() > u128::from(u64::MAX) {
-        return Err(fail(LONGER_THAN_THE_CLOCK));
-    }
-    Ok(d)
+    u64::try_from(ns)
+        .map(Duration::from_nanos)
+        .map_err(|_| fail("it is too long: the longest is 18446744073s (2^64 ns, about 584 years)"))
 }
-
-/// Why a duration past `Time`'s range is refused.
-const LONGER_THAN_THE_CLOCK: &str =
-    "it is too long: the longest is 18446744073s (2^64 ns, about 584 years)";
 
 /// Parses a signed duration in nanoseconds: "-50ms", "+2s", "250us". Clock offsets use it.
 ///
@@ -151,8 +148,9 @@ pub fn parse_signed_duration(text: &str) -> Result<i64, DurationError> {
         })
 }
 
-/// A duration with a fraction ("1.5ms"), or why it does not fit; `None` when `text` is not one.
-fn parse_fraction(text: &str) -> Option<Result<Duration, &'static str>> {
+/// The nanoseconds of a duration with a fraction ("1.5ms"), rounded (saturating past `u128`);
+/// `None` when `text` is not one.
+fn parse_fraction(text: &str) -> Option<u128> {
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (number, unit) = text.split_at(split);
     if !number.contains('.') {
@@ -168,11 +166,8 @@ fn parse_fraction(text: &str) -> Option<Result<Duration, &'static str>> {
         "h" => 3600e9,
         _ => return None,
     };
-    let ns = value * scale;
-    if !(ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64) {
-        return Some(Err(LONGER_THAN_THE_CLOCK));
-    }
-    Some(Ok(Duration::from_nanos(ns.round() as u64)))
+    // Digits and a point only: never negative or NaN; a cast saturates (an infinite value too).
+    Some((value * scale).round() as u128)
 }
 
 /// Formats a duration compactly with the largest fitting unit: "250us", "1.5ms", "2s".
