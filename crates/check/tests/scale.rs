@@ -137,3 +137,46 @@ fn threads_change_nothing_in_verdicts_figures_or_traces() {
         assert_eq!(steps(&one), steps(&three), "{algo} {config:?}");
     }
 }
+
+/// A violation found by judging a state in the middle of a level of several batches (while the
+/// next batch was already merged, on more than one thread) reports the figures at its chunk:
+/// those of the explorer before it overlapped merging and judging (states, transitions and
+/// depth of maekawa-basic's deadlock at 4 x 1, FIFO), on one thread and on three.
+#[test]
+fn a_violation_inside_a_level_of_several_batches_reports_the_figures_at_its_chunk() {
+    let config = Config {
+        nodes: 4,
+        requests: 1,
+        ..Config::default()
+    };
+    // The deadlock is among the successors of depth 11, a level of 17,340 - 12,844 = 4,496
+    // states: three batches of 32 chunks of 64.
+    let before = |depth| {
+        let mut c = config.clone();
+        c.bounds.max_depth = depth;
+        let o = check_named("maekawa-basic", &c, &mut |_| {}).unwrap();
+        assert!(o.violation.is_none());
+        o.stats.states
+    };
+    assert_eq!((before(10), before(11)), (12_844, 17_340));
+    for threads in [1, 3] {
+        let o = check_named(
+            "maekawa-basic",
+            &Config {
+                threads,
+                ..config.clone()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        let v = o.violation.expect("maekawa-basic deadlocks");
+        assert_eq!(v.property, distsync_check::Property::Deadlock);
+        let s = o.stats;
+        assert_eq!(
+            (s.states, s.transitions, s.depth, s.terminal_states),
+            (18_608, 53_860, 12, 0),
+            "{threads} threads"
+        );
+        assert_eq!(v.steps.len(), 12);
+    }
+}
