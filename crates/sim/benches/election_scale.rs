@@ -44,17 +44,6 @@ fn peak_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// CPU time of this process so far (user + system, as getrusage counts it), in seconds
-/// (Linux: /proc/self/stat, in USER_HZ = 100 ticks per second), which a busy machine disturbs
-/// less than wall-clock time.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
@@ -93,11 +82,10 @@ fn main() {
     for algorithm in algorithms.split(',') {
         let s = scenario(algorithm, &order, start);
         reset_peak();
-        let cpu = cpu_seconds();
         let started = Instant::now();
-        let r = run(&s, RunOptions::default()).expect("runs");
+        let (r, cpu) = distsync_sim::bench::timed(|| run(&s, RunOptions::default()));
+        let r = r.expect("runs");
         let wall = started.elapsed();
-        let cpu = cpu.zip(cpu_seconds()).map(|(a, b)| b - a);
         let e = r.election.as_ref().expect("an election report");
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let highest = if start.is_some() { n - 2 } else { n - 1 };
@@ -127,7 +115,7 @@ fn main() {
             .collect();
         println!(
             "{algorithm:>16}: leader {} agreed by all; {} ({} messages in all); {} events; \
-             completed at {:.1}s simulated; longest chain {}{}; CPU {}, wall {:.2}s; peak memory {}",
+             completed at {:.1}s simulated; longest chain {}{}; CPU {cpu:.2}s, wall {:.2}s; peak memory {}",
             e.leader.unwrap(),
             kinds.join(" + "),
             r.messages.total,
@@ -135,7 +123,6 @@ fn main() {
             Duration::from_nanos(e.completion_time_ns.unwrap_or(0)).as_secs_f64(),
             e.longest_chain,
             e.rounds.map_or(String::new(), |k| format!("; {k} rounds")),
-            cpu.map_or("n/a".to_string(), |c| format!("{c:.2}s")),
             wall.as_secs_f64(),
             peak_mib().map_or("n/a".to_string(), |m| format!("{m:.0} MiB")),
         );

@@ -92,11 +92,6 @@ fn cpu_ns() -> u64 {
     cpu_clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-/// CPU time of this process so far (user and system, every thread), in seconds.
-fn cpu_seconds() -> f64 {
-    cpu_clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
-}
-
 fn delay(rng: &mut Xoshiro256PlusPlus) -> u64 {
     rng.gen_range(500_000..1_500_000)
 }
@@ -327,9 +322,8 @@ fn engine_part(ns: &[u32]) {
             "bench",
         )
         .expect("valid");
-        let cpu = cpu_seconds();
-        let r = run(&s, RunOptions::default()).expect("runs");
-        let cpu = cpu_seconds() - cpu;
+        let (r, cpu) = distsync_sim::bench::timed(|| run(&s, RunOptions::default()));
+        let r = r.expect("runs");
         let m = r.mutex.as_ref().expect("a mutex report");
         assert_eq!(m.entries, u64::from(n));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
