@@ -17,6 +17,7 @@ use crate::{
 use distsync_core::{Algorithm, Message, NodeId};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -600,19 +601,22 @@ fn merge(
                     move_violation = Some((v, path(&graph.parents_of, idx, Some(s.k))));
                     break 'merge;
                 }
-                if let Some(&known) = graph.visited.get(&s.fp) {
-                    graph.edges.push((idx, known));
-                    if config.liveness {
-                        graph.live.edge_info.push((s.fair, s.k));
+                let unvisited = match graph.visited.entry(s.fp) {
+                    Entry::Occupied(known) => {
+                        graph.edges.push((idx, *known.get()));
+                        if config.liveness {
+                            graph.live.edge_info.push((s.fair, s.k));
+                        }
+                        continue;
                     }
-                    continue;
-                }
+                    Entry::Vacant(unvisited) => unvisited,
+                };
                 if graph.states >= config.bounds.max_states {
                     bound_hit = true;
                     break 'merge;
                 }
                 let child = graph.parents_of.len() as u32;
-                graph.visited.insert(s.fp, child);
+                unvisited.insert(child);
                 graph.parents_of.push((idx, s.k));
                 graph.edges.push((idx, child));
                 graph.goal.push(false);
