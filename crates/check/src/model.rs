@@ -593,11 +593,12 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
             event,
             now: st.now,
         };
-        if !w.memo.contains_key(&key) {
-            let result = self.run_handler(&mut w.raw, key);
-            w.memo.insert(key, result);
-        }
-        let result = &w.memo[&key];
+        // One hash and probe: nearly every call is found (a lookup and then an index was two).
+        let raw = &mut w.raw;
+        let result = &*w
+            .memo
+            .entry(key)
+            .or_insert_with(|| self.run_handler(raw, key));
         st.procs[pos] = result.proc;
         let id = self.ids()[pos];
         let mut app: Option<S::App> = None;
