@@ -164,11 +164,13 @@ impl<A: MutualExclusion> Spec<A> for MutexSpec<A> {
     }
 
     fn check_state(&self, app: &Self::App, w: &World<A>) -> Option<Violation> {
-        let inside: Vec<NodeId> = (0..app.len())
-            .filter(|&p| w.proc(p).is_some_and(|p| p.in_critical_section()))
-            .map(|p| self.ids[p])
-            .collect();
-        if inside.len() > 1 {
+        // Counted first and listed only when broken: this runs for every new state, and one
+        // process in the critical section, the usual case, would be a vector allocated and
+        // freed each time.
+        let inside =
+            || (0..app.len()).filter(|&p| w.proc(p).is_some_and(|p| p.in_critical_section()));
+        if inside().nth(1).is_some() {
+            let inside: Vec<NodeId> = inside().map(|p| self.ids[p]).collect();
             return Some(Violation::new(
                 Property::MutualExclusion,
                 format!(
@@ -177,11 +179,9 @@ impl<A: MutualExclusion> Spec<A> for MutexSpec<A> {
                 ),
             ));
         }
-        let entered: Vec<NodeId> = (0..app.len())
-            .filter(|&p| app[p].phase == Phase::InCs)
-            .map(|p| self.ids[p])
-            .collect();
-        if entered.len() > 1 {
+        let entered = || (0..app.len()).filter(|&p| app[p].phase == Phase::InCs);
+        if entered().nth(1).is_some() {
+            let entered: Vec<NodeId> = entered().map(|p| self.ids[p]).collect();
             return Some(Violation::new(
                 Property::MutualExclusion,
                 format!(
