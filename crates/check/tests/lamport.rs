@@ -32,6 +32,10 @@ fn shortest_violation(
         panic!("no violation found without FIFO links");
     };
     assert_eq!(cex.property, Property::MutualExclusion);
+    assert_eq!(
+        cex.detail, "nodes 0 and 1 are in the critical section at once",
+        "the detail names who is inside"
+    );
     assert_eq!(cex.steps.len(), cex.trace.len());
     for (i, s) in cex.steps.iter().enumerate() {
         assert_eq!(s.number, i + 1);
