@@ -131,7 +131,19 @@ struct Expanded {
     ends: Vec<(usize, usize)>,
 }
 
+/// Emptied [`Expanded`] buffers, handed back by the merge for the next chunks to fill: a chunk
+/// grows its buffers state by state, and growing new ones for every chunk was 35,000 `realloc`
+/// copies per 100,000 states, 8% of the instructions (callgrind).
+type Spares = Mutex<Vec<Expanded>>;
+
 impl Expanded {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.succs.clear();
+        self.enabled.clear();
+        self.ends.clear();
+    }
+
     /// Where parent `p`'s successors and enabled identities are, in `succs` and `enabled`.
     fn parent(&self, p: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
         let (s0, e0) = if p == 0 { (0, 0) } else { self.ends[p - 1] };
@@ -140,18 +152,20 @@ impl Expanded {
     }
 }
 
-/// Expands the states `parents` of `level` into one [`Expanded`].
+/// Expands the states `parents` of `level` into one [`Expanded`] (a spare one, if any).
 fn expand_chunk<A, S>(
     model: &Model<'_, A, S>,
     w: &mut Worker<A>,
     level: &Level,
     parents: std::ops::Range<usize>,
+    spares: &Spares,
 ) -> Expanded
 where
     A: Checkable + Algorithm,
     S: Spec<A>,
 {
-    let mut ex = Expanded::default();
+    let spare = spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let mut ex = spare.unwrap_or_default();
     ex.ends.reserve(parents.len());
     for i in parents {
         expand(model, w, level.get(i), &mut ex);
@@ -266,6 +280,7 @@ where
         .build()
         .map_err(|e| CheckError::new("threads", e.to_string()))?;
     let workers = Workers::<A>::new(threads);
+    let spares = Spares::default();
     let mut stats = Stats {
         threads,
         ..Stats::default()
@@ -354,7 +369,8 @@ where
         let chunk_of = |c: usize| c * CHUNK..((c + 1) * CHUNK).min(count);
         // The chunks of the batch from chunk `c0` on, expanded (in parallel).
         let expand_batch = |c0: usize| -> Vec<Expanded> {
-            let one = |c: usize| workers.with(|w| expand_chunk(model, w, &level, chunk_of(c)));
+            let one =
+                |c: usize| workers.with(|w| expand_chunk(model, w, &level, chunk_of(c), &spares));
             let batch = c0..(c0 + BATCH).min(chunks);
             if threads == 1 {
                 batch.map(one).collect()
@@ -401,6 +417,7 @@ where
                             c0,
                             depth,
                             config,
+                            &spares,
                         ));
                     }
                 },
@@ -576,6 +593,7 @@ fn merge(
     c0: usize,
     depth: usize,
     config: &crate::Config,
+    spares: &Spares,
 ) -> (Level, Vec<Merged>) {
     let count = level.states.len();
     let mut fresh = Level::default();
@@ -640,6 +658,8 @@ fn merge(
             transitions: graph.transitions,
             depth: graph.depth,
         });
+        ex.clear();
+        spares.lock().unwrap_or_else(|e| e.into_inner()).push(ex);
         if stop {
             graph.stopped = true;
             break;
