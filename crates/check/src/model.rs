@@ -211,7 +211,7 @@ pub(crate) const CRASHED: u32 = u32::MAX;
 /// One state, decoded: processes (ids, [`CRASHED`] while crashed), the application's id, the
 /// time, the faults, the messages in flight (in a canonical order: by link, then FIFO order or
 /// hash order) and the pending timers (by position, then hash).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct St {
     pub procs: [u32; MAX_NODES],
     pub app: u32,
@@ -219,6 +219,35 @@ pub(crate) struct St {
     pub faults: Faults,
     pub msgs: Vec<Flight>,
     pub timers: Vec<PendingTimer>,
+}
+
+// By hand for `clone_from`, which the explorer calls for every move: the derived one makes new
+// vectors and frees the old ones (an allocation and a free per transition, 11.6% of the
+// instructions); this one copies into the vectors already there. Both destructure every field,
+// so that a field added to `St` does not compile until it is copied here too.
+impl Clone for St {
+    fn clone(&self) -> Self {
+        let mut st = St::default();
+        st.clone_from(self);
+        st
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let St {
+            procs,
+            app,
+            now,
+            faults,
+            msgs,
+            timers,
+        } = source;
+        self.procs = *procs;
+        self.app = *app;
+        self.now = *now;
+        self.faults = *faults;
+        self.msgs.clone_from(msgs);
+        self.timers.clone_from(timers);
+    }
 }
 
 impl St {
