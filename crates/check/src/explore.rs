@@ -2,8 +2,8 @@
 //! expanded in parallel chunks and merged in a fixed order, so that the result (verdict, state
 //! count, counterexample) is the same on one thread as on many. Merging is one thread's work;
 //! while it merges a batch of chunks, the other threads judge the batch before and expand the
-//! batch after (on two cores, 1.47x the states per second of one thread, where taking turns
-//! gave 0.91x at the same load).
+//! batch after (taking turns instead, a second core made the checker slower: 0.91x at load 1.5;
+//! docs/check.md has the figures).
 //!
 //! A level is one buffer of encoded states (see [`crate::model::St`]); each worker thread has
 //! its own scratch state and memo of handler calls ([`Worker`]).
