@@ -223,8 +223,9 @@ pub(crate) struct St {
 
 // By hand for `clone_from`, which the explorer calls for every move: the derived one makes new
 // vectors and frees the old ones (an allocation and a free per transition, 11.6% of the
-// instructions); this one copies into the vectors already there. Both destructure every field,
-// so that a field added to `St` does not compile until it is copied here too.
+// instructions); this one copies into the vectors already there. It destructures every field
+// (and `clone` goes through it), so that a field added to `St` does not compile until it is
+// copied here too.
 impl Clone for St {
     fn clone(&self) -> Self {
         let mut st = St::default();
