@@ -9,7 +9,7 @@
 //! its own scratch state and memo of handler calls ([`Worker`]).
 
 use crate::fingerprint::FpMap;
-use crate::model::{Checkable, Eff, Effects, Model, Move, Spec, St, Violation, Worker};
+use crate::model::{lock, Checkable, Eff, Effects, Model, Move, Spec, St, Violation, Worker};
 use crate::{
     Action, Bound, CheckError, Counterexample, Outcome, Progress, Property, Stats, Step,
     StepEffect, Transition, Verdict,
@@ -27,6 +27,24 @@ const CHUNK: usize = 64;
 
 /// Chunks expanded at once, in parallel, before they are merged one by one.
 const BATCH: usize = 32;
+
+/// The states of chunk `c` of a level of `count` states.
+fn chunk_states(c: usize, count: usize) -> std::ops::Range<usize> {
+    c * CHUNK..((c + 1) * CHUNK).min(count)
+}
+
+/// `f` of each of `items`, in order: on the current pool's threads unless there is one thread.
+fn each<T: Send>(
+    threads: usize,
+    items: std::ops::Range<usize>,
+    f: impl Fn(usize) -> T + Sync + Send,
+) -> Vec<T> {
+    if threads == 1 {
+        items.map(f).collect()
+    } else {
+        items.into_par_iter().map(f).collect()
+    }
+}
 
 /// One chunk merged: where its parents end in the level, its new states, what stopped it,
 /// and the figures after it.
@@ -70,7 +88,7 @@ impl<A: distsync_core::Process> Workers<A> {
         let slot = rayon::current_thread_index()
             .unwrap_or(self.0.len() - 1)
             .min(self.0.len() - 1);
-        let mut w = self.0[slot].lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = lock(&self.0[slot]);
         f(&mut w)
     }
 }
@@ -164,7 +182,7 @@ where
     A: Checkable + Algorithm,
     S: Spec<A>,
 {
-    let spare = spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let spare = lock(spares).pop();
     let mut ex = spare.unwrap_or_default();
     ex.ends.reserve(parents.len());
     for i in parents {
@@ -366,26 +384,17 @@ where
         let level = std::mem::take(&mut frontier);
         let count = level.states.len();
         let chunks = count.div_ceil(CHUNK);
-        let chunk_of = |c: usize| c * CHUNK..((c + 1) * CHUNK).min(count);
         // The chunks of the batch from chunk `c0` on, expanded (in parallel).
         let expand_batch = |c0: usize| -> Vec<Expanded> {
-            let one =
-                |c: usize| workers.with(|w| expand_chunk(model, w, &level, chunk_of(c), &spares));
-            let batch = c0..(c0 + BATCH).min(chunks);
-            if threads == 1 {
-                batch.map(one).collect()
-            } else {
-                batch.into_par_iter().map(one).collect()
-            }
+            each(threads, c0..(c0 + BATCH).min(chunks), |c| {
+                workers.with(|w| expand_chunk(model, w, &level, chunk_states(c, count), &spares))
+            })
         };
         // A batch's new states, judged (in parallel).
         let judge_batch = |fresh: &Level| -> Vec<Judged> {
-            let one = |i: usize| workers.with(|w| judge(model, w, fresh.get(i)));
-            if threads == 1 {
-                (0..fresh.states.len()).map(one).collect()
-            } else {
-                (0..fresh.states.len()).into_par_iter().map(one).collect()
-            }
+            each(threads, 0..fresh.states.len(), |i| {
+                workers.with(|w| judge(model, w, fresh.get(i)))
+            })
         };
         // Batches go through three steps: expanded, merged into the graph (known states become
         // edges, new ones get the next indices: in order, so one thread does it), and judged
@@ -599,7 +608,7 @@ fn merge(
     let mut fresh = Level::default();
     let mut merged: Vec<Merged> = Vec::new();
     for (c, mut ex) in (c0..).zip(expanded) {
-        let chunk = c * CHUNK..((c + 1) * CHUNK).min(count);
+        let chunk = chunk_states(c, count);
         let fresh_start = fresh.states.len();
         let mut move_violation: Option<(Violation, Vec<u32>)> = None;
         let mut bound_hit = false;
@@ -659,7 +668,7 @@ fn merge(
             depth: graph.depth,
         });
         ex.clear();
-        spares.lock().unwrap_or_else(|e| e.into_inner()).push(ex);
+        lock(spares).push(ex);
         if stop {
             graph.stopped = true;
             break;

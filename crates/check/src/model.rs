@@ -20,7 +20,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// What the checker needs of an algorithm: `Clone` to copy states, `Hash` to fingerprint them,
 /// `Debug` to show them, and `Send + Sync` to explore on every core. Implemented for every
@@ -120,6 +120,12 @@ pub(crate) trait Spec<A: Process>: Sync {
 
 // ---------------------------------------------------------------- interning
 
+/// `mutex` locked, even if a thread panicked holding it: the data behind the checker's locks
+/// (intern tables, scratch space, spare buffers) stays usable, and the panic is reported anyway.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Index shards of a [`Table`]: threads interning at once rarely wait for each other.
 const SHARDS: usize = 16;
 
@@ -149,7 +155,7 @@ impl<T: Hash> Table<T> {
     pub fn intern(&self, value: T) -> u32 {
         let fp = fingerprint(&value);
         let shard = &self.index[(fp >> 120) as usize % SHARDS];
-        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = lock(shard);
         if let Some(&id) = map.get(&fp) {
             return id;
         }
