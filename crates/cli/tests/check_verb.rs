@@ -2,6 +2,8 @@
 
 use std::process::{Command, Output};
 
+mod scratch;
+
 fn distsync(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distsync"))
         .args(args)
@@ -178,10 +180,9 @@ fn bad_input_exits_2_naming_the_flag() {
     }
 }
 
-fn temp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-check-verb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn temp(name: &str) -> scratch::Scratch {
+    scratch::path("distsync-check-verb-", name)
 }
 
 #[test]

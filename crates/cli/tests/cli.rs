@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod scratch;
+
+use scratch::Scratch;
+
 fn distsync(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distsync"))
         .args(args)
@@ -18,10 +22,9 @@ fn scenario(name: &str) -> String {
     repo().join("scenarios").join(name).display().to_string()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-cli-", name)
 }
 
 fn stderr(o: &Output) -> String {

@@ -1,7 +1,11 @@
 //! `distsync clocks TRACE --a SEQ --b SEQ`: happens-before from a trace, and clear errors.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+
+mod scratch;
+
+use scratch::Scratch;
 
 fn distsync(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distsync"))
@@ -10,10 +14,9 @@ fn distsync(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-clocks-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-clocks-cli-", name)
 }
 
 fn stdout(o: &Output) -> String {
@@ -25,7 +28,7 @@ fn stderr(o: &Output) -> String {
 }
 
 /// A two-process trace: 0 sends to 1 at once; 1 has a local input before the message arrives.
-fn trace(name: &str) -> PathBuf {
+fn trace(name: &str) -> Scratch {
     let scenario = tmp(&format!("{name}.toml"));
     std::fs::write(
         &scenario,

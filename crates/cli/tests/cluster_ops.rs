@@ -34,7 +34,8 @@ fn secret_line(dir: &Path) -> String {
 #[test]
 fn cluster_up_fails_naming_the_node_whose_port_is_taken() {
     let _g = lock_guard();
-    let dir = scratch("port-taken");
+    let tmp = scratch("port-taken");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
@@ -63,7 +64,8 @@ fn cluster_up_fails_naming_the_node_whose_port_is_taken() {
 #[test]
 fn cluster_operations_start_stop_restart_in_place_and_json_status() {
     let _g = lock_guard();
-    let dir = scratch("ops");
+    let tmp = scratch("ops");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     let up = |args: &[&str]| {
         let out = cluster(&dir, &[&["up"], args].concat());
@@ -342,7 +344,8 @@ fn cluster_init_serves_nodes_on_three_hosts() {
             return;
         }
     };
-    let dir = scratch("init");
+    let tmp = scratch("init");
+    let dir = tmp.path().to_path_buf();
     let out = cluster(
         &dir,
         &[

@@ -85,7 +85,12 @@ fn man_pages_for_the_tool_and_every_verb_at_every_depth() {
     );
     assert!(nested >= 10, "{nested} nested verbs: {paths:?}");
 
-    let dir = std::env::temp_dir().join(format!("distsync-man-depth-{}", std::process::id()));
+    // A directory `man --out` makes, inside a scratch one removed when the test ends.
+    let tmp = tempfile::Builder::new()
+        .prefix("distsync-man-depth-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("man");
     let o = distsync(&["man", "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let mut expected = vec!["distsync.1".to_string()];
@@ -238,13 +243,18 @@ fn one_is_singular_and_election_takes_an() {
     assert!(err(&o).contains("is an election algorithm"), "{}", err(&o));
     let o = distsync(&["simulate", "--algo", "cristian"]);
     assert!(err(&o).contains("is a clock-sync algorithm"), "{}", err(&o));
-    let dir = std::env::temp_dir().join(format!("distsync-one-{}.toml", std::process::id()));
+    let file = tempfile::Builder::new()
+        .prefix("distsync-one-")
+        .suffix(".toml")
+        .tempfile()
+        .unwrap();
+    let path = file.path();
     std::fs::write(
-        &dir,
+        path,
         "algorithm = \"bully\"\nnodes = 1\n[[event]]\nat = \"1ms\"\nelect = 0\n",
     )
     .unwrap();
-    let o = distsync(&["run", dir.to_str().unwrap()]);
+    let o = distsync(&["run", path.to_str().unwrap()]);
     let text = out(&o);
     assert!(text.contains(": 1 node, seed"), "{text}");
     assert!(

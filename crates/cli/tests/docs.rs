@@ -51,11 +51,14 @@ fn blocks(text: &str, lang: &str) -> Vec<String> {
 }
 
 /// A scratch directory holding a link to scenarios/, where README commands run as written.
-fn workdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-docs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::symlink(repo().join("scenarios"), dir.join("scenarios")).unwrap();
+/// It is removed (the link, not what it points to) when the returned value drops, also when the
+/// test fails.
+fn workdir(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("distsync-docs-{name}-"))
+        .tempdir()
+        .unwrap();
+    std::os::unix::fs::symlink(repo().join("scenarios"), dir.path().join("scenarios")).unwrap();
     dir
 }
 
@@ -102,7 +105,8 @@ fn commands(block: &str) -> Vec<Vec<String>> {
 #[test]
 fn every_readme_command_runs() {
     let readme = read(&repo().join("README.md"));
-    let dir = workdir("tour");
+    let tmp = workdir("tour");
+    let dir = tmp.path().to_path_buf();
     // The trace the tour's `clocks` and `trace render` lines read.
     let o = distsync(
         &dir,
@@ -159,7 +163,7 @@ fn every_readme_command_runs() {
         let verb = s.split_whitespace().nth(1).unwrap();
         assert!(REAL_PROCESSES.contains(&verb), "{s}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// A `text` block opening with `$ distsync ...` shows that command's output: every line it
@@ -167,7 +171,8 @@ fn every_readme_command_runs() {
 #[test]
 fn readme_outputs_are_what_the_binary_prints() {
     let readme = read(&repo().join("README.md"));
-    let dir = workdir("outputs");
+    let tmp = workdir("outputs");
+    let dir = tmp.path().to_path_buf();
     let mut checked = 0;
     for block in blocks(&readme, "text") {
         let mut lines = block.lines();
@@ -193,7 +198,7 @@ fn readme_outputs_are_what_the_binary_prints() {
         checked += 1;
     }
     assert!(checked >= 2, "only {checked} outputs found in the README");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// Every complete scenario (a `toml` block with `algorithm = ...` at its top level, before any
@@ -201,7 +206,8 @@ fn readme_outputs_are_what_the_binary_prints() {
 /// with no violation.
 #[test]
 fn every_scenario_template_in_the_docs_runs_clean() {
-    let dir = workdir("templates");
+    let tmp = workdir("templates");
+    let dir = tmp.path().to_path_buf();
     let mut checked = 0;
     for file in markdown_files() {
         for (i, block) in blocks(&read(&file), "toml").iter().enumerate() {
@@ -227,7 +233,7 @@ fn every_scenario_template_in_the_docs_runs_clean() {
         }
     }
     assert!(checked >= 2, "only {checked} templates found");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// Every relative link and image of the README and docs/ names a file of the repository (no

@@ -11,16 +11,23 @@ fn distsync_to(args: &[&str], stdout: Stdio) -> Output {
         .expect("the binary runs")
 }
 
-fn scenario(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("distsync-faults-input-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A fresh scratch directory for a test's scenario files, removed when the value drops.
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("distsync-faults-input-")
+        .tempdir()
+        .unwrap()
+}
+
+fn scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
 }
 
 #[test]
 fn fields_of_other_algorithms_are_refused_with_the_field_named() {
+    let tmp = scratch();
     for (name, text, field) in [
         (
             "mutex-timeout.toml",
@@ -48,7 +55,7 @@ fn fields_of_other_algorithms_are_refused_with_the_field_named() {
             "holder",
         ),
     ] {
-        let path = scenario(name, text);
+        let path = scenario(&tmp, name, text);
         let o = distsync_to(&["run", &path], Stdio::piped());
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
@@ -57,6 +64,7 @@ fn fields_of_other_algorithms_are_refused_with_the_field_named() {
     }
     // The same fields where they belong are accepted.
     let path = scenario(
+        &tmp,
         "token-holder.toml",
         "algorithm = \"suzuki-kasami\"\nnodes = 3\nholder = 1\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
     );
@@ -73,7 +81,9 @@ fn output_that_cannot_be_written_is_an_error() {
         println!("skipped: /dev/full is not available on this system");
         return;
     };
+    let tmp = scratch();
     let path = scenario(
+        &tmp,
         "ok.toml",
         "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
     );
@@ -121,7 +131,8 @@ fn sweep_and_compare_refuse_what_they_cannot_compare() {
 }
 
 fn run_err(name: &str, text: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    let path = scenario(name, text);
+    let tmp = scratch();
+    let path = scenario(&tmp, name, text);
     let mut args = vec!["run", path.as_str()];
     args.extend_from_slice(extra);
     let o = distsync_to(&args, Stdio::piped());
@@ -305,16 +316,20 @@ fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
         return;
     };
     assert!(meta.file_type().is_char_device());
+    let tmp = scratch();
     let path = scenario(
+        &tmp,
         "trace-ok.toml",
         "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
     );
     // First through a symbolic link in a scratch directory: a rename would replace the link
     // (and, given /dev/full itself, the device) with a regular file.
-    let dir = std::env::temp_dir().join(format!("distsync-trace-full-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let links = tempfile::Builder::new()
+        .prefix("distsync-trace-full-")
+        .tempdir()
+        .unwrap();
+    let dir = links.path().to_path_buf();
     let link = dir.join("trace.jsonl");
-    let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink("/dev/full", &link).unwrap();
     let link_text = link.display().to_string();
     let o = distsync_to(&["run", &path, "--trace", &link_text], Stdio::piped());
@@ -369,7 +384,6 @@ fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
     assert!(std::fs::read_to_string(&target)
         .unwrap()
         .contains("\"start\""));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -378,7 +392,9 @@ fn list_and_run_into_a_full_device_exit_two() {
         println!("skipped: /dev/full is not available on this system");
         return;
     };
+    let tmp = scratch();
     let path = scenario(
+        &tmp,
         "ok2.toml",
         "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
     );

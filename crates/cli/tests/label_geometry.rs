@@ -30,8 +30,11 @@ fn files(dir: &str, ext: &str) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn no_scenario_draws_a_label_over_a_glyph_or_a_label() {
-    let dir = std::env::temp_dir().join(format!("distsync-geometry-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("distsync-geometry-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let mut found = Vec::new();
     let scenarios = files("scenarios", "toml");
     assert!(scenarios.len() >= 30, "{scenarios:?}");
@@ -61,7 +64,7 @@ fn no_scenario_draws_a_label_over_a_glyph_or_a_label() {
     }
     // The elections draw their leaders' labels: the check is not vacuous.
     assert!(leaders >= 20, "{leaders} leader labels");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 

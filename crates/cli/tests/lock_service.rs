@@ -64,7 +64,8 @@ fn fencing_tokens_keep_growing_when_every_node_is_killed_and_restarted() {
 #[test]
 fn fencing_tokens_keep_growing_across_cluster_down_and_up() {
     let _g = lock_guard();
-    let dir = scratch("down-up");
+    let tmp = scratch("down-up");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     let f = dir.join("token");
     let mut last = 0;
@@ -490,7 +491,8 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
         cluster_up_fast(dir, &["--nodes", "2", "--mutex", "ricart-agrawala"])
     };
     // A log symlink planted in the directory.
-    let dir = scratch("symlink");
+    let tmp = scratch("symlink");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     let victim = dir.join("victim");
     fs::write(&victim, "precious\n").unwrap();
@@ -505,7 +507,8 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     assert!(err.contains("node-0.log"), "the file is named: {err}");
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
     // A cluster-file symlink.
-    let dir = scratch("symlink-toml");
+    let tmp = scratch("symlink-toml");
+    let dir = tmp.path().to_path_buf();
     let _down2 = Down(dir.clone());
     symlink(dir.join("elsewhere"), dir.join("cluster.toml")).unwrap();
     let out = up(&dir);
@@ -517,7 +520,8 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
         "nothing was written through the link"
     );
     // A directory others can write.
-    let dir = scratch("writable");
+    let tmp = scratch("writable");
+    let dir = tmp.path().to_path_buf();
     let _down3 = Down(dir.clone());
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
     let out = up(&dir);
@@ -527,7 +531,8 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
     // A directory another user owns (only root can make one).
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        let dir = scratch("foreign");
+        let tmp = scratch("foreign");
+        let dir = tmp.path().to_path_buf();
         let _down4 = Down(dir.clone());
         let ok = Command::new("chown")
             .arg("65534")
@@ -543,7 +548,8 @@ fn cluster_up_refuses_unsafe_directories_and_symlinks() {
         eprintln!("skipped: the foreign-owner case needs root to chown a directory");
     }
     // A sound directory: the cluster file is 0600 and so are the logs.
-    let dir = scratch("sound");
+    let tmp = scratch("sound");
+    let dir = tmp.path().to_path_buf();
     let _down5 = Down(dir.clone());
     let out = up(&dir);
     assert!(

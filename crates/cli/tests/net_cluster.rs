@@ -629,7 +629,8 @@ fn ricart_agrawala_goes_on_without_a_crashed_node() {
 #[test]
 fn cluster_up_status_lock_down() {
     let _g = lock_guard();
-    let dir = scratch("up");
+    let tmp = scratch("up");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     cluster_up_ok(
         &dir,

@@ -1,13 +1,15 @@
 //! `compare --plot`, `compare --family election --plot` and `sweep --plot`: titled figures,
 //! whole-number ticks for N, one legend entry per algorithm, the legend beside the charts.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-plots-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+mod scratch;
+
+use scratch::Scratch;
+
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-plots-", name)
 }
 
 fn plot(args: &[&str], name: &str) -> roxmltree_owned::Svg {

@@ -6,6 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod scratch;
+
+use scratch::Scratch;
+
 fn distsync(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distsync"))
         .args(args)
@@ -18,10 +22,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-verbs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-verbs-", name)
 }
 
 fn text(o: &Output) -> String {
@@ -171,7 +174,6 @@ fn the_new_examples_show_what_their_comments_say() {
 fn init_writes_a_scenario_that_validates_and_runs() {
     for algorithm in ["ricart-agrawala", "bully", "cristian", "chandy-lamport"] {
         let path = tmp(&format!("{algorithm}.toml"));
-        let _ = std::fs::remove_file(&path);
         let p = path.to_str().unwrap();
         let o = distsync(&["init", algorithm, "--out", p]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -1,8 +1,11 @@
 //! `distsync stress`: exit codes (0 nothing found, 1 found, 2 bad input), the table, the JSON,
 //! and a failure's scenario file that `distsync run` reproduces.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+
+mod scratch;
+
+use scratch::Scratch;
 
 fn distsync(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_distsync"))
@@ -11,10 +14,9 @@ fn distsync(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-stress-verb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-stress-verb-", name)
 }
 
 fn text(b: &[u8]) -> String {
@@ -50,7 +52,6 @@ fn lamport_mutex_with_reordering_is_found_and_reproduced() {
     let again = distsync(&["run", file]);
     assert_eq!(again.status.code(), Some(1));
     assert!(text(&again.stdout).contains("mutual-exclusion"));
-    let _ = std::fs::remove_dir_all(out);
 }
 
 #[test]
@@ -82,7 +83,6 @@ fn fifo_broadcast_breaks_causal_order_when_it_is_checked() {
         .unwrap()
         .starts_with("distsync run "));
     assert!(std::path::Path::new(f["file"].as_str().unwrap()).exists());
-    let _ = std::fs::remove_dir_all(out);
 }
 
 #[test]

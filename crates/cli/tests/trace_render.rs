@@ -6,9 +6,11 @@
 
 #[path = "../../viz/tests/common/checks.rs"]
 mod checks;
+mod scratch;
 
 use checks::{check_perfetto, check_shiviz, check_svg};
 use distsync_viz::trace::{EventKind, Trace};
+use scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -23,10 +25,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh scratch directory, removed when the returned value drops.
+fn tmp(name: &str) -> Scratch {
+    scratch::path("distsync-trace-", name)
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -70,7 +71,7 @@ fn render_and_check(trace_path: &Path) -> Trace {
     trace
 }
 
-fn run_with_trace(scenario: &Path, name: &str) -> PathBuf {
+fn run_with_trace(scenario: &Path, name: &str) -> Scratch {
     let trace = tmp(name);
     let o = distsync(&[
         "run",

@@ -30,7 +30,8 @@ fn links(dir: &std::path::Path, n: usize) -> (usize, usize) {
 #[test]
 fn every_link_of_a_new_cluster_runs_over_the_unix_sockets() {
     let _g = lock_guard();
-    let dir = scratch("unix-links");
+    let tmp = scratch("unix-links");
+    let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
     let n = 6;
     let out = cluster_up_fast(

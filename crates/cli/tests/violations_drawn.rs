@@ -2,7 +2,7 @@
 //! involved, `run --svg` windowed around the violation with the command that draws it again,
 //! long runs windowed automatically, and `trace render`'s `--svg -` and `--from` checks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn distsync_in(dir: &Path, args: &[&str]) -> Output {
@@ -21,11 +21,12 @@ fn scenario(name: &str) -> String {
         .to_string()
 }
 
-fn workdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("distsync-viol-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh scratch directory, removed when the returned value drops (also when the test fails).
+fn workdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("distsync-viol-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -34,7 +35,8 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn the_trace_has_a_violation_line_and_a_clean_run_has_none() {
-    let dir = workdir("line");
+    let tmp = workdir("line");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -70,7 +72,8 @@ fn the_trace_has_a_violation_line_and_a_clean_run_has_none() {
 
 #[test]
 fn run_svg_draws_the_violation_in_a_window_around_it_and_says_how_to_draw_it_again() {
-    let dir = workdir("svg");
+    let tmp = workdir("svg");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -140,7 +143,8 @@ fn run_svg_draws_the_violation_in_a_window_around_it_and_says_how_to_draw_it_aga
 
 #[test]
 fn long_runs_are_windowed_and_say_so() {
-    let dir = workdir("long");
+    let tmp = workdir("long");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -211,7 +215,8 @@ fn long_runs_are_windowed_and_say_so() {
 
 #[test]
 fn legends_list_every_glyph_and_repeated_labels_are_thinned() {
-    let dir = workdir("legend");
+    let tmp = workdir("legend");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -250,7 +255,8 @@ fn legends_list_every_glyph_and_repeated_labels_are_thinned() {
 
 #[test]
 fn leader_labels_keep_clear_of_the_arrows_their_process_sends_up() {
-    let dir = workdir("leader");
+    let tmp = workdir("leader");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -304,7 +310,8 @@ fn leader_labels_keep_clear_of_the_arrows_their_process_sends_up() {
 /// argument", with a tip that does not work).
 #[test]
 fn negative_times_of_a_window_are_refused_naming_the_flag() {
-    let dir = workdir("negative");
+    let tmp = workdir("negative");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -336,14 +343,15 @@ fn negative_times_of_a_window_are_refused_naming_the_flag() {
         );
         assert!(!err.contains("unexpected argument"), "{err}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// Found walking issue 16: the windowed run said "the run has N events" with N the trace's
 /// lines, twice the report's `events_processed`.
 #[test]
 fn a_windowed_long_run_counts_the_traces_events_as_the_trace_does() {
-    let dir = workdir("long-count");
+    let tmp = workdir("long-count");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &[
@@ -378,14 +386,15 @@ fn a_windowed_long_run_counts_the_traces_events_as_the_trace_does() {
         "{err}"
     );
     assert!(!err.contains("the run has"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// Found walking issue 16: `trace render --svg -` writes to standard output, but `run --svg -`
 /// wrote a file named `-` (run's standard output is its report). It is refused, saying how.
 #[test]
 fn run_refuses_an_svg_on_standard_output_and_says_how() {
-    let dir = workdir("run-stdout");
+    let tmp = workdir("run-stdout");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(
         &dir,
         &["run", &scenario("ricart-agrawala-heavy.toml"), "--svg", "-"],
@@ -397,14 +406,15 @@ fn run_refuses_an_svg_on_standard_output_and_says_how() {
         "{err}"
     );
     assert!(!dir.join("-").exists(), "a file named - was written");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// Left over from walking issue 16: `run --until -2s` and `simulate --until -2s` got clap's
 /// "unexpected argument" (it took `-2s` for a flag). They are refused in words, naming the flag.
 #[test]
 fn a_negative_horizon_is_refused_naming_the_flag() {
-    let dir = workdir("negative-until");
+    let tmp = workdir("negative-until");
+    let dir = tmp.path().to_path_buf();
     let lamport = scenario("lamport-non-fifo.toml");
     let runs: [&[&str]; 2] = [
         &["run", &lamport, "--until", "-2s"],
@@ -420,17 +430,18 @@ fn a_negative_horizon_is_refused_naming_the_flag() {
         );
         assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 /// A single violation is said in the singular (the README quotes the line).
 #[test]
 fn one_violation_is_said_in_the_singular() {
-    let dir = workdir("singular");
+    let tmp = workdir("singular");
+    let dir = tmp.path().to_path_buf();
     let o = distsync_in(&dir, &["run", &scenario("lamport-non-fifo.toml")]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("1 violation found; reproduce with:"), "{err}");
     assert!(!err.contains("violation(s)"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }

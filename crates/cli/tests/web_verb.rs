@@ -27,9 +27,11 @@ fn a_bad_address_or_scenario_is_refused_with_exit_code_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no-such-scenario.toml"), "{err}");
 
-    let dir = std::env::temp_dir().join(format!("distsync-web-verb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.toml");
+    let dir = tempfile::Builder::new()
+        .prefix("distsync-web-verb-")
+        .tempdir()
+        .unwrap();
+    let bad = dir.path().join("bad.toml");
     std::fs::write(
         &bad,
         "algorithm = \"bully\"\nnodes = 3\n[network]\nloss = 2.0\n",

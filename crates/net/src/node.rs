@@ -2393,29 +2393,25 @@ addr = "127.0.0.1:3"
         assert_eq!((mark(&dir, 0), mark(&dir, 1), mark(&dir, 2)), (e2, e2, e2));
     }
 
-    /// A new, empty directory for one test's epoch marks (named after the test and this
-    /// process, so that tests running at once do not share marks), removed when dropped, also
+    /// A new, empty directory for one test's epoch marks (named after the test, with a random
+    /// suffix, so that tests running at once do not share marks), removed when dropped, also
     /// when the test fails.
-    struct MarksDir(std::path::PathBuf);
+    struct MarksDir(tempfile::TempDir);
 
     impl std::ops::Deref for MarksDir {
         type Target = std::path::Path;
         fn deref(&self) -> &std::path::Path {
-            &self.0
-        }
-    }
-
-    impl Drop for MarksDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+            self.0.path()
         }
     }
 
     fn marks_dir(test: &str) -> MarksDir {
-        let dir = std::env::temp_dir().join(format!("ds-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        MarksDir(dir)
+        MarksDir(
+            tempfile::Builder::new()
+                .prefix(&format!("ds-{test}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     /// Node `i`'s epoch mark, as read back from its file in `dir`.

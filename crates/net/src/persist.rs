@@ -215,9 +215,11 @@ mod tests {
 
     #[test]
     fn the_mark_survives_reopening_and_only_rises() {
-        let dir = std::env::temp_dir().join(format!("distsync-persist-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("distsync-persist-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let mut s = EpochStore::open(&dir, NodeId(3)).unwrap();
         assert_eq!(s.stored(), 0);
         s.raise(5 << 10 | 3).unwrap();
@@ -227,7 +229,7 @@ mod tests {
         fs::write(epoch_path(&dir, NodeId(4)), "garbage").unwrap();
         let e = EpochStore::open(&dir, NodeId(4)).unwrap_err().to_string();
         assert!(e.contains("node-4.epoch") && e.contains("epoch N"), "{e}");
-        fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 
     /// Raises overwrite one slot in place, the one not holding the mark, by turns (no new
@@ -235,9 +237,11 @@ mod tests {
     #[test]
     fn raises_overwrite_the_other_slot_in_place() {
         use std::os::unix::fs::MetadataExt;
-        let dir = std::env::temp_dir().join(format!("distsync-persist-in-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("distsync-persist-in-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(1));
         let mut s = EpochStore::open(&dir, NodeId(1)).unwrap();
         let inode = fs::metadata(&path).unwrap().ino();
@@ -250,15 +254,17 @@ mod tests {
             assert_eq!(fs::metadata(&path).unwrap().ino(), inode, "the same file");
             assert_eq!(EpochStore::open(&dir, NodeId(1)).unwrap().stored(), e);
         }
-        fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 
     /// A mark in the earlier form (`epoch N`) is kept and rewritten in the fixed-size form.
     #[test]
     fn a_mark_in_the_earlier_form_is_read_and_rewritten() {
-        let dir = std::env::temp_dir().join(format!("distsync-persist-old-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("distsync-persist-old-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(2));
         fs::write(&path, "epoch 3074\n").unwrap();
         let mut s = EpochStore::open(&dir, NodeId(2)).unwrap();
@@ -266,7 +272,7 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), record(3074).repeat(2));
         s.raise(4098).unwrap();
         assert_eq!(EpochStore::open(&dir, NodeId(2)).unwrap().stored(), 4098);
-        fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 
     /// A raise torn by a crash (the slot it wrote part old, part new: here 1998 and 2000 mixed
@@ -275,10 +281,11 @@ mod tests {
     /// start rather than start with a lower mark.
     #[test]
     fn a_torn_slot_leaves_the_mark_before_the_raise() {
-        let dir =
-            std::env::temp_dir().join(format!("distsync-persist-torn-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("distsync-persist-torn-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(5));
         let (old, new) = (record(1998), record(2000));
         let torn = format!("{}{}", &old[..13], &new[13..]);
@@ -298,6 +305,6 @@ mod tests {
         fs::write(&path, [0xff_u8; 2 * RECORD_LEN]).unwrap();
         let e = EpochStore::open(&dir, NodeId(5)).unwrap_err().to_string();
         assert!(e.contains("node-5.epoch") && e.contains("checksum"), "{e}");
-        fs::remove_dir_all(&dir).unwrap();
+        tmp.close().unwrap();
     }
 }

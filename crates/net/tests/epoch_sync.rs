@@ -6,16 +6,18 @@ use distsync_core::NodeId;
 use distsync_net::persist::{epoch_path, EpochStore};
 use std::fs;
 
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ds-epoch-sync-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the returned guard drops (also when the test fails).
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ds-epoch-sync-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn a_new_mark_is_there_at_once_and_raises_after_its_sync_are_kept() {
-    let dir = temp_dir("new");
+    let tmp = temp_dir("new");
+    let dir = tmp.path().to_path_buf();
     let mut s = EpochStore::open_syncing(&dir, NodeId(7)).unwrap();
     assert_eq!(s.stored(), 0);
     // Written before `open_syncing` returns: another reader finds the mark 0, in the
@@ -33,17 +35,18 @@ fn a_new_mark_is_there_at_once_and_raises_after_its_sync_are_kept() {
     s.raise(5 << 10 | 7).unwrap();
     let again = EpochStore::open_syncing(&dir, NodeId(7)).unwrap();
     assert_eq!(again.stored(), 5 << 10 | 7, "an existing mark is read back");
-    fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 #[test]
 fn a_mark_in_the_earlier_form_is_rewritten_and_kept_by_open_syncing_too() {
-    let dir = temp_dir("old");
+    let tmp = temp_dir("old");
+    let dir = tmp.path().to_path_buf();
     fs::write(epoch_path(&dir, NodeId(2)), "epoch 3074\n").unwrap();
     let mut s = EpochStore::open_syncing(&dir, NodeId(2)).unwrap();
     assert_eq!(s.stored(), 3074);
     assert_eq!(fs::metadata(epoch_path(&dir, NodeId(2))).unwrap().len(), 52);
     s.raise(4098).unwrap();
     assert_eq!(EpochStore::open(&dir, NodeId(2)).unwrap().stored(), 4098);
-    fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }

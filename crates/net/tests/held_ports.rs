@@ -7,14 +7,14 @@
 use distsync_core::NodeId;
 use distsync_net::{local, Timeouts};
 use std::net::{TcpListener, UdpSocket};
-use std::path::PathBuf;
 use std::time::Duration;
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ds-held-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the returned guard drops (also when the test fails).
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ds-held-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Whether another process could take `port` now (for TCP or for UDP).
@@ -34,7 +34,8 @@ fn ports_chosen_and_let_go_can_be_taken_before_the_nodes_bind_them() {
 
 #[test]
 fn held_ports_cannot_be_taken_until_each_node_has_its_own_sockets() {
-    let dir = temp_dir("nodes");
+    let tmp = temp_dir("nodes");
+    let dir = tmp.path().to_path_buf();
     let (file, held) =
         local::cluster_file_holding(3, "central", "bully", None, Timeouts::default()).unwrap();
     let held = held.expect("free ports are held");
@@ -92,5 +93,4 @@ fn held_ports_cannot_be_taken_until_each_node_has_its_own_sockets() {
         // SAFETY: kill(2) has no memory-safety preconditions.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

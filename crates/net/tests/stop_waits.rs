@@ -35,9 +35,11 @@ fn wait_ready(child: &mut Child) {
 
 #[test]
 fn stop_returns_only_after_each_node_has_exited() {
-    let dir = std::env::temp_dir().join(format!("distsync-stop-waits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("distsync-stop-waits-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let cluster = dir.join("cluster.toml");
     std::fs::write(&cluster, "# stand-in\n").unwrap();
     let cluster = std::fs::canonicalize(&cluster).unwrap();
@@ -75,5 +77,4 @@ fn stop_returns_only_after_each_node_has_exited() {
         "stop returned while the killed pid {pid} was still exiting"
     );
     node.wait().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,20 +17,36 @@ use distsync_net::transport::{self, Via};
 use distsync_net::wire::{ClientReply, ClientRequest};
 use distsync_net::{Cluster, Timeouts};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 use support::start_node;
 
-/// A fresh private directory (short: a Unix socket path has at most 107 bytes).
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "ds-tr-{tag}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh private directory, not made yet (short: a Unix socket path has at most 107 bytes),
+/// inside a temporary one that is removed when the guard drops (also when the test fails).
+struct Scratch {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.dir
+    }
+}
+
+fn temp_dir(tag: &str) -> Scratch {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("ds-tr-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("d");
+    Scratch { _tmp: tmp, dir }
 }
 
 /// A 3-node ricart-agrawala cluster file on free loopback ports, written in `dir` and read

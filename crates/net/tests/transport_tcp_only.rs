@@ -14,8 +14,12 @@ use support::start_node;
 async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
     // Process-wide: this binary holds no other test.
     std::env::set_var("DISTSYNC_TRANSPORT", "tcp");
-    let dir = std::env::temp_dir().join(format!("ds-tr-tcp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    // A directory not made yet (write_cluster makes it), inside one removed when the test ends.
+    let tmp = tempfile::Builder::new()
+        .prefix("ds-tr-tcp-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("c");
     let file =
         local::cluster_file(3, "ricart-agrawala", "bully", None, Timeouts::default()).unwrap();
     let path = local::write_cluster(&dir, &file).unwrap();

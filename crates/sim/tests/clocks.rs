@@ -297,21 +297,23 @@ fn berkeley_elects_a_new_master_when_the_master_crashes_and_rounds_continue() {
 
 /// Runs `text` with a trace and reads the trace back with the library API.
 fn trace_of(text: &str, name: &str) -> distsync_sim::causality::Trace {
-    let path = std::env::temp_dir().join(format!(
-        "distsync-clocks-{}-{name}.jsonl",
-        std::process::id()
-    ));
+    let file = tempfile::Builder::new()
+        .prefix(&format!("distsync-clocks-{name}-"))
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    let path = file.path();
     let scenario = distsync_sim::Scenario::from_toml(text, "test.toml").unwrap();
     distsync_sim::run(
         &scenario,
         distsync_sim::RunOptions {
-            trace: Some(Box::new(std::fs::File::create(&path).unwrap())),
+            trace: Some(Box::new(std::fs::File::create(path).unwrap())),
             ..Default::default()
         },
     )
     .unwrap();
-    let trace = distsync_sim::causality::Trace::load(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
+    let trace = distsync_sim::causality::Trace::load(path).unwrap();
+    file.close().unwrap();
     trace
 }
 

@@ -4,9 +4,12 @@ use distsync_sim::{run, RunOptions, Scenario};
 use std::path::PathBuf;
 
 fn traced(text: &str, seed: u64, name: &str) -> (String, Vec<u8>) {
-    let dir = std::env::temp_dir().join(format!("distsync-determinism-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path: PathBuf = dir.join(name);
+    // Removed (with the trace in it) when this returns, or if it panics.
+    let dir = tempfile::Builder::new()
+        .prefix("distsync-determinism-")
+        .tempdir()
+        .unwrap();
+    let path: PathBuf = dir.path().join(name);
     let scenario = Scenario::from_toml(text, "t.toml").unwrap();
     let report = run(
         &scenario,

@@ -44,8 +44,15 @@ fn every_algorithm_holds_under_its_claims() {
         assert_eq!(a.runs, SEEDS, "{}", a.algorithm);
         assert!(a.events > 0, "{} processed no event", a.algorithm);
     }
-    let dir = std::env::temp_dir().join(format!("distsync-stress-claims-{}", std::process::id()));
-    stress::write_failures(&mut result, &dir, 3).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("distsync-stress-claims-")
+        .tempdir()
+        .unwrap();
+    stress::write_failures(&mut result, tmp.path(), 3).unwrap();
+    if result.found() {
+        // The message below names these files to reproduce the violations with: keep them.
+        let _ = tmp.keep();
+    }
     assert!(
         !result.found(),
         "stress (seed {}) found violations under the algorithms' own claims:{}",
@@ -86,8 +93,11 @@ fn lamport_mutex_without_fifo_breaks_mutual_exclusion_and_the_file_reproduces_it
     assert!(a.violations.get("mutual-exclusion").copied().unwrap_or(0) > 0);
     // Smallest first.
     assert!(a.failures.windows(2).all(|w| w[0].nodes <= w[1].nodes));
-    let dir = std::env::temp_dir().join(format!("distsync-stress-lamport-{}", std::process::id()));
-    stress::write_failures(&mut result, &dir, 2).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("distsync-stress-lamport-")
+        .tempdir()
+        .unwrap();
+    stress::write_failures(&mut result, tmp.path(), 2).unwrap();
     let f = &result.algorithms[0].failures[0];
     let file = f.file.as_ref().expect("written");
     assert_eq!(
@@ -98,7 +108,6 @@ fn lamport_mutex_without_fifo_breaks_mutual_exclusion_and_the_file_reproduces_it
     let scenario = Scenario::load(std::path::Path::new(file)).unwrap();
     let report = run(&scenario, RunOptions::default()).unwrap();
     assert_eq!(report.violations.first(), Some(&f.first));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -31,20 +31,16 @@ pub fn free_ports(n: usize) -> Vec<u16> {
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
-/// A fresh private directory (mode 0700) under the temp dir.
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "distsync-lock-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
+/// A fresh private directory (mode 0700) under the temp dir, removed with everything in it
+/// when the returned value drops, also when the test fails: hold it until every process that
+/// writes there is gone (declare a test's `Down` after it, so that `cluster down` runs first).
+pub fn scratch(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("distsync-lock-{name}-"))
+        .tempdir()
+        .unwrap();
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
     dir
 }
 
@@ -57,6 +53,8 @@ pub struct TestCluster {
     paused: Mutex<Vec<usize>>,
     /// When set, every node runs in its own network namespace and the clients in another.
     pub netns: Option<Netns>,
+    /// Holds `dir`; dropped (removing it) after `drop` has killed the nodes that log there.
+    _scratch: tempfile::TempDir,
 }
 
 /// Network namespaces for partitions: a private hub namespace holding a bridge, one namespace
@@ -230,7 +228,8 @@ impl TestCluster {
         timeouts: &str,
         extra: &str,
     ) -> TestCluster {
-        let dir = scratch(name);
+        let tmp = scratch(name);
+        let dir = tmp.path().to_path_buf();
         let addrs: Vec<String> = match &netns {
             Some(_) => (0..n).map(|i| format!("10.77.0.{}:7000", i + 1)).collect(),
             None => free_ports(n)
@@ -253,6 +252,7 @@ impl TestCluster {
             nodes: Mutex::new(Vec::new()),
             paused: Mutex::new(Vec::new()),
             netns,
+            _scratch: tmp,
         };
         for i in 0..n {
             let child = c.spawn_node(i);
