@@ -6,7 +6,7 @@
 # (one colour per algorithm, shared by its measured and theory lines). The PNGs are kept in
 # docs/plots/ for the README.
 #
-#   scripts/plot-screenshot-check.sh [OUT_DIR]
+#   [DISTSYNC_BIN=path] scripts/plot-screenshot-check.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +18,19 @@ if ! command -v chromium > /dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
 fi
 
-cargo build -q -p distsync-cli
-BIN="${CARGO_TARGET_DIR:-target}/debug/distsync"
+# DISTSYNC_BIN names a distsync binary to check instead of building one (CI passes the one its
+# `cargo test --workspace` built: `cargo build -p distsync-cli` resolves features differently
+# and would build everything again).
+if [ -n "${DISTSYNC_BIN:-}" ]; then
+  BIN=$DISTSYNC_BIN
+  if [ ! -x "$BIN" ]; then
+    echo "plot-screenshot-check: DISTSYNC_BIN=$BIN is not an executable file" >&2
+    exit 2
+  fi
+else
+  cargo build -q -p distsync-cli
+  BIN="${CARGO_TARGET_DIR:-target}/debug/distsync"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -5,7 +5,7 @@
 # drawing's size that is not blank and shows the marks of the run: the Election, Ok and
 # Coordinator arrows, the leader diamonds and the crash. The PNG is kept as docs/bully-example.png.
 #
-#   scripts/screenshot-check.sh [SCENARIO] [OUT.png]
+#   [DISTSYNC_BIN=path] scripts/screenshot-check.sh [SCENARIO] [OUT.png]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +18,19 @@ if ! command -v chromium > /dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
 fi
 
-cargo build -q -p distsync-cli
-BIN="${CARGO_TARGET_DIR:-target}/debug/distsync"
+# DISTSYNC_BIN names a distsync binary to check instead of building one (CI passes the one its
+# `cargo test --workspace` built: `cargo build -p distsync-cli` resolves features differently
+# and would build everything again).
+if [ -n "${DISTSYNC_BIN:-}" ]; then
+  BIN=$DISTSYNC_BIN
+  if [ ! -x "$BIN" ]; then
+    echo "screenshot-check: DISTSYNC_BIN=$BIN is not an executable file" >&2
+    exit 2
+  fi
+else
+  cargo build -q -p distsync-cli
+  BIN="${CARGO_TARGET_DIR:-target}/debug/distsync"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
