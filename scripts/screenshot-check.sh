@@ -18,19 +18,7 @@ if ! command -v chromium > /dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
 fi
 
-# DISTSYNC_BIN names a distsync binary to check instead of building one (CI passes the one its
-# `cargo test --workspace` built: `cargo build -p distsync-cli` resolves features differently
-# and would build everything again).
-if [ -n "${DISTSYNC_BIN:-}" ]; then
-  BIN=$DISTSYNC_BIN
-  if [ ! -x "$BIN" ]; then
-    echo "screenshot-check: DISTSYNC_BIN=$BIN is not an executable file" >&2
-    exit 2
-  fi
-else
-  cargo build -q -p distsync-cli
-  BIN="${CARGO_TARGET_DIR:-target}/debug/distsync"
-fi
+. scripts/distsync-bin.sh screenshot-check
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
