@@ -86,10 +86,7 @@ fn man_pages_for_the_tool_and_every_verb_at_every_depth() {
     assert!(nested >= 10, "{nested} nested verbs: {paths:?}");
 
     // A directory `man --out` makes, inside a scratch one removed when the test ends.
-    let tmp = tempfile::Builder::new()
-        .prefix("distsync-man-depth-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-man-depth-").unwrap();
     let dir = tmp.path().join("man");
     let o = distsync(&["man", "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));

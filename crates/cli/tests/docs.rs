@@ -54,10 +54,7 @@ fn blocks(text: &str, lang: &str) -> Vec<String> {
 /// It is removed (the link, not what it points to) when the returned value drops, also when the
 /// test fails.
 fn workdir(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("distsync-docs-{name}-"))
-        .tempdir()
-        .unwrap();
+    let dir = tempfile::TempDir::with_prefix(format!("distsync-docs-{name}-")).unwrap();
     std::os::unix::fs::symlink(repo().join("scenarios"), dir.path().join("scenarios")).unwrap();
     dir
 }

@@ -13,10 +13,7 @@ fn distsync_to(args: &[&str], stdout: Stdio) -> Output {
 
 /// A fresh scratch directory for a test's scenario files, removed when the value drops.
 fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("distsync-faults-input-")
-        .tempdir()
-        .unwrap()
+    tempfile::TempDir::with_prefix("distsync-faults-input-").unwrap()
 }
 
 fn scenario(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -324,10 +321,7 @@ fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
     );
     // First through a symbolic link in a scratch directory: a rename would replace the link
     // (and, given /dev/full itself, the device) with a regular file.
-    let links = tempfile::Builder::new()
-        .prefix("distsync-trace-full-")
-        .tempdir()
-        .unwrap();
+    let links = tempfile::TempDir::with_prefix("distsync-trace-full-").unwrap();
     let dir = links.path().to_path_buf();
     let link = dir.join("trace.jsonl");
     std::os::unix::fs::symlink("/dev/full", &link).unwrap();

@@ -30,10 +30,7 @@ fn files(dir: &str, ext: &str) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn no_scenario_draws_a_label_over_a_glyph_or_a_label() {
-    let tmp = tempfile::Builder::new()
-        .prefix("distsync-geometry-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-geometry-").unwrap();
     let dir = tmp.path().to_path_buf();
     let mut found = Vec::new();
     let scenarios = files("scenarios", "toml");

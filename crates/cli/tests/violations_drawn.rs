@@ -23,10 +23,7 @@ fn scenario(name: &str) -> String {
 
 /// A fresh scratch directory, removed when the returned value drops (also when the test fails).
 fn workdir(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("distsync-viol-{name}-"))
-        .tempdir()
-        .unwrap()
+    tempfile::TempDir::with_prefix(format!("distsync-viol-{name}-")).unwrap()
 }
 
 fn stderr(o: &Output) -> String {

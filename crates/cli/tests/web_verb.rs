@@ -27,10 +27,7 @@ fn a_bad_address_or_scenario_is_refused_with_exit_code_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no-such-scenario.toml"), "{err}");
 
-    let dir = tempfile::Builder::new()
-        .prefix("distsync-web-verb-")
-        .tempdir()
-        .unwrap();
+    let dir = tempfile::TempDir::with_prefix("distsync-web-verb-").unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(
         &bad,

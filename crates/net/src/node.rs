@@ -2406,12 +2406,7 @@ addr = "127.0.0.1:3"
     }
 
     fn marks_dir(test: &str) -> MarksDir {
-        MarksDir(
-            tempfile::Builder::new()
-                .prefix(&format!("ds-{test}-"))
-                .tempdir()
-                .unwrap(),
-        )
+        MarksDir(tempfile::TempDir::with_prefix(format!("ds-{test}-")).unwrap())
     }
 
     /// Node `i`'s epoch mark, as read back from its file in `dir`.

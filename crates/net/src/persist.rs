@@ -215,10 +215,7 @@ mod tests {
 
     #[test]
     fn the_mark_survives_reopening_and_only_rises() {
-        let tmp = tempfile::Builder::new()
-            .prefix("distsync-persist-")
-            .tempdir()
-            .unwrap();
+        let tmp = tempfile::TempDir::with_prefix("distsync-persist-").unwrap();
         let dir = tmp.path().to_path_buf();
         let mut s = EpochStore::open(&dir, NodeId(3)).unwrap();
         assert_eq!(s.stored(), 0);
@@ -237,10 +234,7 @@ mod tests {
     #[test]
     fn raises_overwrite_the_other_slot_in_place() {
         use std::os::unix::fs::MetadataExt;
-        let tmp = tempfile::Builder::new()
-            .prefix("distsync-persist-in-")
-            .tempdir()
-            .unwrap();
+        let tmp = tempfile::TempDir::with_prefix("distsync-persist-in-").unwrap();
         let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(1));
         let mut s = EpochStore::open(&dir, NodeId(1)).unwrap();
@@ -260,10 +254,7 @@ mod tests {
     /// A mark in the earlier form (`epoch N`) is kept and rewritten in the fixed-size form.
     #[test]
     fn a_mark_in_the_earlier_form_is_read_and_rewritten() {
-        let tmp = tempfile::Builder::new()
-            .prefix("distsync-persist-old-")
-            .tempdir()
-            .unwrap();
+        let tmp = tempfile::TempDir::with_prefix("distsync-persist-old-").unwrap();
         let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(2));
         fs::write(&path, "epoch 3074\n").unwrap();
@@ -281,10 +272,7 @@ mod tests {
     /// start rather than start with a lower mark.
     #[test]
     fn a_torn_slot_leaves_the_mark_before_the_raise() {
-        let tmp = tempfile::Builder::new()
-            .prefix("distsync-persist-torn-")
-            .tempdir()
-            .unwrap();
+        let tmp = tempfile::TempDir::with_prefix("distsync-persist-torn-").unwrap();
         let dir = tmp.path().to_path_buf();
         let path = epoch_path(&dir, NodeId(5));
         let (old, new) = (record(1998), record(2000));

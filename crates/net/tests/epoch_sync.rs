@@ -8,10 +8,7 @@ use std::fs;
 
 /// A fresh directory, removed when the returned guard drops (also when the test fails).
 fn temp_dir(tag: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("ds-epoch-sync-{tag}-"))
-        .tempdir()
-        .unwrap()
+    tempfile::TempDir::with_prefix(format!("ds-epoch-sync-{tag}-")).unwrap()
 }
 
 #[test]

@@ -11,10 +11,7 @@ use std::time::Duration;
 
 /// A fresh directory, removed when the returned guard drops (also when the test fails).
 fn temp_dir(tag: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("ds-held-{tag}-"))
-        .tempdir()
-        .unwrap()
+    tempfile::TempDir::with_prefix(format!("ds-held-{tag}-")).unwrap()
 }
 
 /// Whether another process could take `port` now (for TCP or for UDP).

@@ -35,10 +35,7 @@ fn wait_ready(child: &mut Child) {
 
 #[test]
 fn stop_returns_only_after_each_node_has_exited() {
-    let tmp = tempfile::Builder::new()
-        .prefix("distsync-stop-waits-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-stop-waits-").unwrap();
     let dir = tmp.path().to_path_buf();
     let cluster = dir.join("cluster.toml");
     std::fs::write(&cluster, "# stand-in\n").unwrap();

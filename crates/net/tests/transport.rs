@@ -41,10 +41,7 @@ impl AsRef<Path> for Scratch {
 }
 
 fn temp_dir(tag: &str) -> Scratch {
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!("ds-tr-{tag}-"))
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix(format!("ds-tr-{tag}-")).unwrap();
     let dir = tmp.path().join("d");
     Scratch { _tmp: tmp, dir }
 }

@@ -15,10 +15,7 @@ async fn with_distsync_transport_tcp_nodes_and_dialers_use_tcp_only() {
     // Process-wide: this binary holds no other test.
     std::env::set_var("DISTSYNC_TRANSPORT", "tcp");
     // A directory not made yet (write_cluster makes it), inside one removed when the test ends.
-    let tmp = tempfile::Builder::new()
-        .prefix("ds-tr-tcp-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("ds-tr-tcp-").unwrap();
     let dir = tmp.path().join("c");
     let file =
         local::cluster_file(3, "ricart-agrawala", "bully", None, Timeouts::default()).unwrap();

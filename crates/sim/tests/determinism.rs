@@ -5,10 +5,7 @@ use std::path::PathBuf;
 
 fn traced(text: &str, seed: u64, name: &str) -> (String, Vec<u8>) {
     // Removed (with the trace in it) when this returns, or if it panics.
-    let dir = tempfile::Builder::new()
-        .prefix("distsync-determinism-")
-        .tempdir()
-        .unwrap();
+    let dir = tempfile::TempDir::with_prefix("distsync-determinism-").unwrap();
     let path: PathBuf = dir.path().join(name);
     let scenario = Scenario::from_toml(text, "t.toml").unwrap();
     let report = run(

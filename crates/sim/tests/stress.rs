@@ -44,10 +44,7 @@ fn every_algorithm_holds_under_its_claims() {
         assert_eq!(a.runs, SEEDS, "{}", a.algorithm);
         assert!(a.events > 0, "{} processed no event", a.algorithm);
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("distsync-stress-claims-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-stress-claims-").unwrap();
     stress::write_failures(&mut result, tmp.path(), 3).unwrap();
     if result.found() {
         // The message below names these files to reproduce the violations with: keep them.
@@ -93,10 +90,7 @@ fn lamport_mutex_without_fifo_breaks_mutual_exclusion_and_the_file_reproduces_it
     assert!(a.violations.get("mutual-exclusion").copied().unwrap_or(0) > 0);
     // Smallest first.
     assert!(a.failures.windows(2).all(|w| w[0].nodes <= w[1].nodes));
-    let tmp = tempfile::Builder::new()
-        .prefix("distsync-stress-lamport-")
-        .tempdir()
-        .unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-stress-lamport-").unwrap();
     stress::write_failures(&mut result, tmp.path(), 2).unwrap();
     let f = &result.algorithms[0].failures[0];
     let file = f.file.as_ref().expect("written");

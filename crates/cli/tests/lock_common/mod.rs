@@ -35,10 +35,7 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 /// when the returned value drops, also when the test fails: hold it until every process that
 /// writes there is gone (declare a test's `Down` after it, so that `cluster down` runs first).
 pub fn scratch(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("distsync-lock-{name}-"))
-        .tempdir()
-        .unwrap();
+    let dir = tempfile::TempDir::with_prefix(format!("distsync-lock-{name}-")).unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
     dir

@@ -1,17 +1,12 @@
 //! Scratch paths for the tests that write files: each in a fresh directory of its own under the
 //! temp dir (`tempfile`), removed with everything in it when the value drops, also when the test
 //! fails, so that no run leaves anything behind.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// A fresh, empty directory named `PREFIX` and a few random characters.
-pub fn dir(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new().prefix(prefix).tempdir().unwrap()
-}
-
-/// `name` in a fresh directory (`dir(prefix)`); the file or directory itself is not made.
+/// `name` in a fresh directory named `prefix` and a few random characters; the file or
+/// directory itself is not made.
 /// It reads as its path (`&Path`, `to_str`, `join`, an argument of `Command::arg` or `fs`).
 pub struct Scratch {
     path: PathBuf,
@@ -19,7 +14,7 @@ pub struct Scratch {
 }
 
 pub fn path(prefix: &str, name: &str) -> Scratch {
-    let dir = dir(prefix);
+    let dir = tempfile::TempDir::with_prefix(prefix).unwrap();
     Scratch {
         path: dir.path().join(name),
         _dir: dir,
