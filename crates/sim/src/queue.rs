@@ -9,15 +9,15 @@
 //! (counting from the low end) goes to bucket (l, d), where d is that byte of its time. Every
 //! event of a lower level is earlier than every event of a higher level, and within a level a
 //! lower digit is earlier. When the front is used up, the lowest non-empty bucket becomes the
-//! front whole when it holds one time (level 0), is of level 1 or 2 (256 ns or 65.5 us of
+//! front whole when it holds one time (level 0) or is of level 1 or 2 (256 ns or 65.5 us of
 //! times: radix-sorted by the one or two bytes below its digit, a counting sort per byte that
-//! reads the entries in order and writes each once) or holds only a few events (at most 32,
-//! sorted by keys of time and place); its range of times becomes the front's block, and an event
-//! scheduled into that range is put in the front in order (or, when more than 64 pending entries
-//! of the front are later than it, the front is first narrowed to its earliest time, the rest
-//! going back to buckets of the levels below). A larger bucket of a higher level is split: its
-//! earliest time becomes `last` and its events move to lower levels (those at the new `last` to
-//! the front). An event moves at most 8 times, and for delays of milliseconds in nanoseconds
+//! reads the entries in order and writes each once, or, for at most 32 entries, sorted by keys
+//! of time and place); its range of times becomes the front's block, and an event scheduled
+//! into that range is put in the front in order (or, when more than 64 pending entries of the
+//! front are later than it, the front is first narrowed to its earliest time, the rest going
+//! back to buckets of the levels below). A bucket of a higher level is split, however few
+//! events it holds: its earliest time becomes `last` and its events move to lower levels (those
+//! at the new `last` to the front). An event moves at most 8 times, and for delays of milliseconds in nanoseconds
 //! once or twice into buckets and once or twice through the sort; every bucket is a vector that
 //! is only appended to and then read in order, so the work is sequential memory traffic instead
 //! of a binary heap's log2(n) scattered accesses per event.
@@ -287,14 +287,18 @@ impl<T> std::ops::IndexMut<usize> for Slab<T> {
     }
 }
 
-/// A bucket this small or smaller becomes the front as it is, sorted by time, instead of being
-/// split (a queue of a few dozen events spread over milliseconds rarely has two in a bucket).
+/// A bucket of level 1 or 2 this small or smaller is sorted by keys (`sort_small`) as it becomes
+/// the front, instead of by the radix passes of `sort_into_front`.
 const SMALL: usize = 32;
 /// `ahead`'s bucket when it is the front.
 const FRONT: usize = BUCKETS;
 /// A bucket of this level or below becomes the front whole, radix-sorted by time (one pass per
-/// level), however many entries it holds; a bucket of a higher level with more than `SMALL` is
-/// split. Level 2 spans 65.5 us of times, level 3 16.8 ms.
+/// level), however many entries it holds; a bucket of a higher level is split, however few it
+/// holds. Level 2 spans 65.5 us of times, level 3 16.8 ms: a front made of a level-3 bucket
+/// would take every event scheduled in the next milliseconds, each put in place by a scan of
+/// the front, where a split sends it to a bucket by one append (with ricart-agrawala's 32
+/// nodes, about 36 events pending 0.5 to 1.5 ms apart, that scan was 11% of a run's
+/// instructions: docs/performance.md, "Session 15").
 const SORTED: usize = 2;
 /// How many pending entries of the front an entry scheduled into the front's block may pass
 /// (moving them up one place each) before the front is narrowed to one time instead.
@@ -826,7 +830,7 @@ impl<T: Keyed> Queue<T> {
         self.unsorted.clear(b);
         let level = b / DIGITS;
         let n = self.buckets[b].len();
-        if level <= SORTED || n <= SMALL {
+        if level <= SORTED {
             // The whole bucket becomes the front: one time (level 0), or the entries of the
             // bucket's range, which becomes the front's block, sorted by time.
             if level == 0 {
@@ -894,12 +898,12 @@ impl<T: Keyed> Queue<T> {
         true
     }
 
-    /// Sorts the front, the entries of one bucket of `level` (at least 1; at most `SMALL` of
+    /// Sorts the front, the entries of one bucket of `level` (1 or 2; at most `SMALL` of
     /// them, each time's in seq order), by time and stably, without a branch per comparison:
     /// each entry's key is the bits of its time below the bucket's digit (the entries agree on
     /// every other bit) above its place in the bucket, and the keys are sorted as numbers.
     fn sort_small(&mut self, level: usize) {
-        const _: () = assert!(SMALL <= 256 && BITS * (LEVELS - 1) + 8 <= 64);
+        const _: () = assert!(SMALL <= 256 && BITS * SORTED + 8 <= 64);
         let n = self.front.len();
         if n < 8 {
             // An insertion sort, for a few entries (mostly one to three).
@@ -1159,6 +1163,42 @@ mod tests {
     }
 
     #[test]
+    fn a_few_dozen_events_milliseconds_apart_never_make_a_front_wider_than_level_2() {
+        // Like a saturated mutual-exclusion run: a few dozen events pending (24 here, so that
+        // the lowest bucket holds at most 32), each taken out followed by one scheduled 0.5 to
+        // 1.5 ms later. Every 16.8 ms of time, all pending events lie in one bucket of level 3;
+        // made the front whole, it would take in every later event by a scan. Split, the front
+        // spans at most one bucket of level 2 (65.5 us), the new events go to buckets, and the
+        // order is still a binary heap's, for every seed.
+        for seed in 0..20u64 {
+            let mut q = Queue::new();
+            let mut heap = BinaryHeap::new();
+            let mut next = xorshift(0x9e37_79b9_7f4a_7c15 ^ seed);
+            let mut seq = 0u64;
+            for _ in 0..24 {
+                seq += 1;
+                let t = 500_000 + next() % 1_000_001;
+                q.push(item(t, seq));
+                heap.push(Reverse((t, seq)));
+            }
+            for i in 0..20_000u64 {
+                let e = q.pop().expect("pending");
+                let Reverse((t, s)) = heap.pop().expect("pending");
+                assert_eq!((e.time, e.seq), (t, s), "seed {seed}, event {i}");
+                assert!(
+                    q.span <= 16,
+                    "seed {seed}, event {i}: a front of span {}",
+                    q.span
+                );
+                seq += 1;
+                let at = t + 500_000 + next() % 1_000_001;
+                q.push(item(at, seq));
+                heap.push(Reverse((at, seq)));
+            }
+        }
+    }
+
+    #[test]
     fn items_scheduled_out_of_seq_order_still_come_out_in_seq_order() {
         // Entries carry no seq: a bucket that received an item out of order is sorted by the
         // items' seqs when it becomes the front.
@@ -1374,12 +1414,13 @@ mod tests {
     }
 
     #[test]
-    fn large_buckets_of_levels_1_and_2_become_the_front_whole_in_time_then_seq_order() {
+    fn buckets_of_levels_1_and_2_become_the_front_whole_and_a_small_one_of_level_3_is_split() {
         // Past `last` = 0: 200 entries of level 1 (times 256..512), 5,000 of level 2 (times
-        // 65,536..131,072) and 20 of level 3 (times 2^24..2^25), each with ties, scheduled in seq
-        // order but not in time order. Each bucket becomes the front whole and sorted (level 1
-        // and 2 by a radix sort, the 20 by their keys), not split, and every item comes out in
-        // (time, seq) order.
+        // 65,536..131,072) and 20 of level 3 (times 2^24..2^25, at least 2^18 apart), each with ties, scheduled in seq order but not in time order. The buckets of
+        // levels 1 and 2 become the front whole, radix-sorted; the 20 of level 3, few as they
+        // are, are split: those of their earliest time become the front (one time), the others
+        // go to buckets of level 2, each of which becomes a front of its own in turn. Every item
+        // comes out in (time, seq) order.
         let mut q = Queue::new();
         let mut next = xorshift(0x853c_49e6_748f_ea9b);
         let mut all = vec![(0u64, 0u64)];
@@ -1410,7 +1451,23 @@ mod tests {
             out.push((e.time, e.seq));
         }
         assert_eq!(out, all);
-        assert_eq!(fronts, vec![(0, 1), (8, 200), (16, 5_000), (24, 20)]);
+        assert_eq!(fronts[..3], [(0, 1), (8, 200), (16, 5_000)]);
+        let (first, rest) = fronts[3..]
+            .split_first()
+            .expect("the level-3 bucket's fronts");
+        assert_eq!(
+            first.0, 0,
+            "the split's front holds its earliest time: {fronts:?}"
+        );
+        assert!(rest.iter().all(|f| f.0 == 16), "{fronts:?}");
+        let mut times: Vec<u64> = all.iter().map(|a| a.0).filter(|&t| t >= 1 << 24).collect();
+        times.dedup();
+        assert_eq!(
+            rest.len(),
+            times.len() - 1,
+            "one per later time: {fronts:?}"
+        );
+        assert_eq!(fronts[3..].iter().map(|f| f.1).sum::<usize>(), 20);
     }
 
     /// A queue whose front is a level-2 bucket of 1,000 entries, 10 ns apart from 65,536 ns,
