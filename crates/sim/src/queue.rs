@@ -17,10 +17,10 @@
 //! front are later than it, the front is first narrowed to its earliest time, the rest going
 //! back to buckets of the levels below). A bucket of a higher level is split, however few
 //! events it holds: its earliest time becomes `last` and its events move to lower levels (those
-//! at the new `last` to the front). An event moves at most 8 times, and for delays of milliseconds in nanoseconds
-//! once or twice into buckets and once or twice through the sort; every bucket is a vector that
-//! is only appended to and then read in order, so the work is sequential memory traffic instead
-//! of a binary heap's log2(n) scattered accesses per event.
+//! at the new `last` to the front). An event moves at most 8 times, and for delays of
+//! milliseconds in nanoseconds once or twice into buckets and once or twice through the sort;
+//! every bucket is a vector that is only appended to and then read in order, so the work is
+//! sequential memory traffic instead of a binary heap's log2(n) scattered accesses per event.
 //!
 //! What moves is a 12-byte entry (the time and the index of the event's slot); the events stay
 //! where they were put, in a slab whose free slots are reused last-freed first (so an event
@@ -829,7 +829,6 @@ impl<T: Keyed> Queue<T> {
         let unsorted = self.unsorted.get(b);
         self.unsorted.clear(b);
         let level = b / DIGITS;
-        let n = self.buckets[b].len();
         if level <= SORTED {
             // The whole bucket becomes the front: one time (level 0), or the entries of the
             // bucket's range, which becomes the front's block, sorted by time.
@@ -842,7 +841,7 @@ impl<T: Keyed> Queue<T> {
                     self.sort_front();
                 }
             } else {
-                if n <= SMALL || unsorted {
+                if self.buckets[b].len() <= SMALL || unsorted {
                     std::mem::swap(&mut self.front, &mut self.buckets[b]);
                     self.recycle(b);
                     if unsorted {
@@ -1416,11 +1415,12 @@ mod tests {
     #[test]
     fn buckets_of_levels_1_and_2_become_the_front_whole_and_a_small_one_of_level_3_is_split() {
         // Past `last` = 0: 200 entries of level 1 (times 256..512), 5,000 of level 2 (times
-        // 65,536..131,072) and 20 of level 3 (times 2^24..2^25, at least 2^18 apart), each with ties, scheduled in seq order but not in time order. The buckets of
-        // levels 1 and 2 become the front whole, radix-sorted; the 20 of level 3, few as they
-        // are, are split: those of their earliest time become the front (one time), the others
-        // go to buckets of level 2, each of which becomes a front of its own in turn. Every item
-        // comes out in (time, seq) order.
+        // 65,536..131,072) and 20 of level 3 (times 2^24..2^25, at least 2^18 apart), each with
+        // ties, scheduled in seq order but not in time order. The buckets of levels 1 and 2
+        // become the front whole, radix-sorted; the 20 of level 3, few as they are, are split:
+        // those of their earliest time become the front (one time), the others go to buckets of
+        // level 2, each of which becomes a front of its own in turn. Every item comes out in
+        // (time, seq) order.
         let mut q = Queue::new();
         let mut next = xorshift(0x853c_49e6_748f_ea9b);
         let mut all = vec![(0u64, 0u64)];
