@@ -66,8 +66,9 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Plot a report figure against a scenario parameter for several algorithms.
     Sweep(sweep_cmd::SweepArgs),
-    /// Explore every interleaving of a small mutual-exclusion configuration: prove mutual
-    /// exclusion, no deadlock and completion there, or print a shortest trace breaking one.
+    /// Explore every interleaving (and, within bounds, every fault) of a small configuration of
+    /// any family except clock synchronization: prove its properties there (mutual exclusion,
+    /// agreement, causal order, a consistent cut...), or print a shortest trace breaking one.
     Check(check_cmd::CheckArgs),
     /// Run one node of a real cluster (TCP, the cluster file's algorithms) until SIGTERM/ctrl-c.
     Node(node_cmd::NodeArgs),
