@@ -354,7 +354,8 @@ const PREFETCH_SLOTS_FROM: usize = 4096;
 /// How many events after the next one a batch run of [`PREFETCH_SLOTS_FROM`] processes or more
 /// asks for the slot of the process that event is for (see [`Core::prefetch_ahead`]): on
 /// Peterson's election on a ring of a million, 2, 3, 4, 5 and 6 were tried, and 4 was the
-/// fastest (docs/performance.md, "Session 7"). The queue asks for the event itself 8 ahead.
+/// fastest (docs/performance.md, "Elections of a million processes"). The queue asks for the
+/// event itself 8 ahead.
 const SLOTS_AHEAD: usize = 4;
 
 /// How many deliveries' links a run with a large table of links asks for at once, every
@@ -363,7 +364,7 @@ const SLOTS_AHEAD: usize = 4;
 /// overlap only when the requests are close together, as the queue's do (`queue::BATCH`):
 /// ricart-agrawala with 3,000 nodes requesting once took about 15% less user time than with one
 /// request per event, for that event's own link, in five alternated pairs (docs/performance.md,
-/// "Session 10").
+/// "Row b").
 const LINKS_BATCH: usize = 16;
 const LINKS_AHEAD: usize = 8;
 

@@ -64,8 +64,9 @@ enum Delay {
 /// `gen_range(low..=high)` draws a `u64` (`UniformInt::sample_single_inclusive`: a widening
 /// multiply, retried when its low half falls past `zone`), with the range and the zone worked out
 /// once instead of at every message: 2% less CPU per event on ricart-agrawala with N = 32, in
-/// alternated runs within one process (docs/performance.md, "Session 12"). The draws are the
-/// same, number for number (`uniform_delays_are_drawn_as_rand_draws_them`), so no run changes.
+/// alternated runs within one process (docs/performance.md, "The simulator's hot path"). The
+/// draws are the same, number for number (`uniform_delays_are_drawn_as_rand_draws_them`), so no
+/// run changes.
 #[derive(Clone, Copy, Debug)]
 struct UniformNs {
     low: u64,

@@ -68,8 +68,8 @@ const KEEP: usize = 4096;
 const AHEAD: usize = 8;
 /// How many entries further ahead (in the front) the queue asks for items into the second-level
 /// cache only (more misses in flight than the first-level cache keeps track of): 7 to 18% less
-/// per event at 1,000,000 and 10,000,000 pending than without, in session 8's A/B runs
-/// (docs/performance.md, which also has 16 against 32).
+/// per event at 1,000,000 and 10,000,000 pending than without, in A/B runs of the two queues
+/// (docs/performance.md, "Large queues"; 16, 64 and 128 were no better than 32).
 const FURTHER: usize = 32;
 /// Those second-level requests go out `BATCH` at a time, every `BATCH` entries taken out (for
 /// the items `FURTHER` to `FURTHER + BATCH` entries on), instead of one per entry taken out. A
@@ -77,13 +77,13 @@ const FURTHER: usize = 32;
 /// the instructions behind it until the page is found (on this project's virtual machine a
 /// two-stage walk), and such walks only overlap when the requests are close together: at ten
 /// million pending, the one request per entry took most of the samples of the whole hold loop,
-/// and batches cut the cost per event by a sixth to a third in session 10's A/B runs, with no
-/// clear difference between 8, 16, 24 and 32 (docs/performance.md).
+/// and batches cut the cost per event by a sixth to a third in A/B runs within one process,
+/// with no clear difference between 8, 16, 24 and 32 (docs/performance.md, "Large queues").
 const BATCH: usize = 16;
 /// How far past the end of a bucket (in bytes) an append asks for the line it will write
 /// later (`push_to`), when the bucket is `LONG` and has room that far: 512, about 40 entries.
-/// In session 9's A/B runs at 10,000,000 pending, 256, 512 and 1,024 all cut the cost per
-/// event against no such request, by more than the noise between them (docs/performance.md).
+/// In A/B runs at 10,000,000 pending, 256, 512 and 1,024 all cut the cost per event against no
+/// such request, by more than the noise between them (docs/performance.md, "Large queues").
 const TAIL: usize = 512;
 /// From how many entries on a bucket is taking a run of appends long enough for `TAIL`'s
 /// request to be met before it is needed.
@@ -298,7 +298,7 @@ const FRONT: usize = BUCKETS;
 /// would take every event scheduled in the next milliseconds, each put in place by a scan of
 /// the front, where a split sends it to a bucket by one append (with ricart-agrawala's 32
 /// nodes, about 36 events pending 0.5 to 1.5 ms apart, that scan was 11% of a run's
-/// instructions: docs/performance.md, "Session 15").
+/// instructions: docs/performance.md, "The simulator's hot path").
 const SORTED: usize = 2;
 /// How many pending entries of the front an entry scheduled into the front's block may pass
 /// (moving them up one place each) before the front is narrowed to one time instead.

@@ -28,8 +28,8 @@
 //!    to a crashed process reaches its next life long after the delay bound (run 120 below). So
 //!    bully, too, claims crashes without recoveries over reliable links.
 //!
-//! What `stress --algo ricart-agrawala --nodes 100..400 --seeds 2000 --seed 1003` found in
-//! session 10 (issue 15):
+//! What `stress --algo ricart-agrawala --nodes 100..400 --seeds 2000 --seed 1003` found during
+//! issue 15's work:
 //!
 //! 5. `starvation` in ricart-agrawala (1 of 2,000 runs): not the algorithm but stress's horizon.
 //!    Run 414 has 216 nodes asking 5 times each under the light workload, whose next request
