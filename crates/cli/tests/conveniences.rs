@@ -140,7 +140,11 @@ fn compare_summary_is_the_pivot_and_heavy_rows_carry_no_light_formulas() {
         ra.contains("8 = 2(N-1) ✓") && ra.contains("1 = T ✓") && ra.contains("12 = 2T+E ✓"),
         "{ra}"
     );
-    assert!(line("singhal").contains("7.60 ≈ 3(N-1)/2 on average ✗"));
+    assert!(
+        line("singhal").contains("7.60 = (N-1)(2R-1)/R ✓"),
+        "{}",
+        line("singhal")
+    );
     assert!(line("central").contains("3.98 = 4 ✓"));
     // One line per algorithm (and N), not one per figure.
     assert_eq!(

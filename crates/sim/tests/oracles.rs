@@ -137,3 +137,41 @@ fn central_grants_in_arrival_order_as_in_seed_001() {
     assert_eq!(m.max_bypass, 0, "first come, first served");
     assert_eq!(r.ended_by, "done");
 }
+
+#[test]
+fn compare_gives_singhal_heavy_load_its_measured_theory() {
+    use distsync_sim::compare::{compare_mutex, CompareOptions, Load};
+    // The 1992 rules cost (N-1)(2R-1)/R messages per entry when every site makes R requests
+    // back to back, not the textbooks' 3(N-1)/2 (ORACLES.md); compare's theory column says so.
+    for (requests, expected) in [(10u64, [3.8, 7.6, 13.3]), (4, [3.5, 7.0, 12.25])] {
+        let options = CompareOptions {
+            algorithms: vec!["singhal".into()],
+            nodes: vec![3, 5, 8],
+            loads: vec![Load::Heavy],
+            heavy_requests: requests,
+            ..CompareOptions::default()
+        };
+        let rows = compare_mutex(&options, |_, _| {});
+        let rows: Vec<_> = rows
+            .iter()
+            .filter(|r| r.metric == "messages_per_entry")
+            .collect();
+        assert_eq!(rows.len(), 3);
+        for (row, want) in rows.iter().zip(expected) {
+            let n = f64::from(row.nodes);
+            let r = requests as f64;
+            let theory = (n - 1.0) * (2.0 * r - 1.0) / r;
+            assert!((theory - want).abs() < 1e-9, "N={n} R={r}: {theory}");
+            assert!(
+                (row.theory.unwrap() - theory).abs() < 1e-9,
+                "N={n} R={r}: {row:?}"
+            );
+            assert!(
+                (row.measured.unwrap() - theory).abs() < 1e-9,
+                "N={n} R={r}: {row:?}"
+            );
+            assert_eq!(row.agrees, Some(true), "N={n} R={r}: {row:?}");
+            assert!(row.formula.starts_with("(N-1)(2R-1)/R"), "{row:?}");
+        }
+    }
+}
