@@ -66,9 +66,14 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Plot a report figure against a scenario parameter for several algorithms.
     Sweep(sweep_cmd::SweepArgs),
-    /// Explore every interleaving (and, within bounds, every fault) of a small configuration of
-    /// any family except clock synchronization: prove its properties there (mutual exclusion,
-    /// agreement, causal order, a consistent cut...), or print a shortest trace breaking one.
+    /// Explore every interleaving of a small configuration of any family but clock
+    /// synchronization: prove its properties there, or print a shortest trace breaking one.
+    ///
+    /// Within bounds every fault is explored too (crashes, recoveries, loss, duplication,
+    /// partitions). The properties are the family's: mutual exclusion, no deadlock and
+    /// completion; one agreed, valid leader and termination; FIFO, causal or total order of
+    /// deliveries; a snapshot that conserves the bank's money and is a consistent cut; and, with
+    /// `--liveness`, that every obligation is eventually met under fairness.
     Check(check_cmd::CheckArgs),
     /// Run one node of a real cluster (TCP, the cluster file's algorithms) until SIGTERM/ctrl-c.
     Node(node_cmd::NodeArgs),
