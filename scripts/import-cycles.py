@@ -16,11 +16,10 @@ to their file. Module A imports module B when A's file names B by a path:
   see below.
 A path is followed down the module files as far as they go (`crate::a::b::X` is `a::b` when
 `a/b.rs` exists, `a` otherwise), and through the `pub use` re-exports of the module it lands in
-(`crate::Cluster`, re-exported by lib.rs from `config`, is `config`). The re-exports themselves,
-and `mod` declarations, are not imports: a module that only gathers its children's items for
-the outside (a façade) does not depend on them. Nor, by default, is a module's use of its own
-descendants (lib.rs or a mod.rs calling into the modules it declares: the module tree itself);
-a child's use of its parent is an import like any other. `--with-parents` counts the parents'
+(`crate::Cluster`, re-exported by lib.rs from `config`, is `config`); a `pub use` is an import
+too. `mod` declarations are not imports, nor, by default, is a module's use of its own
+descendants (lib.rs or a mod.rs gathering or calling into the modules it declares: the module
+tree itself); a child's use of its parent is an import like any other. `--with-parents` counts the parents'
 uses too. Code under `#[cfg(test)]` counts like the rest: a test module is part of its file.
 Comments and string literals are skipped.
 
@@ -191,8 +190,7 @@ def scan(module, text):
                     continue
                 if public and not inline:
                     module.reexports[alias or segs[-1]] = segs
-                else:
-                    module.paths.append((segs, line, len(inline)))
+                module.paths.append((segs, line, len(inline)))
             i = j
             continue
         elif is_ident(t) and (i == 0 or toks[i - 1][0] != "::"):
