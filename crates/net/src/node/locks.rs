@@ -175,6 +175,9 @@ impl LockTable {
 }
 
 impl Node {
+    /// A mutual-exclusion message of this node's view: its token raises the highest one seen
+    /// (one above the view's epoch is forged or corrupt, and dropped), and its lock's instance
+    /// handles it (created first if this is the lock's first message here).
     pub(super) fn on_mutex_msg(&mut self, from: NodeId, msg: PeerMsg) {
         let PeerMsg::Mutex {
             name, token, msg, ..
@@ -538,6 +541,31 @@ impl Node {
             self.locks.released.push(name.to_string());
         } else {
             self.release(name);
+        }
+    }
+
+    /// Takes lock `name` from its client, telling it why (a view change kept another holder,
+    /// or left this node out).
+    pub(super) fn revoke(&mut self, name: &str, reason: &str) {
+        let Some(lock) = self.locks.by_name.get_mut(name) else {
+            return;
+        };
+        if let Some((Holder::Client(c), token)) = lock.holder.take() {
+            warn!(node = %self.id, lock = name, token, client = c, "lock revoked: {reason}");
+            self.reply(
+                c,
+                ClientReply::Revoked {
+                    name: name.to_string(),
+                    reason: reason.to_string(),
+                },
+            );
+        }
+    }
+
+    /// Takes every lock from its client.
+    pub(super) fn revoke_all(&mut self, reason: &str) {
+        for n in self.locks.names() {
+            self.revoke(&n, reason);
         }
     }
 }

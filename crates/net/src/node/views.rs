@@ -20,9 +20,8 @@
 //! again above it. A node without a view (restarted within the timeout, or left out) asks the
 //! leader to `Join` when a message of an unknown view reaches it or after `heartbeat_timeout`.
 
-use super::locks::Holder;
 use super::Node;
-use crate::wire::{ClientReply, Epoch, PeerMsg};
+use crate::wire::{Epoch, PeerMsg};
 use distsync_core::{NodeId, Params, Peers};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -448,28 +447,6 @@ impl Node {
         info!(node = %self.id, epoch, "view open");
         for name in self.locks.names() {
             self.pump(&name);
-        }
-    }
-
-    pub(super) fn revoke(&mut self, name: &str, reason: &str) {
-        let Some(lock) = self.locks.by_name.get_mut(name) else {
-            return;
-        };
-        if let Some((Holder::Client(c), token)) = lock.holder.take() {
-            warn!(node = %self.id, lock = name, token, client = c, "lock revoked: {reason}");
-            self.reply(
-                c,
-                ClientReply::Revoked {
-                    name: name.to_string(),
-                    reason: reason.to_string(),
-                },
-            );
-        }
-    }
-
-    pub(super) fn revoke_all(&mut self, reason: &str) {
-        for n in self.locks.names() {
-            self.revoke(&n, reason);
         }
     }
 }
