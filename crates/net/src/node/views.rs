@@ -296,7 +296,8 @@ impl Node {
     }
 
     /// Stops granting for the view being replaced and returns the locks local clients hold.
-    /// The epoch is raised in memory; the caller stores it (`store_seen`) before it acts on it.
+    /// The epoch is raised in memory; the caller stores it (`EpochMark::store`) before it acts
+    /// on it.
     pub(super) fn freeze(&mut self, epoch: Epoch) -> Vec<(String, u64)> {
         self.epochs.raise_later(epoch);
         self.view = None;
