@@ -8,7 +8,7 @@ use distsync_core::election::Election;
 use distsync_core::multicast::Multicast;
 use distsync_core::mutex::MutualExclusion;
 use distsync_core::snapshot::GlobalSnapshot;
-use distsync_core::Params;
+use distsync_core::{ParamError, Params};
 use serde::Serialize;
 
 /// The family an algorithm belongs to, which decides its inputs, outputs and monitors.
@@ -209,13 +209,35 @@ pub fn visit_clock_sync<V: ClockSyncVisitor>(
 ) -> Option<V::Output> {
     let entry = lookup(name)?;
     if name == "berkeley" {
-        let election = params
-            .master_election
-            .as_deref()
-            .unwrap_or(crate::clocks::berkeley::DEFAULT_MASTER_ELECTION);
-        return visit_election(election, BerkeleyWith { entry, visitor });
+        let election = master_election(params).ok()?;
+        return visit_election(election.name, BerkeleyWith { entry, visitor });
     }
     visit_clock_sync_type(name, entry, visitor)
+}
+
+/// The election algorithm that chooses Berkeley's master: the one `params.master_election`
+/// names (bully by default), or an error on `master_election` listing the election algorithms
+/// if it names none. The registry gives Berkeley that algorithm as its type parameter, so
+/// Berkeley itself never looks a name up.
+pub fn master_election(params: &Params) -> Result<&'static Entry, ParamError> {
+    let name = params
+        .master_election
+        .as_deref()
+        .unwrap_or(crate::clocks::berkeley::DEFAULT_MASTER_ELECTION);
+    match lookup(name) {
+        Some(e) if e.family == Family::Election => Ok(e),
+        _ => {
+            let mut names: Vec<&str> = ELECTION.iter().map(|e| e.name).collect();
+            names.sort_unstable();
+            Err(ParamError::new(
+                "master_election",
+                format!(
+                    "`{name}` is not an election algorithm (one of: {})",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
 }
 
 /// Visits `Berkeley<E>` for the election algorithm `E` it is given.
@@ -447,6 +469,18 @@ mod tests {
             ..Params::default()
         };
         assert_eq!(visit_clock_sync("berkeley", &params, ClockName), None);
+    }
+
+    #[test]
+    fn an_unknown_master_election_is_refused() {
+        let params = Params {
+            master_election: Some("cristian".into()),
+            ..Params::default()
+        };
+        let e = master_election(&params).unwrap_err();
+        assert_eq!(e.field, "master_election");
+        assert!(e.message.contains("bully"), "{e}");
+        assert_eq!(master_election(&Params::default()).unwrap().name, "bully");
     }
 
     struct MulticastName;

@@ -31,11 +31,12 @@ mod families;
 mod fingerprint;
 mod model;
 mod named;
+mod state;
 mod symmetry;
 mod trace;
 
-pub use model::Checkable;
 pub use named::{check_named, family_of, refusal, supported, NamedOutcome, NamedViolation};
+pub use state::Checkable;
 pub use trace::write_trace;
 
 use distsync_core::election::Election;

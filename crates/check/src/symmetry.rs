@@ -14,7 +14,7 @@
 //! symmetric) may be reduced; the others are refused with the reason.
 
 use crate::fingerprint::fingerprint;
-use crate::model::{Checkable, Faults, St, CRASHED};
+use crate::state::{Checkable, Faults, St, CRASHED};
 use crate::MAX_NODES;
 use distsync_algorithms::multicast::CausalBroadcast;
 use distsync_algorithms::mutex::{central, Central};

@@ -3,6 +3,7 @@
 //!
 //! Modules, one job each (after tokio's mini-redis):
 //! - [`config`]: the cluster file;
+//! - [`files`]: private files written safely (no links followed, renamed into place, synced);
 //! - [`frame`]: length-prefixed frames with a size bound;
 //! - [`auth`]: the HMAC-SHA256 handshake and per-frame MACs;
 //! - [`wire`]: the messages inside frames;
@@ -25,6 +26,7 @@ pub mod client;
 pub mod colocated;
 pub mod config;
 pub mod connection;
+pub mod files;
 pub mod frame;
 pub mod local;
 pub mod lock_client;

@@ -14,6 +14,8 @@
 //! files while its nodes start ([`sync_files`]) and returns only once they are durable.
 
 use crate::config::{ClusterFile, NodeEntry, Timeouts};
+use crate::files::refuse;
+pub use crate::files::{no_symlink, sync_files, write_private, write_private_unsynced};
 use distsync_core::NodeId;
 use std::fs;
 use std::io;
@@ -140,13 +142,6 @@ pub fn cluster_file_holding(
     Ok((file, held))
 }
 
-fn refuse(path: &Path, why: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::PermissionDenied,
-        format!("{}: {why}", path.display()),
-    )
-}
-
 /// Makes sure `dir` is a private directory of the current user: creates it (mode 0700) if it
 /// does not exist; refuses a symbolic link, another user's directory, or one that group or
 /// others can write.
@@ -191,77 +186,6 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
             Ok(())
         }
     }
-}
-
-/// Refuses `path` if it is a symbolic link (whatever it points to).
-pub fn no_symlink(path: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => Err(refuse(
-            path,
-            "is a symbolic link; refusing to write through it (remove it)",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Writes `bytes` to `path` atomically: a new file of mode 0600 (not following links), synced,
-/// renamed over `path`, and the directory synced.
-pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_private_unsynced(path, bytes)?;
-    sync_files(&[path.to_path_buf()])
-}
-
-/// Like [`write_private`] (a new file of mode 0600 renamed over `path`, so readers see the old
-/// or the new contents, never a mix), without waiting for the disk: for files that mean nothing
-/// after a reboot (pid files), or that [`sync_files`] makes durable later.
-pub fn write_private_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    no_symlink(path)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .map_err(|e| refuse(&tmp, &e.to_string()))?;
-    f.write_all(bytes)?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(|e| refuse(path, &e.to_string()))
-}
-
-/// Makes `files` durable: each file, then each directory holding one, fsynced (never following
-/// a link).
-pub fn sync_files(files: &[PathBuf]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut dirs: Vec<&Path> = Vec::new();
-    for path in files {
-        fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| refuse(path, &format!("cannot sync: {e}")))?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    for dir in dirs {
-        fs::File::open(dir)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| refuse(dir, &format!("cannot sync: {e}")))?;
-    }
-    Ok(())
 }
 
 /// Opens node `id`'s log for appending (mode 0600 when created), never through a link.

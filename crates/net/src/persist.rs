@@ -134,7 +134,7 @@ impl EpochStore {
         if slot.is_none() {
             // Missing, or in the earlier form: write both slots as a new file, durably, so
             // that every raise after this one overwrites one of them in place.
-            crate::local::write_private_unsynced(&path, record(stored).repeat(SLOTS).as_bytes())?;
+            crate::files::write_private_unsynced(&path, record(stored).repeat(SLOTS).as_bytes())?;
         }
         let file = fs::OpenOptions::new()
             .read(true)
@@ -143,7 +143,7 @@ impl EpochStore {
             .open(&path)?;
         let syncing = slot.is_none().then(|| {
             let path = path.clone();
-            std::thread::spawn(move || crate::local::sync_files(&[path]))
+            std::thread::spawn(move || crate::files::sync_files(&[path]))
         });
         Ok(EpochStore {
             path,

@@ -7,13 +7,24 @@
 //! kernel's stamp (both on the system clock) off its own clock's reading, so it works for the
 //! virtual clock too. Where the option is refused, [`recv_from`] returns no stamp and the caller
 //! falls back to reading the clock.
+//!
+//! [`system_now_ns`] reads the system clock in the stamps' unit (ns since the Unix epoch).
 
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::AsRawFd;
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
+
+/// The system clock as ns since the Unix epoch.
+pub fn system_now_ns() -> i128 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
 
 /// Asks the kernel to stamp every datagram `socket` receives.
 pub fn enable(socket: &UdpSocket) -> io::Result<()> {
@@ -119,13 +130,13 @@ mod tests {
         let rx = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         enable(&rx).unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let before = crate::serve::system_now_ns();
+        let before = system_now_ns();
         tx.send_to(b"hello", rx.local_addr().unwrap())
             .await
             .unwrap();
         let mut buf = [0u8; 64];
         let (n, from, stamp) = recv_from(&rx, &mut buf).await.unwrap();
-        let after = crate::serve::system_now_ns();
+        let after = system_now_ns();
         assert_eq!(&buf[..n], b"hello");
         assert_eq!(from, tx.local_addr().unwrap());
         let stamp = stamp.expect("SO_TIMESTAMPNS gives a stamp");

@@ -16,6 +16,7 @@ use crate::auth::{Keys, Verdict};
 use crate::client::{self, Rejection, PHI};
 use crate::host::{Action, Host};
 use crate::packet::{Leap, Packet, Timestamp};
+pub use crate::rxstamp::system_now_ns;
 use crate::server::{ClockInfo, Decision, RateLimit, Server, Stats};
 use crate::vclock::VirtualClock;
 use distsync_algorithms::clocks::ntp::{Msg, Ntp};
@@ -24,7 +25,7 @@ use distsync_core::{Algorithm, NodeId, Params, Peers, Process, Time};
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 
 /// The longest the upstream poll interval grows to after RATE kisses: 1024 s (RFC 5905's
@@ -73,14 +74,6 @@ impl ServeOptions {
             rate: RateLimit::default(),
             keys: Keys::new(),
         }
-    }
-}
-
-/// The system clock as ns since the Unix epoch.
-pub fn system_now_ns() -> i128 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
     }
 }
 

@@ -109,28 +109,8 @@ pub struct Berkeley<E: Process> {
 
 impl<E: Election> Algorithm for Berkeley<E> {
     fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
+        // The registry chose `E` from `params.master_election` (`registry::master_election`).
         clock_sync::validate(params, peers)?;
-        let name = params
-            .master_election
-            .as_deref()
-            .unwrap_or(DEFAULT_MASTER_ELECTION);
-        match crate::registry::lookup(name) {
-            Some(e) if e.family == crate::registry::Family::Election => {}
-            _ => {
-                let names: Vec<&str> = crate::registry::entries()
-                    .into_iter()
-                    .filter(|e| e.family == crate::registry::Family::Election)
-                    .map(|e| e.name)
-                    .collect();
-                return Err(ParamError::new(
-                    "master_election",
-                    format!(
-                        "`{name}` is not an election algorithm (one of: {})",
-                        names.join(", ")
-                    ),
-                ));
-            }
-        }
         E::validate(params, peers)
     }
 
@@ -529,17 +509,5 @@ mod tests {
                 Msg::Election(crate::election::bully::Msg::Election)
             )]
         );
-    }
-
-    #[test]
-    fn an_unknown_master_election_is_refused() {
-        let peers = Peers::range(3);
-        let params = Params {
-            master_election: Some("cristian".into()),
-            ..Params::default()
-        };
-        let e = B::validate(&params, &peers).unwrap_err();
-        assert_eq!(e.field, "master_election");
-        assert!(e.message.contains("bully"), "{e}");
     }
 }

@@ -364,7 +364,6 @@ impl Peterson {
 mod tests {
     use super::*;
     use crate::election::testkit::Net;
-    use crate::election::RingLink;
     use distsync_core::testing::Driver;
     use rand_core::{RngCore, SeedableRng};
 
@@ -567,25 +566,6 @@ mod tests {
         let mut net: Net<Peterson> = Net::new(&order, Params::default());
         net.start(1);
         net.run(10_000);
-        net.assert_all_agree_on(9);
-    }
-
-    /// The process holding the largest value crashes mid-election: the election stalls, T'
-    /// starts epoch 2 without it, and 7 is elected; 9 recovers, its old epoch reaches a process
-    /// outside any election, a new epoch starts and 9 takes over.
-    #[test]
-    fn crash_mid_election_then_recovery() {
-        let order = [5, 2, 9, 1, 7, 3];
-        let mut net: Net<RingLink<Peterson>> = Net::new(&order, Params::default());
-        for id in order {
-            net.start(id);
-        }
-        net.run_until(distsync_core::Time::from_nanos(1_500_000));
-        net.crash(9);
-        net.run(100_000);
-        net.assert_all_agree_on(7);
-        net.recover(9);
-        net.run(100_000);
         net.assert_all_agree_on(9);
     }
 }

@@ -1,0 +1,164 @@
+//! The checker's states: what the checker needs of an algorithm ([`Checkable`]) and one state,
+//! decoded ([`St`]), with its byte encoding.
+//!
+//! States are kept compact: every process state, message, timer, input and application state
+//! is interned once in a table of the model (a dense id per distinct value), so a state is a
+//! short string of bytes: the ids of its processes and application, the time, the fault
+//! budget, and its messages and timers as ids ([`St::encode`]; the model decodes it). The
+//! explorer and the symmetry reduction both work on these states.
+
+use crate::MAX_NODES;
+use distsync_core::Process;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// What the checker needs of an algorithm: `Clone` to copy states, `Hash` to fingerprint them,
+/// `Debug` to show them, and `Send + Sync` to explore on every core. Implemented for every
+/// such process type (all registered algorithms are).
+pub trait Checkable:
+    Process<
+        Msg: Send + Sync + 'static,
+        Timer: Send + Sync + 'static,
+        Input: Send + Sync + Eq + Hash,
+        Output: Sync,
+    > + distsync_core::Algorithm
+    + Clone
+    + Debug
+    + Hash
+    + Send
+    + Sync
+    + 'static
+{
+}
+impl<A> Checkable for A where
+    A: Process<
+            Msg: Send + Sync + 'static,
+            Timer: Send + Sync + 'static,
+            Input: Send + Sync + Eq + Hash,
+            Output: Sync,
+        > + distsync_core::Algorithm
+        + Clone
+        + Debug
+        + Hash
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+// ---------------------------------------------------------------- states
+
+/// A message in flight: its link (`from * n + to`), the FxHash of the message (the canonical
+/// order of non-FIFO links), and the message's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flight {
+    pub link: u16,
+    pub hash: u64,
+    pub msg: u32,
+}
+
+/// A pending timer of process `pos`, its deadline (in nanoseconds of abstract time), and the
+/// timer's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingTimer {
+    pub pos: u16,
+    pub hash: u64,
+    pub deadline: u64,
+    pub timer: u32,
+}
+
+/// The fault budget left, and the partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Faults {
+    pub crashes: u8,
+    pub recoveries: u8,
+    pub losses: u8,
+    pub duplicates: u8,
+    /// 0: no partition yet (one may start if allowed); 1: partitioned by `cut`; 2: healed.
+    pub partition: u8,
+    /// The positions on the side of the cut that does not hold position 0.
+    pub cut: u64,
+}
+
+/// No process (crashed), in [`St::procs`].
+pub(crate) const CRASHED: u32 = u32::MAX;
+
+/// One state, decoded: processes (ids, [`CRASHED`] while crashed), the application's id, the
+/// time, the faults, the messages in flight (in a canonical order: by link, then FIFO order or
+/// hash order) and the pending timers (by position, then hash).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct St {
+    pub procs: [u32; MAX_NODES],
+    pub app: u32,
+    pub now: u64,
+    pub faults: Faults,
+    pub msgs: Vec<Flight>,
+    pub timers: Vec<PendingTimer>,
+}
+
+// By hand for `clone_from`, which the explorer calls for every move: the derived one makes new
+// vectors and frees the old ones (an allocation and a free per transition, 11.6% of the
+// instructions); this one copies into the vectors already there. It destructures every field
+// (and `clone` goes through it), so that a field added to `St` does not compile until it is
+// copied here too.
+impl Clone for St {
+    fn clone(&self) -> Self {
+        let mut st = St::default();
+        st.clone_from(self);
+        st
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let St {
+            procs,
+            app,
+            now,
+            faults,
+            msgs,
+            timers,
+        } = source;
+        self.procs = *procs;
+        self.app = *app;
+        self.now = *now;
+        self.faults = *faults;
+        self.msgs.clone_from(msgs);
+        self.timers.clone_from(timers);
+    }
+}
+
+impl St {
+    pub fn alive(&self, pos: usize) -> bool {
+        self.procs[pos] != CRASHED
+    }
+
+    /// Appends the state's bytes to `out` (the positions `0..n`).
+    pub fn encode(&self, n: usize, out: &mut Vec<u8>) {
+        let mut put = |x: u32| out.extend_from_slice(&x.to_le_bytes());
+        for &p in &self.procs[..n] {
+            put(p);
+        }
+        put(self.app);
+        put(self.now as u32);
+        put((self.now >> 32) as u32);
+        let f = &self.faults;
+        put(u32::from_le_bytes([
+            f.crashes,
+            f.recoveries,
+            f.losses,
+            f.duplicates,
+        ]));
+        put(u32::from(f.partition) | (f.cut as u32) << 8);
+        put(self.msgs.len() as u32);
+        for m in &self.msgs {
+            put(u32::from(m.link));
+            put(m.msg);
+        }
+        put(self.timers.len() as u32);
+        for t in &self.timers {
+            put(u32::from(t.pos));
+            put(t.timer);
+            put(t.deadline as u32);
+            put((t.deadline >> 32) as u32);
+        }
+    }
+}

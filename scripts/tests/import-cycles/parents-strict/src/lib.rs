@@ -1,0 +1,5 @@
+mod a;
+pub struct Shared;
+pub fn run() {
+    a::f(Shared)
+}

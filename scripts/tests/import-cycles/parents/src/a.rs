@@ -1,0 +1,2 @@
+use crate::Shared;
+pub fn f(_: Shared) {}

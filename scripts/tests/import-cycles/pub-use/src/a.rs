@@ -1,0 +1,4 @@
+pub struct Thing;
+pub fn f() -> usize {
+    crate::b::g()
+}

@@ -1,0 +1,4 @@
+pub(crate) use crate::a::Thing;
+pub fn g() -> usize {
+    std::mem::size_of::<Thing>()
+}

@@ -1,0 +1,4 @@
+pub struct Thing;
+pub fn f() {
+    crate::b::g()
+}

@@ -1,0 +1,4 @@
+use crate::Thing;
+pub fn g() {
+    let _ = Thing;
+}

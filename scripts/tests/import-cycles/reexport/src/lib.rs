@@ -1,0 +1,3 @@
+mod a;
+mod b;
+pub use a::Thing;

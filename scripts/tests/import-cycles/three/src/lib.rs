@@ -1,0 +1,2 @@
+mod x;
+mod z;

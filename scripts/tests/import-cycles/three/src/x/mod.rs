@@ -1,0 +1,5 @@
+mod y;
+pub struct X;
+pub fn f() -> usize {
+    crate::z::g()
+}

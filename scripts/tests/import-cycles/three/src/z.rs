@@ -1,0 +1,3 @@
+pub fn g() -> usize {
+    crate::x::y::h(crate::x::X)
+}

@@ -1,0 +1,3 @@
+use crate::{b::B, other::Thing};
+
+pub struct A(pub B);
