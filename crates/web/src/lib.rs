@@ -16,6 +16,7 @@
 mod api;
 mod assets;
 mod check_api;
+pub mod check_config;
 mod session_api;
 pub mod sessions;
 
