@@ -106,6 +106,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/api/algorithms", get(algorithms))
         .route("/api/initial", get(initial))
+        .route("/api/examples", get(examples))
         .route("/api/scenario/parse", post(scenario_parse))
         .route("/api/scenario/toml", post(scenario_toml))
         .merge(session_api::routes())
@@ -166,6 +167,27 @@ async fn algorithms() -> Json<Vec<AlgorithmInfo>> {
             })
             .collect(),
     )
+}
+
+/// The built-in example scenarios (`distsync examples`): name, algorithm, what the file says
+/// about itself, and its text.
+async fn examples() -> Json<Value> {
+    Json(Value::Array(
+        crate::examples::EXAMPLES
+            .iter()
+            .map(|(name, toml)| {
+                let algorithm = Scenario::from_toml(toml, name)
+                    .map(|s| s.algorithm)
+                    .unwrap_or_default();
+                json!({
+                    "name": name,
+                    "algorithm": algorithm,
+                    "description": crate::examples::description(toml),
+                    "toml": toml,
+                })
+            })
+            .collect(),
+    ))
 }
 
 async fn initial(axum::extract::State(state): State) -> Json<Value> {

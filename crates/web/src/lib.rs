@@ -17,6 +17,7 @@ mod api;
 mod assets;
 mod check_api;
 pub mod check_config;
+pub mod examples;
 mod session_api;
 pub mod sessions;
 
