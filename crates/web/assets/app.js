@@ -809,7 +809,7 @@ $("#check").addEventListener("click", async () => {
     } else {
       line("check-refuted", `refuted: ${r.violation.property}: ${r.violation.detail} (${r.states} states explored, for ${r.bounds}).`);
       if (r.load_error) {
-        line("error", `The counterexample could not be loaded: ${r.load_error}. Its ${r.violation.steps.length} steps:`);
+        line("error", `The counterexample could not be loaded: ${r.load_error.replace(/^the counterexample could not be replayed in the stepper: /, "")}. Its ${r.violation.steps.length} steps, as the checker wrote them:`);
         out.append(el("ol", { class: "check-steps" }, ...r.violation.steps.map((t) => el("li", {}, t))));
         if (app.session !== null) line("hint", "The stepper still shows your previous run, not this counterexample.");
       } else if (r.session !== undefined) {

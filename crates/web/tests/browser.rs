@@ -742,3 +742,40 @@ fn the_election_quiz_marks_the_real_leader_right_and_hides_the_answer() {
         "the run to go on",
     );
 }
+
+/// A counterexample the stepper cannot replay is reported as such, and the stepper keeps (and
+/// says it keeps) the run it showed.
+#[test]
+fn a_counterexample_that_cannot_be_loaded_is_reported() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait_for_run_of("ricart-agrawala");
+    let session = page.js("window.distsyncApp.session");
+    page.set(
+        "#toml",
+        "algorithm = \"chandy-lamport\"\nnodes = 2\n[network]\nfifo = false\n[app]\nkind = \"bank\"\nbalance = 100\n",
+    );
+    page.wait(
+        "window.distsyncApp.scenario.algorithm === 'chandy-lamport'",
+        "the form to read the TOML",
+    );
+    page.click("#check");
+    page.wait(
+        "/refuted/.test(document.querySelector('#check-result').innerText)",
+        "the checker's answer",
+    );
+    let result = page.text("#check-result");
+    assert!(
+        result.contains("The counterexample could not be loaded: no pending Snapshot"),
+        "{result}"
+    );
+    assert!(result.contains("still shows your previous run"), "{result}");
+    assert!(!result.contains("is loaded"), "{result}");
+    assert_eq!(page.js("window.distsyncApp.session"), session);
+    // The form now differs from the run shown, and the page says so.
+    page.wait(
+        "!document.querySelector('#drift').hidden",
+        "the drift notice",
+    );
+}
