@@ -27,6 +27,7 @@
 //! assert_eq!(session.view().pending.len(), 2);
 //! ```
 
+pub use crate::engine::{is_link_plumbing, label_of};
 use crate::engine::{Engine, Harness, Turn};
 use crate::report::{Report, Violation};
 use crate::scenario::{Action, Scenario};
