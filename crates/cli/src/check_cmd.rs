@@ -205,7 +205,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     }
     config.bounds.max_states = args.max_states.unwrap_or(config.bounds.max_states);
     config.bounds.max_depth = args.max_depth.unwrap_or(config.bounds.max_depth);
-    let f = config.faults.clone();
+    let f = config.faults;
     config.faults = FaultBounds {
         crash: args.crash.unwrap_or(f.crash),
         recover: args.recover.unwrap_or(f.recover),
