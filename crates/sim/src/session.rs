@@ -180,6 +180,13 @@ pub struct ProcessView {
     /// messages not yet acknowledged), for the algorithms that run behind it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_state: Option<Value>,
+    /// Token algorithms: whether the process holds the token now, as its state says (its
+    /// `token` field, or for Raymond its `holder` pointing at itself); absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holds_token: Option<bool>,
+    /// Raymond: the neighbour its `holder` pointer names (towards the token), when not itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<u32>,
     /// A few words: "in CS", "requesting", "leader 6", "electing".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub badge: Option<String>,
@@ -246,6 +253,10 @@ pub struct View {
     pub log_from: usize,
     /// How many trace lines (events) there are.
     pub log_total: usize,
+    /// The steps in the log's window that wrote no trace line (a scripted event or a request
+    /// turned into a pending input, a duplicated message...), so that every step is logged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub silent_steps: Vec<SilentStep>,
     /// The violations the monitors saw so far; once the run is over or quiet, with the
     /// family's final checks (deadlock, starvation, termination, completion) as `distsync run`
     /// makes them at the end (see `final_checks`).
@@ -259,6 +270,35 @@ pub struct View {
     /// `warnings`, as `distsync run` prints them); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A step that wrote no trace line, as the log shows it.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct SilentStep {
+    /// The step (1 for the first choice).
+    pub step: usize,
+    /// The log position it comes before (`log_total` when it is the latest).
+    pub before: usize,
+    /// What the choice did, in words.
+    pub label: String,
+}
+
+/// A choice that wrote no trace line, in words.
+fn silent_label(choice: &Choice) -> String {
+    match choice {
+        Choice::Next => "a scripted event or a workload arrival is now pending".into(),
+        Choice::Event { id } => format!("event {id} is now pending as an input"),
+        Choice::Request { node } => {
+            format!("{node} asks for the critical section: its input is pending")
+        }
+        Choice::Elect { node } => format!("{node} is to start an election: its input is pending"),
+        Choice::Sync { node } => format!("{node} is to synchronize: its input is pending"),
+        Choice::Multicast { node } => format!("{node} is to multicast: its input is pending"),
+        Choice::Snapshot { node } => format!("{node} is to start a snapshot: its input is pending"),
+        Choice::Duplicate { id } => format!("a second copy of message {id} is on its way"),
+        Choice::Drop { id } => format!("message {id} is dropped"),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
 }
 
 /// What one choice did.
@@ -436,9 +476,12 @@ where
                         .map(|p| serde_json::to_value(p).unwrap_or_default())
                         .unwrap_or_default(),
                 );
+                let (holds_token, holder) = token_of(&state, ids[pos].0);
                 ProcessView {
                     id: ids[pos].0,
                     alive: process.is_some(),
+                    holds_token,
+                    holder,
                     state,
                     link_state,
                     badge: self.engine.describe(pos),
@@ -493,6 +536,29 @@ fn split_link(state: Value) -> (Value, Option<Value>) {
         }
         other => (other, None),
     }
+}
+
+/// Where the token is, as a process's state says: a `token` field (a flag, or the token itself
+/// while held: token-ring, Suzuki-Kasami, Ricart-Agrawala's token algorithm), or Raymond's
+/// `holder` pointer (the token is here when it points at the process itself).
+fn token_of(state: &Value, id: u32) -> (Option<bool>, Option<u32>) {
+    let Value::Object(map) = state else {
+        return (None, None);
+    };
+    if let Some(token) = map.get("token") {
+        return (
+            Some(!matches!(token, Value::Null | Value::Bool(false))),
+            None,
+        );
+    }
+    if let (Some(holder), Some(_)) = (
+        map.get("holder").and_then(Value::as_u64),
+        map.get("request_q"),
+    ) {
+        let holder = holder as u32;
+        return (Some(holder == id), (holder != id).then_some(holder));
+    }
+    (None, None)
 }
 
 /// The `ended_by` of a report made before the run ended.
@@ -918,6 +984,22 @@ impl Session {
             log: self.entries(from, to),
             log_from: from,
             log_total: total,
+            silent_steps: (1..=self.step)
+                .filter_map(|s| {
+                    let start = self.first_line[s - 1];
+                    let end = self.first_line.get(s).copied().unwrap_or(total);
+                    (start == end && (from..=to).contains(&start)).then(|| SilentStep {
+                        step: s,
+                        before: start,
+                        label: match (self.live.ended(), &self.choices[s - 1]) {
+                            (Some(why), Choice::Next) if s == self.step => {
+                                format!("the run ends ({why})")
+                            }
+                            (_, choice) => silent_label(choice),
+                        },
+                    })
+                })
+                .collect(),
             violations: finished
                 .as_ref()
                 .map_or_else(|| self.live.violations().to_vec(), |f| f.violations.clone()),

@@ -383,9 +383,19 @@ function drawTopology(v) {
   const links = [];
   if (v.layout === "tree" && v.edges) for (const [a, b] of v.edges) links.push([a, b]);
   else if (v.layout === "ring") ids.forEach((id, k) => links.push([id, ids[(k + 1) % ids.length]]));
+  // Raymond's holder pointers: each process's arrow towards the token, on the tree's edges.
+  const holders = new Map((v.processes || []).filter((p) => p.holder !== undefined).map((p) => [p.id, p.holder]));
   for (const [a, b] of links) {
     if (!pos[a] || !pos[b]) continue;
-    svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+    const dir = holders.get(a) === b ? [a, b] : holders.get(b) === a ? [b, a] : null;
+    if (dir) {
+      const [f, t] = [pos[dir[0]], pos[dir[1]]];
+      const dx = t.x - f.x, dy = t.y - f.y, len = Math.hypot(dx, dy) || 1;
+      svg.append(svgEl("line", { class: "t-link t-holder", "data-from": dir[0], "data-to": dir[1], "marker-end": "url(#arrow)",
+        x1: f.x + (dx / len) * 24, y1: f.y + (dy / len) * 24, x2: t.x - (dx / len) * 26, y2: t.y - (dy / len) * 26 }));
+    } else {
+      svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+    }
   }
   // Messages in flight on their links, stacked when several share one.
   const perLink = {};
@@ -427,6 +437,18 @@ function drawTopology(v) {
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
     g.append(t);
+    if (p.holds_token) {
+      // The token, drawn at the process that holds it.
+      const tk = svgEl("g", { class: "t-token" });
+      tk.append(svgEl("circle", { cx: q.x + 20, cy: q.y - 18, r: 9 }));
+      const tt = svgEl("text", { x: q.x + 20, y: q.y - 18 });
+      tt.textContent = "T";
+      tk.append(tt);
+      const title = svgEl("title");
+      title.textContent = `P${p.id} holds the token`;
+      tk.append(title);
+      g.append(tk);
+    }
     if (p.badge || !p.alive) {
       const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + 32 });
       b.textContent = p.alive ? p.badge : "crashed";
@@ -566,13 +588,19 @@ function drawLog(v) {
   const badSeqs = new Set();
   for (const x of v.violations || []) for (const s of x.events || []) badSeqs.add(s);
   const rows = (v.log || []).filter((e) => !e.link || showLink());
+  // Steps that wrote no event (a scripted event turned into a pending input...) get a line too.
+  const silent = [...(v.silent_steps || [])];
+  const silentRow = (x) => tb.append(el("tr", { class: "ev-silent", "data-step": x.step },
+    el("td", {}, x.step), el("td", {}, ""), el("td", {}, ""), el("td", { class: "hint" }, x.label), el("td", {}, ""), el("td", {}, "")));
   for (const e of rows) {
+    while (silent.length && silent[0].before <= e.seq) silentRow(silent.shift());
     const what = e.label || e.event;
     const vec = Array.isArray(e.vector) ? "[" + e.vector.join(",") + "]" : "";
     tb.append(el("tr", { class: (badSeqs.has(e.seq) ? "bad " : "") + "ev-" + e.event, "data-step": e.step, "data-seq": e.seq },
       el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.node !== undefined && e.node !== null ? "P" + e.node : ""),
       el("td", {}, what), el("td", {}, e.lamport ?? ""), el("td", { class: "vec" }, vec)));
   }
+  for (const x of silent) silentRow(x);
   if (app.logFrom === null) { const w = $("#log-wrap"); w.scrollTop = w.scrollHeight; }
   $("#log-earlier").disabled = !(v.log_from > 0);
 }

@@ -536,3 +536,50 @@ fn a_counterexample_that_cannot_be_loaded_says_why() {
     assert!(why.contains("input Snapshot at 0"), "{why}");
     assert!(v.get("session").is_none(), "{v}");
 }
+
+#[test]
+fn the_token_and_raymonds_holder_pointers_are_in_the_view() {
+    let c = Client::start();
+    let (_, view) = c.session(&scenario_file("raymond-tree.toml"));
+    let procs = view["processes"].as_array().unwrap();
+    let holders: Vec<u64> = procs
+        .iter()
+        .filter(|p| p["holds_token"] == true)
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(holders.len(), 1, "one token: {procs:?}");
+    // Every other process points along a tree edge, and following the pointers leads there.
+    for p in procs {
+        let mut at = p["id"].as_u64().unwrap();
+        for _ in 0..procs.len() {
+            let next = &procs.iter().find(|q| q["id"] == at).unwrap()["holder"];
+            match next.as_u64() {
+                Some(n) => {
+                    let edge = view["edges"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|e| (e[0] == at && e[1] == n) || (e[0] == n && e[1] == at));
+                    assert!(edge, "{at} -> {n} is no tree edge");
+                    at = n;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(at, holders[0]);
+    }
+}
+
+#[test]
+fn a_step_that_writes_no_event_is_logged_all_the_same() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    let v = c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "request", "node": 0 }),
+    );
+    assert_eq!(
+        v["silent_steps"],
+        json!([{ "step": 1, "before": v["log_total"], "label": "0 asks for the critical section: its input is pending" }])
+    );
+}

@@ -482,6 +482,15 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
         page.text("#states").contains("q"),
         "the state panel shows the queue"
     );
+    // The token is drawn at the process whose state holds it, and only there.
+    let holder = page.js(
+        "window.distsyncApp.view.processes.find(p => p.state && p.state.token && p.state.token.q.length >= 2).id",
+    );
+    assert_eq!(page.count("#topo .t-token"), 1);
+    assert_eq!(
+        page.js("document.querySelector('#topo .t-token').parentNode.dataset.node"),
+        Value::from(holder.to_string())
+    );
     page.screenshot("suzuki-kasami");
 
     page.set("#algorithm", "causal-broadcast");
