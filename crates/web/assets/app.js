@@ -306,6 +306,7 @@ function show(v) {
   drawLog(v);
   announce(v);
   showWarnings(v);
+  drawLesson(v);
   scheduleSvg();
   $("#back").disabled = v.step === 0;
   $("#reset").disabled = v.step === 0;
@@ -733,6 +734,43 @@ $("#goto").addEventListener("click", async () => {
     app.busy = false;
   }
 });
+// ---------------------------------------------------------------- lessons
+// A lesson: a built-in scenario and steps of its run with a sentence each, and questions whose
+// answer is shown only on demand. The sentence shown is that of the latest lesson step reached.
+$("#lesson").addEventListener("change", async () => {
+  const l = (app.lessons || []).find((x) => x.name === $("#lesson").value);
+  app.lesson = null;
+  if (!l) { $("#lesson-box").hidden = true; return; }
+  if (await loadToml(l.toml, l.example + ".toml")) {
+    app.lesson = { ...l, revealed: new Set() };
+    await startSession(l.toml, [], l.example + ".toml");
+  }
+});
+function drawLesson(v) {
+  const box = $("#lesson-box");
+  const l = app.lesson;
+  if (!l || v.algorithm !== (app.scenario && app.scenario.algorithm) || app.toml !== l.toml) { box.hidden = true; return; }
+  box.hidden = false;
+  box.textContent = "";
+  const steps = l.step || [];
+  let k = -1;
+  steps.forEach((s, i) => { if (s.at <= v.step) k = i; });
+  const cur = k >= 0 ? steps[k] : null;
+  const next = steps[k + 1];
+  box.append(el("h2", {}, "Lesson: " + l.title, el("span", { class: "hint" }, ` (${k + 1} of ${steps.length})`)));
+  box.append(el("p", { class: "lesson-text" }, cur ? cur.text : l.intro));
+  if (cur && cur.question) {
+    box.append(el("p", { class: "lesson-question" }, el("strong", {}, "Predict: "), cur.question, " "));
+    if (l.revealed.has(k)) box.append(el("p", { class: "lesson-answer" }, cur.answer));
+    else box.append(el("button", { class: "lesson-reveal", onclick: () => { l.revealed.add(k); drawLesson(app.view); } }, "Reveal the answer"));
+  }
+  const row = el("div", { class: "row" });
+  if (k >= 0) row.append(el("button", { class: "lesson-prev", onclick: () => act("goto", { step: k > 0 ? steps[k - 1].at : 0 }) }, "◀ previous"));
+  if (next) row.append(el("button", { class: "lesson-next", onclick: () => gotoStep(next.at) }, `next: step ${next.at} ▶`));
+  else row.append(el("span", { class: "hint" }, "the end of the lesson: step on, go back, or break it"));
+  box.append(row);
+}
+
 // Go to step N: back by replay, forward along the recorded choices and then by Step.
 async function gotoStep(n) {
   const v = app.view;
@@ -986,6 +1024,8 @@ async function main() {
   app.examples = await api("GET", "/api/examples");
   const ex = $("#example");
   for (const e of app.examples) ex.append(el("option", { value: e.name }, `${e.name} (${e.algorithm})`));
+  app.lessons = await api("GET", "/api/lessons");
+  for (const l of app.lessons) $("#lesson").append(el("option", { value: l.name }, l.title));
   if (await openFragment()) { app.ready = true; return; }
   const initial = await api("GET", "/api/initial");
   if (initial && initial.toml) {

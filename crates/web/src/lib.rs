@@ -18,6 +18,7 @@ mod assets;
 mod check_api;
 pub mod check_config;
 pub mod examples;
+pub mod lessons;
 mod session_api;
 pub mod sessions;
 

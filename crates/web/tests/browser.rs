@@ -788,3 +788,55 @@ fn a_counterexample_that_cannot_be_loaded_is_reported() {
         "the drift notice",
     );
 }
+
+/// A lesson: seed 002's bully example opened from the lessons menu, walked by its "next"
+/// button, with a question whose answer shows only when asked for.
+#[test]
+fn the_bully_lesson_walks_its_steps_and_reveals_answers_on_demand() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#lesson", "bully-seed-002");
+    page.wait_for_run_of("bully");
+    page.wait(
+        "!document.querySelector('#lesson-box').hidden",
+        "the lesson",
+    );
+    assert!(page
+        .text("#lesson-box")
+        .contains("Process 7, the coordinator, has crashed"));
+    let next = |step: u64| {
+        page.click("#lesson-box .lesson-next");
+        page.wait(
+            &format!("window.distsyncApp.view.step === {step} && !window.distsyncApp.busy"),
+            &format!("lesson step {step}"),
+        );
+    };
+    next(1);
+    next(3);
+    assert!(page.text("#lesson-box").contains("Process 4 notices first"));
+    next(5);
+    next(12);
+    let text = page.text("#lesson-box");
+    assert!(text.contains("When 6's timer T fires"), "{text}");
+    assert!(
+        !text.contains("no process above it answered"),
+        "the answer is hidden: {text}"
+    );
+    page.click("#lesson-box .lesson-reveal");
+    page.wait(
+        "/no process above it answered/.test(document.querySelector('#lesson-box').innerText)",
+        "the answer",
+    );
+    page.screenshot("lesson");
+    next(13);
+    let badge =
+        page.js("document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText");
+    assert_eq!(badge, Value::from("leader 6"));
+    // Back to the previous lesson step.
+    page.click("#lesson-box .lesson-prev");
+    page.wait(
+        "window.distsyncApp.view.step === 12",
+        "the previous lesson step",
+    );
+}
