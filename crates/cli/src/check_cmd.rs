@@ -5,11 +5,11 @@
 use crate::progress::Progress;
 use crate::{InputError, Outcome};
 use distsync_check::{
-    check_named, write_trace, Bound, Bounds, CheckError, Config, FaultBounds, NamedOutcome,
+    check_named, write_trace, Bound, CheckError, Config, FaultBounds, NamedOutcome,
 };
 use distsync_core::multicast::Order;
 use distsync_core::{NodeId, Params, QuorumKind};
-use serde::Deserialize;
+use distsync_web::check_config::{check_setup, CheckTable};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -105,27 +105,6 @@ pub struct CheckArgs {
     json: bool,
 }
 
-/// The `[check]` table of a scenario file.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct CheckTable {
-    requests: Option<u32>,
-    max_states: Option<usize>,
-    max_depth: Option<usize>,
-    max_memory: Option<String>,
-    require_proof: Option<bool>,
-    crash: Option<u8>,
-    recover: Option<u8>,
-    loss: Option<u8>,
-    duplicate: Option<u8>,
-    partition: Option<bool>,
-    untimed: Option<bool>,
-    liveness: Option<bool>,
-    symmetry: Option<bool>,
-    order: Option<Vec<Order>>,
-    threads: Option<usize>,
-}
-
 fn input_error(e: CheckError) -> InputError {
     let flag = match e.field.as_str() {
         "algo" | "nodes" | "requests" | "max-states" | "max-memory" | "coordinator" | "holder"
@@ -139,99 +118,28 @@ fn input_error(e: CheckError) -> InputError {
 
 /// "2GiB", "500MB", "1g", "1048576": a size in bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (write it like 2GiB or 500MB)"))?;
-    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "kib" => 1024.0,
-        "m" | "mb" => 1e6,
-        "mib" => 1024.0 * 1024.0,
-        "g" | "gb" => 1e9,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tb" => 1e12,
-        "tib" => 1024f64.powi(4),
-        other => {
-            return Err(format!(
-                "`{other}` is not a size unit (use B, KB, MB, GB, KiB, MiB or GiB)"
-            ))
-        }
-    };
-    let bytes = value * scale;
-    if bytes < 1.0 {
-        return Err(format!("`{text}` must be more than zero"));
-    }
-    Ok(bytes as u64)
+    distsync_web::check_config::parse_size(text)
 }
 
-/// The configuration and algorithm of a scenario file with its `[check]` table.
-fn from_scenario(
-    path: &PathBuf,
-) -> Result<(String, Config, CheckTable, Option<String>), InputError> {
+/// The configuration and algorithm of a scenario file with its `[check]` table: the page's
+/// "prove or refute" builds it with the same function, so both answer the same.
+fn from_scenario(path: &PathBuf) -> Result<(String, Config, CheckTable, Vec<String>), InputError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError(format!("{origin}: cannot read it: {e}")))?;
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e| InputError(format!("{origin}: {e}")))?;
-    let check: CheckTable = match table.remove("check") {
-        Some(v) => v
-            .try_into()
-            .map_err(|e| InputError(format!("{origin}: `check`: {e}")))?,
-        None => CheckTable::default(),
-    };
-    let rest = toml::to_string(&table).map_err(|e| InputError(format!("{origin}: {e}")))?;
-    let scenario = distsync_sim::scenario::Scenario::from_toml(&rest, &origin)
+    let scenario = distsync_sim::scenario::Scenario::from_toml(&text, &origin)
         .map_err(|e| InputError(e.to_string()))?;
-    let checked = scenario
-        .check(&origin)
-        .map_err(|e| InputError(e.to_string()))?;
-    let ids = checked.peers.ids();
-    if ids.iter().enumerate().any(|(i, id)| id.0 != i as u32) {
-        return Err(InputError(format!(
-            "{origin}: `ids`: the checker numbers processes 0..N-1 in order; give `nodes = {}`",
-            ids.len()
-        )));
-    }
-    let mut elect = Vec::new();
-    let mut ignored = 0;
-    for (_, _, action) in &checked.actions {
-        match action {
-            distsync_sim::scenario::Action::Elect(n) => elect.push(*n),
-            distsync_sim::scenario::Action::ElectAll => elect.extend_from_slice(ids),
-            _ => ignored += 1,
-        }
-    }
-    let note = (ignored > 0).then(|| {
-        format!(
-            "note: {origin}: the checker ignores the {ignored} timed event{} other than `elect`; \
-             faults are choices bounded by the [check] table (crash, loss, duplicate, partition)",
-            if ignored == 1 { "" } else { "s" }
-        )
-    });
-    let config = Config {
-        nodes: ids.len(),
-        fifo: scenario.network.fifo,
-        params: scenario.params(),
-        elect,
-        ..Config::default()
-    };
-    Ok((scenario.algorithm.clone(), config, check, note))
+    let setup = check_setup(&scenario, &origin).map_err(|e| InputError(e.message))?;
+    Ok((setup.algorithm, setup.config, setup.table, setup.notes))
 }
 
 /// Runs `distsync check`.
 pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     let (algo, mut config, table) = match (&args.scenario, &args.algo) {
         (Some(path), None) => {
-            let (algo, config, table, note) = from_scenario(path)?;
-            if let Some(note) = note {
-                eprintln!("{note}");
+            let (algo, config, table, notes) = from_scenario(path)?;
+            for note in notes {
+                eprintln!("note: {note}");
             }
             if args.nodes.is_some() {
                 return Err(InputError(
@@ -257,6 +165,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
                 nodes,
                 params,
                 fifo: true,
+                threads: 0,
                 ..Config::default()
             };
             (algo.clone(), config, CheckTable::default())
@@ -288,32 +197,25 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     if args.no_fifo {
         config.fifo = false;
     }
-    config.requests = args.requests.or(table.requests).unwrap_or(1);
-    let max_memory = match args.max_memory.as_ref().or(table.max_memory.as_ref()) {
-        Some(text) => Some(parse_size(text).map_err(|e| InputError(format!("--max-memory: {e}")))?),
-        None => None,
-    };
-    config.bounds = Bounds {
-        max_states: args
-            .max_states
-            .or(table.max_states)
-            .unwrap_or(Bounds::default().max_states),
-        max_depth: args
-            .max_depth
-            .or(table.max_depth)
-            .unwrap_or(Bounds::default().max_depth),
-        max_memory,
-    };
+    // The flags override what the scenario file (and its `[check]` table) gave.
+    config.requests = args.requests.unwrap_or(config.requests);
+    if let Some(text) = &args.max_memory {
+        config.bounds.max_memory =
+            Some(parse_size(text).map_err(|e| InputError(format!("--max-memory: {e}")))?);
+    }
+    config.bounds.max_states = args.max_states.unwrap_or(config.bounds.max_states);
+    config.bounds.max_depth = args.max_depth.unwrap_or(config.bounds.max_depth);
+    let f = config.faults;
     config.faults = FaultBounds {
-        crash: args.crash.or(table.crash).unwrap_or(0),
-        recover: args.recover.or(table.recover).unwrap_or(0),
-        loss: args.loss.or(table.loss).unwrap_or(0),
-        duplicate: args.duplicate.or(table.duplicate).unwrap_or(0),
-        partition: args.partition || table.partition.unwrap_or(false),
+        crash: args.crash.unwrap_or(f.crash),
+        recover: args.recover.unwrap_or(f.recover),
+        loss: args.loss.unwrap_or(f.loss),
+        duplicate: args.duplicate.unwrap_or(f.duplicate),
+        partition: args.partition || f.partition,
     };
-    config.untimed = args.untimed || table.untimed.unwrap_or(false);
-    config.liveness = args.liveness || table.liveness.unwrap_or(false);
-    config.symmetry = args.symmetry || table.symmetry.unwrap_or(false);
+    config.untimed = args.untimed || config.untimed;
+    config.liveness = args.liveness || config.liveness;
+    config.symmetry = args.symmetry || config.symmetry;
     if !args.elect.is_empty() {
         config.elect = args.elect.iter().map(|&i| NodeId(i)).collect();
     }
@@ -328,10 +230,8 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
                 })
                 .collect(),
         );
-    } else if let Some(o) = table.order {
-        config.orders = Some(o);
     }
-    config.threads = args.threads.or(table.threads).unwrap_or(0);
+    config.threads = args.threads.unwrap_or(config.threads);
     let require_proof = args.require_proof || table.require_proof.unwrap_or(false);
     check_family_flags(&algo, &args, &config)?;
 

@@ -11,7 +11,7 @@
 //! inject faults and requests at the current time (engine/manual.rs).
 
 mod manual;
-pub(crate) use manual::short;
+pub use manual::{is_link_plumbing, label_of};
 
 use crate::clocks::Clocks;
 use crate::guard::{Guard, Sample};

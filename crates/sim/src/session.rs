@@ -27,6 +27,7 @@
 //! assert_eq!(session.view().pending.len(), 2);
 //! ```
 
+pub use crate::engine::{is_link_plumbing, label_of};
 use crate::engine::{Engine, Harness, Turn};
 use crate::report::{Report, Violation};
 use crate::scenario::{Action, Scenario};
@@ -36,6 +37,7 @@ use distsync_core::{Algorithm, NodeId, Time};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::sync::Mutex;
 
 /// One thing to do next.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -152,8 +154,16 @@ pub struct PendingEvent {
     /// On a FIFO network, the pending delivery on the same link that must arrive first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_for: Option<u64>,
-    /// A short text: `Reply{ts:3} 0->1`, `timer T at 2`.
+    /// A short text: `Reply(ts=3) 0->1`, `timer T at 2`.
     pub label: String,
+    /// The message or timer as the notes name it (`Election(7)`, `Request(ts=3)`), never cut
+    /// short; for the reliable ring link's `Data` frame, the algorithm's message it carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
+    /// The reliable ring link's own traffic (acknowledgements, retransmission timers), not the
+    /// algorithm's: the page hides it unless asked to show the link layer.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub link: bool,
 }
 
 /// One process, as the page shows it.
@@ -163,8 +173,20 @@ pub struct ProcessView {
     pub id: u32,
     /// Whether it is up.
     pub alive: bool,
-    /// The process struct itself, serialized (null while crashed).
+    /// The process struct itself, serialized (null while crashed); for an algorithm behind the
+    /// reliable ring link, the algorithm's own state (the link's is `link_state`).
     pub state: Value,
+    /// The reliable ring link's state around the algorithm (its sequence numbers and the
+    /// messages not yet acknowledged), for the algorithms that run behind it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_state: Option<Value>,
+    /// Token algorithms: whether the process holds the token now, as its state says (its
+    /// `token` field, or for Raymond its `holder` pointing at itself); absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holds_token: Option<bool>,
+    /// Raymond: the neighbour its `holder` pointer names (towards the token), when not itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<u32>,
     /// A few words: "in CS", "requesting", "leader 6", "electing".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub badge: Option<String>,
@@ -179,8 +201,11 @@ pub struct ProcessView {
 pub struct LogEntry {
     /// The choice that wrote it (1 for the first choice; 0 for the start).
     pub step: usize,
-    /// A short text: "0 sends Request{ts:1} to 1".
+    /// A short text: "0 sends Request(ts=1) to 1".
     pub label: String,
+    /// The reliable ring link's own traffic (an acknowledgement, a retransmission timer).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub link: bool,
     /// The trace line itself: `seq`, `time_ns`, `event`, `node`, `lamport`, `vector`...
     #[serde(flatten)]
     pub line: Value,
@@ -228,13 +253,52 @@ pub struct View {
     pub log_from: usize,
     /// How many trace lines (events) there are.
     pub log_total: usize,
-    /// The violations the monitors saw so far (final checks such as starvation come with
-    /// [`Session::report`]).
+    /// The steps in the log's window that wrote no trace line (a scripted event or a request
+    /// turned into a pending input, a duplicated message...), so that every step is logged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub silent_steps: Vec<SilentStep>,
+    /// The violations the monitors saw so far; once the run is over or quiet, with the
+    /// family's final checks (deadlock, starvation, termination, completion) as `distsync run`
+    /// makes them at the end (see `final_checks`).
     pub violations: Vec<Violation>,
+    /// Set when the run is over, or quiet so that the next [`Choice::Next`] would end it: how
+    /// it ends ("idle", "done" or "horizon"). The final checks then ran on a copy of the run,
+    /// and `violations` holds what they found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_checks: Option<&'static str>,
     /// How the scenario is set up outside its algorithm's assumptions (the report's
     /// `warnings`, as `distsync run` prints them); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// A step that wrote no trace line, as the log shows it.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct SilentStep {
+    /// The step (1 for the first choice).
+    pub step: usize,
+    /// The log position it comes before (`log_total` when it is the latest).
+    pub before: usize,
+    /// What the choice did, in words.
+    pub label: String,
+}
+
+/// A choice that wrote no trace line, in words.
+fn silent_label(choice: &Choice) -> String {
+    match choice {
+        Choice::Next => "a scripted event or a workload arrival is now pending".into(),
+        Choice::Event { id } => format!("event {id} is now pending as an input"),
+        Choice::Request { node } => {
+            format!("{node} asks for the critical section: its input is pending")
+        }
+        Choice::Elect { node } => format!("{node} is to start an election: its input is pending"),
+        Choice::Sync { node } => format!("{node} is to synchronize: its input is pending"),
+        Choice::Multicast { node } => format!("{node} is to multicast: its input is pending"),
+        Choice::Snapshot { node } => format!("{node} is to start a snapshot: its input is pending"),
+        Choice::Duplicate { id } => format!("a second copy of message {id} is on its way"),
+        Choice::Drop { id } => format!("message {id} is dropped"),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
 }
 
 /// What one choice did.
@@ -407,12 +471,19 @@ where
             .map(|pos| {
                 let process = self.engine.process(pos);
                 let (lamport, vector) = self.engine.stamps(pos).unwrap_or((0, &[]));
+                let (state, link_state) = split_link(
+                    process
+                        .map(|p| serde_json::to_value(p).unwrap_or_default())
+                        .unwrap_or_default(),
+                );
+                let (holds_token, holder) = token_of(&state, ids[pos].0);
                 ProcessView {
                     id: ids[pos].0,
                     alive: process.is_some(),
-                    state: process
-                        .map(|p| serde_json::to_value(p).unwrap_or_default())
-                        .unwrap_or_default(),
+                    holds_token,
+                    holder,
+                    state,
+                    link_state,
                     badge: self.engine.describe(pos),
                     lamport,
                     vector: vector.to_vec(),
@@ -448,6 +519,46 @@ where
     fn find_checker_step(&self, text: &str) -> Option<u64> {
         self.engine.find_checker_step(text)
     }
+}
+
+/// A process's state as the page shows it: an algorithm behind the reliable ring link
+/// (`{inner, id, incarnation, next_seq, unacked}`) is shown as the algorithm's own state, the
+/// link's fields apart.
+fn split_link(state: Value) -> (Value, Option<Value>) {
+    match state {
+        Value::Object(mut map)
+            if map.contains_key("inner")
+                && map.contains_key("unacked")
+                && map.contains_key("next_seq") =>
+        {
+            let inner = map.remove("inner").unwrap_or_default();
+            (inner, Some(Value::Object(map)))
+        }
+        other => (other, None),
+    }
+}
+
+/// Where the token is, as a process's state says: a `token` field (a flag, or the token itself
+/// while held: token-ring, Suzuki-Kasami, Ricart-Agrawala's token algorithm), or Raymond's
+/// `holder` pointer (the token is here when it points at the process itself).
+fn token_of(state: &Value, id: u32) -> (Option<bool>, Option<u32>) {
+    let Value::Object(map) = state else {
+        return (None, None);
+    };
+    if let Some(token) = map.get("token") {
+        return (
+            Some(!matches!(token, Value::Null | Value::Bool(false))),
+            None,
+        );
+    }
+    if let (Some(holder), Some(_)) = (
+        map.get("holder").and_then(Value::as_u64),
+        map.get("request_q"),
+    ) {
+        let holder = holder as u32;
+        return (Some(holder == id), (holder != id).then_some(holder));
+    }
+    (None, None)
 }
 
 /// The `ended_by` of a report made before the run ended.
@@ -491,6 +602,18 @@ pub struct Session {
     first_line: Vec<usize>,
     /// Copies of the engine every [`CHECKPOINT_EVERY`] choices, earliest first.
     checkpoints: Vec<Checkpoint>,
+    /// The finished copy of the run at this step, once asked for (see [`Session::finished`]);
+    /// forgotten by every change of step.
+    finished: Mutex<Option<Option<Finished>>>,
+}
+
+/// A copy of the run taken to its end with the family's final checks: how it ended, its
+/// violations (the live ones and the final checks') and its trace.
+#[derive(Clone)]
+struct Finished {
+    ended_by: &'static str,
+    violations: Vec<Violation>,
+    trace: String,
 }
 
 impl fmt::Debug for Session {
@@ -556,6 +679,7 @@ impl Session {
             scanned: 0,
             first_line: Vec::new(),
             checkpoints: Vec::new(),
+            finished: Mutex::new(None),
         };
         session.scan();
         Ok(session)
@@ -596,6 +720,7 @@ impl Session {
     }
 
     fn apply_recorded(&mut self, choice: &Choice) -> Result<(), SessionError> {
+        self.forget_finished();
         let before = self.lines.len();
         self.live
             .apply(choice)
@@ -660,6 +785,7 @@ impl Session {
             });
         }
         if step < self.step {
+            self.forget_finished();
             match self.checkpoints.iter().rev().find(|c| c.step <= step) {
                 Some(c) => {
                     self.live = c.live.fork();
@@ -728,16 +854,53 @@ impl Session {
     /// The run so far in the project's trace format (JSON lines, header first): `distsync
     /// trace render` and `distsync clocks` read it.
     pub fn trace_jsonl(&self) -> String {
-        match self.live.ended() {
-            // An ended run's final checks (starvation, termination...) write their violations
-            // into the trace, as the batch run's do: take the trace of a finished copy.
-            Some(ended_by) => {
-                let mut finished = self.live.fork();
-                finished.finish(ended_by);
-                String::from_utf8_lossy(finished.trace()).into_owned()
-            }
+        match self.finished() {
+            // An ended (or quiet) run's final checks (deadlock, starvation, termination...)
+            // write their violations into the trace, as the batch run's do: take the trace of a
+            // finished copy.
+            Some(finished) => finished.trace,
             None => String::from_utf8_lossy(self.live.trace()).into_owned(),
         }
+    }
+
+    fn forget_finished(&mut self) {
+        *self.finished.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The run taken to its end on a copy, with the family's final checks, when it is over or
+    /// quiet so that one more [`Choice::Next`] ends it (a deadlock reached by hand is then
+    /// announced as the batch run announces it); `None` while something is still to happen.
+    /// Made once per step.
+    fn finished(&self) -> Option<Finished> {
+        let mut cache = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(known) = cache.as_ref() {
+            return known.clone();
+        }
+        let made = self.finish_copy();
+        *cache = Some(made.clone());
+        made
+    }
+
+    fn finish_copy(&self) -> Option<Finished> {
+        if self.live.ended().is_none() && !self.live.quiet() {
+            return None;
+        }
+        let mut copy = self.live.fork();
+        let ended_by = match self.live.ended() {
+            Some(why) => why,
+            None => {
+                // Only cancelled timers are left: `Next` skips them and ends the run, unless
+                // the harness finds something new to do when the queue runs dry.
+                copy.apply(&Choice::Next).ok()?;
+                copy.ended()?
+            }
+        };
+        let report = copy.finish(ended_by);
+        Some(Finished {
+            ended_by,
+            violations: report.violations,
+            trace: String::from_utf8_lossy(copy.trace()).into_owned(),
+        })
     }
 
     /// The report `distsync run --json` gives for the run so far: a copy of the run, finished
@@ -800,6 +963,7 @@ impl Session {
         let total = self.lines.len();
         let to = log_to.min(total);
         let from = log_from.min(to);
+        let finished = self.finished();
         View {
             algorithm: self.scenario.algorithm.clone(),
             family: self.family.name(),
@@ -820,7 +984,26 @@ impl Session {
             log: self.entries(from, to),
             log_from: from,
             log_total: total,
-            violations: self.live.violations().to_vec(),
+            silent_steps: (1..=self.step)
+                .filter_map(|s| {
+                    let start = self.first_line[s - 1];
+                    let end = self.first_line.get(s).copied().unwrap_or(total);
+                    (start == end && (from..=to).contains(&start)).then(|| SilentStep {
+                        step: s,
+                        before: start,
+                        label: match (self.live.ended(), &self.choices[s - 1]) {
+                            (Some(why), Choice::Next) if s == self.step => {
+                                format!("the run ends ({why})")
+                            }
+                            (_, choice) => silent_label(choice),
+                        },
+                    })
+                })
+                .collect(),
+            violations: finished
+                .as_ref()
+                .map_or_else(|| self.live.violations().to_vec(), |f| f.violations.clone()),
+            final_checks: finished.map(|f| f.ended_by),
             warnings: self.warnings.clone(),
         }
     }
@@ -836,6 +1019,9 @@ impl Session {
                 LogEntry {
                     step: self.first_line.partition_point(|&f| f <= i),
                     label: label(&line),
+                    link: ["msg", "timer"]
+                        .iter()
+                        .any(|k| line.get(*k).is_some_and(crate::engine::is_link_plumbing)),
                     line,
                 }
             })
@@ -845,7 +1031,7 @@ impl Session {
 
 /// A trace line in a few words.
 fn label(line: &Value) -> String {
-    use crate::engine::short;
+    use crate::engine::label_of as short;
     let get = |k: &str| line.get(k).map(|v| v.to_string()).unwrap_or_default();
     let node = get("node");
     let event = line.get("event").and_then(Value::as_str).unwrap_or("");

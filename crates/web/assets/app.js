@@ -195,9 +195,17 @@ async function scenarioChanged() {
     if (seq !== tomlSeq) return;
     setToml(r.toml);
     $("#setup-error").textContent = "";
+    markDrift();
   } catch (e) {
     $("#setup-error").textContent = e.message;
   }
+}
+
+// The form and the run never drift apart silently: when the scenario the form writes is not
+// the one the run was started from, the page says so until Start run.
+function markDrift() {
+  const drift = app.session !== null && !!app.toml && $("#toml").value.trim() !== app.toml.trim() && !app.checkLoaded;
+  $("#drift").hidden = !drift;
 }
 
 function setToml(text) {
@@ -243,7 +251,9 @@ async function startSession(toml, choices, origin) {
     $("#setup-error").textContent = "";
     $("#dl-trace").href = `/api/session/${app.session}/trace`;
     $("#dl-svg").href = `/api/session/${app.session}/svg`;
+    app.checkLoaded = false;
     show(r.view);
+    markDrift();
     return true;
   } catch (e) {
     $("#setup-error").textContent = e.message;
@@ -285,7 +295,9 @@ function show(v) {
   app.view = v;
   app.views = (app.views || 0) + 1; // how many views were drawn (the browser tests wait on it)
   const next = (v.pending || [])[0];
-  const quiet = v.quiet ? " · quiet (nothing pending)" : next && next.time_ns > v.time_ns ? ` · next event at ${fmtNs(next.time_ns)}` : "";
+  const ahead = v.steps_recorded > v.step ? ` · ${v.steps_recorded - v.step} recorded choices ahead: Step follows them` : "";
+  const over = v.final_checks ? ` · the run is over (${ENDED[v.final_checks] || v.final_checks}): final checks ${(v.violations || []).length ? "found the violations above" : "passed"}` : "";
+  const quiet = ahead ? ahead : over ? over : v.quiet ? " · quiet (nothing pending)" : next && next.time_ns > v.time_ns ? ` · next event at ${fmtNs(next.time_ns)}` : "";
   setStatus(`step ${v.step} · time ${fmtNs(v.time_ns)} · ${v.log_total ?? (v.log || []).length} events${quiet}`);
   $("#goto-step").placeholder = v.step;
   drawTopology(v);
@@ -294,12 +306,16 @@ function show(v) {
   drawLog(v);
   announce(v);
   showWarnings(v);
+  drawLesson(v);
   scheduleSvg();
   $("#back").disabled = v.step === 0;
   $("#reset").disabled = v.step === 0;
-  $("#step").disabled = !!v.quiet || $("#manual").checked;
+  $("#step").disabled = (!!v.quiet && !(v.steps_recorded > v.step)) || $("#manual").checked;
   $("#forward").disabled = !(v.steps_recorded > v.step);
 }
+
+// How a run ends (the View's `final_checks`, the report's `ended_by`).
+const ENDED = { idle: "nothing is left to happen", done: "the workload is done", horizon: "the horizon is reached" };
 
 function nodeIds(v) { return (v.processes || []).map((p) => p.id); }
 
@@ -343,11 +359,13 @@ function violationNodes(v) {
   return s;
 }
 
-function badgeClass(b) {
+// The class of a badge: the leader's colour only at the leader itself ("leader 6" at P6), not
+// at every process that names it.
+function badgeClass(b, id) {
   if (!b) return "";
   if (/in cs|critical/i.test(b)) return "in-cs";
   if (/token/i.test(b)) return "holds-token";
-  if (/leader/i.test(b)) return "leader";
+  if (/^leader (\d+)$/.test(b)) return Number(/\d+/.exec(b)[0]) === id ? "leader" : "";
   if (/crash|down/i.test(b)) return "crashed";
   return "";
 }
@@ -366,13 +384,23 @@ function drawTopology(v) {
   const links = [];
   if (v.layout === "tree" && v.edges) for (const [a, b] of v.edges) links.push([a, b]);
   else if (v.layout === "ring") ids.forEach((id, k) => links.push([id, ids[(k + 1) % ids.length]]));
+  // Raymond's holder pointers: each process's arrow towards the token, on the tree's edges.
+  const holders = new Map((v.processes || []).filter((p) => p.holder !== undefined).map((p) => [p.id, p.holder]));
   for (const [a, b] of links) {
     if (!pos[a] || !pos[b]) continue;
-    svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+    const dir = holders.get(a) === b ? [a, b] : holders.get(b) === a ? [b, a] : null;
+    if (dir) {
+      const [f, t] = [pos[dir[0]], pos[dir[1]]];
+      const dx = t.x - f.x, dy = t.y - f.y, len = Math.hypot(dx, dy) || 1;
+      svg.append(svgEl("line", { class: "t-link t-holder", "data-from": dir[0], "data-to": dir[1], "marker-end": "url(#arrow)",
+        x1: f.x + (dx / len) * 24, y1: f.y + (dy / len) * 24, x2: t.x - (dx / len) * 26, y2: t.y - (dy / len) * 26 }));
+    } else {
+      svg.append(svgEl("line", { class: "t-link", x1: pos[a].x, y1: pos[a].y, x2: pos[b].x, y2: pos[b].y }));
+    }
   }
   // Messages in flight on their links, stacked when several share one.
   const perLink = {};
-  const inflight = (v.pending || []).filter((p) => p.kind === "deliver" && pos[p.from] !== undefined && pos[p.to] !== undefined);
+  const inflight = shownPending(v).filter((p) => p.kind === "deliver" && pos[p.from] !== undefined && pos[p.to] !== undefined);
   for (const p of inflight) {
     const key = p.from + ">" + p.to;
     const k = (perLink[key] = (perLink[key] || 0) + 1) - 1;
@@ -384,10 +412,10 @@ function drawTopology(v) {
     const g = svgEl("g", { class: "t-msg", "data-id": p.id });
     g.append(svgEl("line", { class: "t-msg-line", x1: a.x + nx * 6, y1: a.y + ny * 6, x2: a.x + dx * 0.8 + nx * 6, y2: a.y + dy * 0.8 + ny * 6 }));
     const x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
-    const label = `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
+    const label = p.what || `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
     const text = svgEl("text", { x, y });
     text.textContent = label;
-    const w = 6 * label.length + 8;
+    const w = 6.2 * label.length + 10;
     g.append(svgEl("rect", { x: x - w / 2, y: y - 8, width: w, height: 16 }));
     g.append(text);
     const title = svgEl("title");
@@ -401,7 +429,7 @@ function drawTopology(v) {
     const q = pos[p.id];
     const cls = ["t-node"];
     if (!p.alive) cls.push("t-down");
-    const bc = badgeClass(p.badge);
+    const bc = badgeClass(p.badge, p.id);
     if (bc === "in-cs" || bc === "holds-token") cls.push("t-cs");
     if (bc === "leader") cls.push("t-leader");
     if (bad.has(p.id)) cls.push("t-bad");
@@ -410,6 +438,18 @@ function drawTopology(v) {
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
     g.append(t);
+    if (p.holds_token) {
+      // The token, drawn at the process that holds it.
+      const tk = svgEl("g", { class: "t-token" });
+      tk.append(svgEl("circle", { cx: q.x + 20, cy: q.y - 18, r: 9 }));
+      const tt = svgEl("text", { x: q.x + 20, y: q.y - 18 });
+      tt.textContent = "T";
+      tk.append(tt);
+      const title = svgEl("title");
+      title.textContent = `P${p.id} holds the token`;
+      tk.append(title);
+      g.append(tk);
+    }
     if (p.badge || !p.alive) {
       const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + 32 });
       b.textContent = p.alive ? p.badge : "crashed";
@@ -472,10 +512,18 @@ function pendingText(p) {
   return `${p.kind} at ${p.node}`;
 }
 
+// The reliable ring link's own traffic (acks, retransmission timers) is hidden unless the
+// learner asks to see the link layer.
+function showLink() { return $("#show-link").checked; }
+function shownPending(v) { return (v.pending || []).filter((p) => !p.link || showLink()); }
+
 function drawPending(v) {
   const tb = $("#pending tbody");
   tb.textContent = "";
-  const list = v.pending || [];
+  const list = shownPending(v);
+  const hidden = (v.pending || []).length - list.length;
+  $("#link-switch").hidden = !(v.processes || []).some((p) => p.link_state);
+  $("#link-hidden").textContent = hidden ? `(${hidden} hidden)` : "";
   // The earliest (time, seq) is what Step would apply.
   list.forEach((p, k) => {
     const buttons = [el("button", { class: "go", "data-id": p.id, title: "make this happen now", onclick: () => choose({ do: "event", id: p.id }) },
@@ -488,7 +536,7 @@ function drawPending(v) {
       "data-from": p.from ?? "", "data-to": p.to ?? "", "data-node": p.node ?? "" },
       el("td", {}, fmtNs(p.time_ns)), el("td", {}, pendingText(p)), el("td", {}, ...buttons)));
   });
-  if (!list.length) tb.append(el("tr", {}, el("td", { colspan: 3, class: "hint" }, "nothing pending: the run is quiet")));
+  if (!list.length) tb.append(el("tr", {}, el("td", { colspan: 3, class: "hint" }, hidden ? "only the link layer's traffic is pending" : "nothing pending: the run is quiet")));
 }
 
 // A value of a process's state, readably: scalars as text, maps and arrays as small tables.
@@ -525,9 +573,11 @@ function drawStates(v, prev) {
     if (bad.has(p.id)) cls.push("bad");
     if (changed) cls.push("changed");
     const badge = p.alive ? p.badge : "crashed";
+    const link = p.link_state && showLink()
+      ? el("details", { class: "link-state" }, el("summary", {}, "the ring link under it"), renderValue(p.link_state)) : null;
     box.append(el("div", { class: cls.join(" "), "data-node": p.id },
-      el("h3", {}, "P" + p.id, badge ? el("span", { class: "badge " + badgeClass(badge) }, badge) : null),
-      el("div", { class: "state" }, renderValue(p.state))));
+      el("h3", {}, "P" + p.id, badge ? el("span", { class: "badge " + badgeClass(badge, p.id) }, badge) : null),
+      el("div", { class: "state" }, renderValue(p.state)), link));
   }
   app.prevStates = {};
   for (const p of v.processes || []) app.prevStates[p.id] = JSON.stringify(p.state);
@@ -538,14 +588,20 @@ function drawLog(v) {
   tb.textContent = "";
   const badSeqs = new Set();
   for (const x of v.violations || []) for (const s of x.events || []) badSeqs.add(s);
-  const rows = v.log || [];
+  const rows = (v.log || []).filter((e) => !e.link || showLink());
+  // Steps that wrote no event (a scripted event turned into a pending input...) get a line too.
+  const silent = [...(v.silent_steps || [])];
+  const silentRow = (x) => tb.append(el("tr", { class: "ev-silent", "data-step": x.step },
+    el("td", {}, x.step), el("td", {}, ""), el("td", {}, ""), el("td", { class: "hint" }, x.label), el("td", {}, ""), el("td", {}, "")));
   for (const e of rows) {
+    while (silent.length && silent[0].before <= e.seq) silentRow(silent.shift());
     const what = e.label || e.event;
     const vec = Array.isArray(e.vector) ? "[" + e.vector.join(",") + "]" : "";
     tb.append(el("tr", { class: (badSeqs.has(e.seq) ? "bad " : "") + "ev-" + e.event, "data-step": e.step, "data-seq": e.seq },
       el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.node !== undefined && e.node !== null ? "P" + e.node : ""),
       el("td", {}, what), el("td", {}, e.lamport ?? ""), el("td", { class: "vec" }, vec)));
   }
+  for (const x of silent) silentRow(x);
   if (app.logFrom === null) { const w = $("#log-wrap"); w.scrollTop = w.scrollHeight; }
   $("#log-earlier").disabled = !(v.log_from > 0);
 }
@@ -620,35 +676,55 @@ async function runLoop() {
   while (app.running) {
     const [perSec] = speed();
     const tick = perSec >= 10 ? 100 : 1000 / perSec;
-    const limit = Math.max(1, Math.round((perSec * tick) / 1000));
+    // With the quiz on, one event per request, so that no decisive event passes unasked.
+    const limit = app.quiz.enabled ? 1 : Math.max(1, Math.round((perSec * tick) / 1000));
     const t0 = performance.now();
-    if (app.quiz.enabled && (await quizGateOnce())) { stopRunning(); return; }
-    const r = await act("run", { limit });
+    if (app.quiz.enabled && (await quizGateOnce())) { stopRunning(); app.quiz.resume = true; return; }
+    const v = app.view;
+    // Recorded choices ahead (a counterexample, or after Back) are followed first.
+    const r = v && v.steps_recorded > v.step
+      ? await act("goto", { step: Math.min(v.steps_recorded, v.step + limit) })
+      : await act("run", { limit });
+    if (r && r.steps_recorded > r.step && !(r.violations || []).length) {
+      const spent = performance.now() - t0;
+      await new Promise((res) => setTimeout(res, Math.max(0, tick - spent)));
+      continue;
+    }
     if (!r || r.quiet || (r.stop && r.stop !== "limit" && !(r.stop && r.stop.limit !== undefined))) { stopRunning(); return; }
     const spent = performance.now() - t0;
     await new Promise((res) => setTimeout(res, Math.max(0, tick - spent)));
   }
 }
 
-$("#step").addEventListener("click", async () => {
-  if (app.quiz.enabled && (await quizGateOnce())) return;
-  choose({ do: "next" });
-});
+// Step: the next recorded choice when there is one ahead (after Back, or a loaded
+// counterexample), else the earliest pending event.
+async function stepOnce() {
+  if (app.quiz.pending !== null && app.quiz.pending !== undefined) { setStatus("answer the quiz first (or turn the quiz off)"); return null; }
+  if (app.quiz.enabled && (await quizGateOnce())) return null;
+  const v = app.view;
+  if (v && v.steps_recorded > v.step) return act("goto", { step: v.step + 1 });
+  return choose({ do: "next" });
+}
+$("#step").addEventListener("click", stepOnce);
 $("#back").addEventListener("click", () => act("back"));
 $("#forward").addEventListener("click", () => act("goto", { step: app.view.step + 1 }));
 $("#reset").addEventListener("click", () => act("goto", { step: 0 }));
-$("#run").addEventListener("click", () => {
-  if (app.running) { stopRunning(); return; }
-  if (!app.session) return;
+function startRunning() {
+  if (app.running || app.session === null) return;
   app.running = true;
   $("#run").textContent = "Pause";
   runLoop();
+}
+$("#run").addEventListener("click", () => {
+  if (app.running) { stopRunning(); app.quiz.resume = false; return; }
+  startRunning();
 });
+$("#show-link").addEventListener("change", () => { if (app.view) show(app.view); });
 $("#speed").addEventListener("input", () => ($("#speed-label").textContent = speed()[1]));
 $("#goto").addEventListener("click", async () => {
   const s = $("#goto-step").value.trim();
   const t = $("#goto-time").value.trim();
-  if (s !== "") { await act("goto", { step: Number(s) }); return; }
+  if (s !== "") { await gotoStep(Number(s)); return; }
   if (t !== "") {
     const ns = parseDur(t);
     if (ns === null) { setStatus(`time: expected a duration like 25ms, got "${t}"`); return; }
@@ -658,6 +734,66 @@ $("#goto").addEventListener("click", async () => {
     app.busy = false;
   }
 });
+// ---------------------------------------------------------------- lessons
+// A lesson: a built-in scenario and steps of its run with a sentence each, and questions whose
+// answer is shown only on demand. The sentence shown is that of the latest lesson step reached.
+$("#lesson").addEventListener("change", async () => {
+  const l = (app.lessons || []).find((x) => x.name === $("#lesson").value);
+  app.lesson = null;
+  if (!l) { $("#lesson-box").hidden = true; return; }
+  if (await loadToml(l.toml, l.example + ".toml")) {
+    app.lesson = { ...l, revealed: new Set() };
+    await startSession(l.toml, [], l.example + ".toml");
+  }
+});
+function drawLesson(v) {
+  const box = $("#lesson-box");
+  const l = app.lesson;
+  if (!l || v.algorithm !== (app.scenario && app.scenario.algorithm) || app.toml !== l.toml) { box.hidden = true; return; }
+  box.hidden = false;
+  box.textContent = "";
+  const steps = l.step || [];
+  let k = -1;
+  steps.forEach((s, i) => { if (s.at <= v.step) k = i; });
+  const cur = k >= 0 ? steps[k] : null;
+  const next = steps[k + 1];
+  box.append(el("h2", {}, "Lesson: " + l.title, el("span", { class: "hint" }, ` (${k + 1} of ${steps.length})`)));
+  box.append(el("p", { class: "lesson-text" }, cur ? cur.text : l.intro));
+  if (cur && cur.question) {
+    box.append(el("p", { class: "lesson-question" }, el("strong", {}, "Predict: "), cur.question, " "));
+    if (l.revealed.has(k)) box.append(el("p", { class: "lesson-answer" }, cur.answer));
+    else box.append(el("button", { class: "lesson-reveal", onclick: () => { l.revealed.add(k); drawLesson(app.view); } }, "Reveal the answer"));
+  }
+  const row = el("div", { class: "row" });
+  if (k >= 0) row.append(el("button", { class: "lesson-prev", onclick: () => act("goto", { step: k > 0 ? steps[k - 1].at : 0 }) }, "◀ previous"));
+  if (next) row.append(el("button", { class: "lesson-next", onclick: () => gotoStep(next.at) }, `next: step ${next.at} ▶`));
+  else row.append(el("span", { class: "hint" }, "the end of the lesson: step on, go back, or break it"));
+  box.append(row);
+}
+
+// Go to step N: back by replay, forward along the recorded choices and then by Step.
+async function gotoStep(n) {
+  const v = app.view;
+  if (!v || !Number.isInteger(n) || n < 0) { setStatus("go to step: expected a whole number"); return; }
+  if (n <= v.steps_recorded) { await act("goto", { step: n }); return; }
+  if (v.step < v.steps_recorded) await act("goto", { step: v.steps_recorded });
+  while (app.view && app.view.step < n && !app.view.quiet) {
+    if (!(await choose({ do: "next" }))) break;
+  }
+  if (app.view && app.view.step < n) setStatus(`step ${app.view.step}: the run went quiet before step ${n}`);
+}
+
+// Keys: → or n steps, ← or b goes back, space or r runs and pauses (not while typing).
+document.addEventListener("keydown", (ev) => {
+  const t = ev.target;
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+  const key = ev.key;
+  if (key === "ArrowRight" || key === "n") { ev.preventDefault(); if (!$("#step").disabled) stepOnce(); }
+  else if (key === "ArrowLeft" || key === "b") { ev.preventDefault(); if (!$("#back").disabled) act("back"); }
+  else if (key === " " || key === "r") { ev.preventDefault(); $("#run").click(); }
+});
+
 $("#manual").addEventListener("change", () => {
   const manual = $("#manual").checked;
   $("#step").disabled = manual; $("#run").disabled = manual;
@@ -729,19 +865,33 @@ $("#check").addEventListener("click", async () => {
   out.textContent = "exploring every interleaving…";
   try {
     const r = await api("POST", "/api/check", { toml: $("#toml").value });
-    if (r.proved) out.textContent = `proved: ${r.properties.join(", ")} hold in all ${r.states} states.`;
-    else if (!r.violation) out.textContent = `no violation within the bound (${r.states} states): no proof.`;
-    else {
-      out.textContent = `refuted: ${r.violation.property}: ${r.violation.detail}. The shortest counterexample (${r.violation.steps.length} steps) is loaded: step through it.`;
-      if (r.session !== undefined) {
+    out.textContent = "";
+    const line = (cls, text) => out.append(el("div", { class: cls }, text));
+    const props = r.properties.join(", ");
+    if (r.proved) line("check-proved", `proved: ${props} hold in all ${r.states} states, for ${r.bounds}.`);
+    else if (!r.violation) {
+      line("check-bounded", `no violation of ${props} in the ${r.states} states explored, for ${r.bounds}; ` +
+        `the exploration stopped at ${r.bound === "--max-states" ? `the bound of ${r.max_states} states` : `its bound (${r.bound})`}: this is no proof.`);
+    } else {
+      line("check-refuted", `refuted: ${r.violation.property}: ${r.violation.detail} (${r.states} states explored, for ${r.bounds}).`);
+      if (r.load_error) {
+        line("error", `The counterexample could not be loaded: ${r.load_error.replace(/^the counterexample could not be replayed in the stepper: /, "")}. Its ${r.violation.steps.length} steps, as the checker wrote them:`);
+        out.append(el("ol", { class: "check-steps" }, ...r.violation.steps.map((t) => el("li", {}, t))));
+        if (app.session !== null) line("hint", "The stepper still shows your previous run, not this counterexample.");
+      } else if (r.session !== undefined) {
         app.session = r.session; app.toml = r.toml; app.logFrom = null; app.prevStates = {}; app.violationsSeen = 0;
+        app.checkLoaded = true; // the counterexample's scenario is the checker's, not the form's
+        markDrift();
         $("#dl-trace").href = `/api/session/${app.session}/trace`;
         $("#dl-svg").href = `/api/session/${app.session}/svg`;
         await act("goto", { step: 0 });
+        line("hint", `The shortest counterexample (${r.choices.length} choices) is loaded at its start: press Step to follow it, or Run.`);
         setStatus(`counterexample loaded: ${r.choices.length} choices; press Step (or Run) to replay it`);
         app.checkChoices = r.choices;
       }
     }
+    for (const n of r.notes || []) line("hint", "note: " + n);
+    if (r.needs_fifo === true && !/FIFO links/.test(r.bounds.replace("non-FIFO", ""))) line("hint", `${r.algorithm} assumes FIFO links; they are off here.`);
   } catch (e) { out.textContent = e.message; }
 });
 
@@ -758,13 +908,14 @@ async function quizGate() {
   if (!v || !decisive(v) || app.quiz.pending) return false;
   // Look one step ahead on a throwaway replay: does the next event make someone enter / lead?
   const probe = await api("POST", "/api/session", { toml: app.toml, choices: [...(await currentChoices()), { do: "next" }] });
-  const before = new Map((v.processes || []).map((p) => [p.id, p.badge || ""]));
-  const changed = (probe.view.processes || []).filter((p) => (p.badge || "") !== before.get(p.id) && /in cs|leader/i.test(p.badge || ""));
   api("DELETE", `/api/session/${probe.session}`).catch(() => {});
-  if (!changed.length) return false;
-  const answer = changed[0];
+  const answer = quizAnswer(v, probe.view);
+  if (answer === null) return false;
   const question = v.family === "mutex" ? "Which process enters the critical section next?" : "Which process is announced leader next?";
   app.quiz.pending = answer.id;
+  // While the question is asked, what would give the answer away is hidden: the pending events
+  // (the first is what happens next) and the messages' labels in the drawing.
+  document.body.classList.add("quiz-asking");
   const box = $("#quiz-box");
   box.hidden = false;
   box.textContent = "";
@@ -772,18 +923,45 @@ async function quizGate() {
     app.quiz.asked++;
     const right = id === answer.id;
     if (right) app.quiz.right++;
-    box.textContent = `${right ? "Right" : "Not quite"}: it is P${answer.id} (${answer.badge}). Score ${app.quiz.right}/${app.quiz.asked}. Press Step to see it happen.`;
+    box.textContent = `${right ? "Right" : "Not quite"}: it is P${answer.id} (${answer.why}). Score ${app.quiz.right}/${app.quiz.asked}. ` +
+      (app.quiz.resume ? "The run goes on." : "Press Step to see it happen.");
+    document.body.classList.remove("quiz-asking");
     app.quiz.pending = null;
     app.quiz.skipOnce = true;
+    if (app.quiz.resume) { app.quiz.resume = false; startRunning(); }
   } }, "P" + id)));
   return true;
+}
+// The quiz's answer, from the view before the next event and the view after it: the process
+// that enters the critical section, or the process newly named leader (by the badge of the
+// processes that changed: "leader 6" names P6, whichever process carries it).
+function quizAnswer(before, after) {
+  const was = new Map((before.processes || []).map((p) => [p.id, p.badge || ""]));
+  const changed = (after.processes || []).filter((p) => (p.badge || "") !== was.get(p.id));
+  if (before.family === "mutex") {
+    const p = changed.find((q) => /^in CS$/.test(q.badge || ""));
+    return p ? { id: p.id, why: "it enters the critical section" } : null;
+  }
+  // Asked once per new leader: not again as the others hear of the same one.
+  const named = new Set([...was.values()].map((b) => (/^leader (\d+)$/.exec(b) || [])[1]).filter(Boolean));
+  for (const p of changed) {
+    const m = /^leader (\d+)$/.exec(p.badge || "");
+    if (m && !named.has(m[1])) return { id: Number(m[1]), why: `P${p.id} now names leader ${m[1]}` };
+  }
+  return null;
 }
 async function currentChoices() {
   const r = await api("GET", `/api/session/${app.session}/share`);
   const p = new URLSearchParams(r.fragment);
   return unpackChoices(JSON.parse(p.get("choices") || "[]"));
 }
-$("#quiz").addEventListener("change", () => { app.quiz.enabled = $("#quiz").checked; $("#quiz-box").hidden = true; });
+$("#quiz").addEventListener("change", () => {
+  app.quiz.enabled = $("#quiz").checked;
+  $("#quiz-box").hidden = true;
+  app.quiz.pending = null;
+  app.quiz.resume = false;
+  document.body.classList.remove("quiz-asking");
+});
 // After an answer, the next Step goes ahead without asking again.
 async function quizGateOnce() {
   if (app.quiz.skipOnce) { app.quiz.skipOnce = false; $("#quiz-box").hidden = true; return false; }
@@ -796,6 +974,12 @@ for (const id of ["#nodes", "#ids", "#seed", "#until", "#delay-kind", "#delay-a"
   $(id).addEventListener("change", scenarioChanged);
 }
 $("#algorithm").addEventListener("change", () => pickAlgorithm($("#algorithm").value));
+// A worked example opens and starts at once: two clicks from the page to its run.
+$("#example").addEventListener("change", async () => {
+  const e = (app.examples || []).find((x) => x.name === $("#example").value);
+  $("#example-desc").textContent = e ? e.description : "";
+  if (e && (await loadToml(e.toml, e.name + ".toml"))) await startSession(e.toml, [], e.name + ".toml");
+});
 $("#ev-add").addEventListener("click", () => {
   const action = $("#ev-action").value;
   const at = $("#ev-at").value.trim() || "0ms";
@@ -808,7 +992,7 @@ $("#ev-add").addEventListener("click", () => {
 let tomlEditTimer = null;
 $("#toml").addEventListener("input", () => {
   clearTimeout(tomlEditTimer);
-  tomlEditTimer = setTimeout(() => loadToml($("#toml").value, "scenario"), 400);
+  tomlEditTimer = setTimeout(async () => { await loadToml($("#toml").value, "scenario"); markDrift(); }, 400);
 });
 $("#start").addEventListener("click", async () => {
   if (!(await loadToml($("#toml").value, "scenario"))) return;
@@ -837,6 +1021,11 @@ async function main() {
     if (a.family !== fam) { fam = a.family; group = el("optgroup", { label: fam }); sel.append(group); }
     group.append(el("option", { value: a.name }, a.name));
   }
+  app.examples = await api("GET", "/api/examples");
+  const ex = $("#example");
+  for (const e of app.examples) ex.append(el("option", { value: e.name }, `${e.name} (${e.algorithm})`));
+  app.lessons = await api("GET", "/api/lessons");
+  for (const l of app.lessons) $("#lesson").append(el("option", { value: l.name }, l.title));
   if (await openFragment()) { app.ready = true; return; }
   const initial = await api("GET", "/api/initial");
   if (initial && initial.toml) {

@@ -106,6 +106,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/api/algorithms", get(algorithms))
         .route("/api/initial", get(initial))
+        .route("/api/examples", get(examples))
+        .route("/api/lessons", get(lessons))
         .route("/api/scenario/parse", post(scenario_parse))
         .route("/api/scenario/toml", post(scenario_toml))
         .merge(session_api::routes())
@@ -166,6 +168,45 @@ async fn algorithms() -> Json<Vec<AlgorithmInfo>> {
             })
             .collect(),
     )
+}
+
+/// The built-in example scenarios (`distsync examples`): name, algorithm, what the file says
+/// about itself, and its text.
+async fn examples() -> Json<Value> {
+    Json(Value::Array(
+        crate::examples::EXAMPLES
+            .iter()
+            .map(|(name, toml)| {
+                let algorithm = Scenario::from_toml(toml, name)
+                    .map(|s| s.algorithm)
+                    .unwrap_or_default();
+                json!({
+                    "name": name,
+                    "algorithm": algorithm,
+                    "description": crate::examples::description(toml),
+                    "toml": toml,
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// The lessons (`crates/web/lessons/`), each with its scenario's text.
+async fn lessons() -> Result<Json<Value>, ApiError> {
+    let mut out = Vec::new();
+    for (name, text) in crate::lessons::LESSONS {
+        let lesson = crate::lessons::parse(name, text).map_err(|e| ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            field: "lesson".into(),
+            message: e,
+        })?;
+        let toml = crate::lessons::scenario_of(&lesson);
+        let mut v = serde_json::to_value(&lesson).expect("plain data");
+        v["name"] = json!(name);
+        v["toml"] = json!(toml);
+        out.push(v);
+    }
+    Ok(Json(Value::Array(out)))
 }
 
 async fn initial(axum::extract::State(state): State) -> Json<Value> {

@@ -3,10 +3,11 @@
 //! a new session as the learner's choices, to step through.
 
 use crate::api::{parse_body, scenario_error, ApiError, State};
+use crate::check_config::{bounds_in_words, check_setup, properties_explored, CheckSetup};
 use crate::session_api::{store, view_json, Window};
 use axum::body::Bytes;
 use axum::Json;
-use distsync_check::{check_named, Bounds, Config, NamedViolation, Step};
+use distsync_check::{check_named, NamedViolation, Step};
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use serde::Deserialize;
@@ -25,23 +26,17 @@ struct CheckBody {
     origin: Option<String>,
 }
 
-/// The checker's configuration for `scenario`: its processes (ids 0..N), requests per process,
-/// FIFO or not, and the algorithm's parameters.
-pub fn config_of(scenario: &Scenario, origin: &str) -> Result<Config, ApiError> {
-    let checked = scenario.check(origin).map_err(|e| scenario_error(&e))?;
-    let n = checked.peers.len();
-    if checked
-        .peers
-        .ids()
-        .iter()
-        .enumerate()
-        .any(|(i, id)| id.0 as usize != i)
-    {
-        return Err(ApiError::bad(
-            "ids",
-            "the checker explores processes 0..N: use `nodes` instead of other ids",
-        ));
-    }
+/// The checker's configuration for `scenario`: [`check_setup`], the function `distsync check
+/// FILE` uses (processes, parameters, links, `elect` starters, the `[check]` table and the
+/// scenario's faults as fault bounds), within the page's limits: at most [`MAX_CHECK_NODES`]
+/// processes and [`MAX_CHECK_STATES`] states, one thread unless `[check]` asks for more.
+pub fn config_of(scenario: &Scenario, origin: &str) -> Result<CheckSetup, ApiError> {
+    let mut setup = check_setup(scenario, origin).map_err(|e| ApiError {
+        status: axum::http::StatusCode::BAD_REQUEST,
+        field: e.field.clone(),
+        message: e.message,
+    })?;
+    let n = setup.config.nodes;
     if n > MAX_CHECK_NODES {
         return Err(ApiError::bad(
             "nodes",
@@ -50,23 +45,12 @@ pub fn config_of(scenario: &Scenario, origin: &str) -> Result<Config, ApiError> 
             ),
         ));
     }
-    let requests = scenario
-        .workload
-        .as_ref()
-        .and_then(|w| w.requests)
-        .unwrap_or(1)
-        .clamp(1, 3) as u32;
-    Ok(Config {
-        nodes: n,
-        requests,
-        fifo: scenario.network.fifo,
-        params: scenario.params(),
-        bounds: Bounds {
-            max_states: MAX_CHECK_STATES,
-            ..Bounds::default()
-        },
-        ..Config::default()
-    })
+    let c = &mut setup.config;
+    c.bounds.max_states = c.bounds.max_states.min(MAX_CHECK_STATES);
+    if setup.table.threads.is_none() {
+        c.threads = 1;
+    }
+    Ok(setup)
 }
 
 /// The scenario a counterexample is stepped in: the same processes, links and parameters, no
@@ -212,24 +196,6 @@ pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, Stri
     Err(format!("cannot read checker step `{t}`"))
 }
 
-/// The properties the checker holds the family's algorithms to (docs/check.md).
-fn properties_of(family: distsync_algorithms::registry::Family) -> Vec<&'static str> {
-    use distsync_algorithms::registry::Family;
-    match family {
-        Family::Mutex => vec![
-            "mutual-exclusion",
-            "deadlock",
-            "completion",
-            "progress",
-            "output-contract",
-        ],
-        Family::Election => vec!["one-leader", "agreement", "validity", "termination"],
-        Family::Multicast => vec!["fifo-order", "causal-order", "total-order", "completion"],
-        Family::Snapshot => vec!["conservation", "snapshot-consistency"],
-        Family::ClockSync => Vec::new(),
-    }
-}
-
 pub async fn check(
     axum::extract::State(state): State,
     body: Bytes,
@@ -237,20 +203,27 @@ pub async fn check(
     let b: CheckBody = parse_body(&body)?;
     let origin = b.origin.unwrap_or_else(|| "scenario".into());
     let scenario = Scenario::from_toml(&b.toml, &origin).map_err(|e| scenario_error(&e))?;
-    let config = config_of(&scenario, &origin)?;
+    let setup = config_of(&scenario, &origin)?;
+    let config = setup.config.clone();
     let algorithm = scenario.algorithm.clone();
     let outcome =
         tokio::task::spawn_blocking(move || check_named(&algorithm, &config, &mut |_| {}))
             .await
             .map_err(|e| ApiError::bad("check", e.to_string()))?
             .map_err(|e| ApiError::bad(e.field.clone(), e.message.clone()))?;
+    let config = &setup.config;
     let mut answer = json!({
         "algorithm": outcome.algorithm,
         "proved": outcome.proved,
         "states": outcome.stats.states,
         "transitions": outcome.stats.transitions,
         "bound_hit": outcome.stats.bound_hit,
-        "properties": properties_of(outcome.family),
+        "bound": outcome.stats.bound.map(|b| b.flag()),
+        "max_states": config.bounds.max_states,
+        "properties": properties_explored(outcome.algorithm, config, !outcome.stats.bound_hit),
+        "bounds": bounds_in_words(outcome.algorithm, config),
+        "notes": setup.notes,
+        "needs_fifo": outcome.needs_fifo,
         "violation": Value::Null,
     });
     let Some(NamedViolation {

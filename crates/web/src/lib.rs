@@ -16,6 +16,9 @@
 mod api;
 mod assets;
 mod check_api;
+pub mod check_config;
+pub mod examples;
+pub mod lessons;
 mod session_api;
 pub mod sessions;
 

@@ -417,3 +417,169 @@ fn sessions_are_capped_and_the_least_recently_used_is_closed() {
     let (status, _) = c.post(&format!("/api/session/{second}/goto"), json!({ "step": 0 }));
     assert_eq!(status, 200, "a session in use stays");
 }
+
+fn scenario_file(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../scenarios/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn properties(view: &Value) -> Vec<String> {
+    view["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["property"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_deadlock_reached_by_step_is_announced_when_the_run_goes_quiet() {
+    let c = Client::start();
+    let (id, mut view) = c.session(&scenario_file("maekawa-deadlock.toml"));
+    let mut steps = 0;
+    while !view["quiet"].as_bool().unwrap() {
+        assert!(properties(&view).is_empty(), "nothing broken yet: {view}");
+        view = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+        steps += 1;
+        assert!(steps < 1000, "the run goes quiet");
+    }
+    // Quiet by Step, not by Run: the final checks ran and say what `distsync run` says.
+    assert_eq!(
+        properties(&view),
+        vec!["deadlock", "starvation"],
+        "{}",
+        view["violations"]
+    );
+    assert_eq!(view["final_checks"], "idle", "{view}");
+    let scenario = Scenario::from_toml(&scenario_file("maekawa-deadlock.toml"), "m").unwrap();
+    let report = distsync_sim::run(&scenario, distsync_sim::RunOptions::default()).unwrap();
+    let batch: Vec<&str> = report
+        .violations
+        .iter()
+        .map(|v| v.property.as_str())
+        .collect();
+    assert_eq!(properties(&view), batch);
+    // Going back one step takes the verdict back too.
+    let back = c.ok(&format!("/api/session/{id}/back"), json!({}));
+    assert!(properties(&back).is_empty(), "{back}");
+    assert!(back["final_checks"].is_null(), "{back}");
+    // Choosing each pending event by hand (in the same order) to the end is announced the same
+    // way; choosing the latest first instead lets the three requests through one by one.
+    let (id, mut view) = c.session(&scenario_file("maekawa-deadlock.toml"));
+    while let Some(p) = view["pending"].as_array().unwrap().first() {
+        let pid = p["id"].as_u64().unwrap();
+        view = c.ok(
+            &format!("/api/session/{id}/apply"),
+            json!({ "do": "event", "id": pid }),
+        );
+    }
+    assert_eq!(properties(&view), vec!["deadlock", "starvation"], "{view}");
+    let (id, mut view) = c.session(&scenario_file("maekawa-deadlock.toml"));
+    while let Some(p) = view["pending"].as_array().unwrap().last() {
+        let pid = p["id"].as_u64().unwrap();
+        view = c.ok(
+            &format!("/api/session/{id}/apply"),
+            json!({ "do": "event", "id": pid }),
+        );
+    }
+    assert!(properties(&view).is_empty(), "{}", view["violations"]);
+    assert_eq!(view["final_checks"], "done");
+}
+
+#[test]
+fn starvation_is_announced_when_a_run_ends_with_requests_unserved() {
+    let c = Client::start();
+    // Site 0 asks, and its REQUEST to 1 is lost: it waits for ever; the run ends by the
+    // horizon with the request unserved.
+    let toml = "algorithm = \"ricart-agrawala\"\nnodes = 2\nuntil = \"1s\"\n[network]\ndelay = \"1ms\"\n[workload]\nkind = \"none\"\n[[event]]\nat = \"0ms\"\nrequest = 0\n";
+    let (id, _) = c.session(toml);
+    let mut view = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    let mut guard = 0;
+    while view["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["kind"] != "deliver")
+    {
+        view = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+        guard += 1;
+        assert!(guard < 10, "{view}");
+    }
+    let req = pending_id(&view, "Request", 0, 1);
+    let view = c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "drop", "id": req }),
+    );
+    let end = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    let props = properties(&end);
+    assert!(
+        props.contains(&"starvation".to_string()),
+        "{} / {}",
+        end["violations"],
+        view["pending"]
+    );
+}
+
+#[test]
+fn a_counterexample_that_cannot_be_loaded_says_why() {
+    let c = Client::start();
+    let toml = "algorithm = \"chandy-lamport\"\nnodes = 2\n[network]\nfifo = false\n[app]\nkind = \"bank\"\nbalance = 100\n";
+    let v = c.ok("/api/check", json!({ "toml": toml }));
+    // The checker refutes it; the stepper cannot replay that counterexample (the snapshot
+    // the checker starts is no input the session can give), and the answer says so, with no
+    // session to show instead.
+    assert_eq!(v["violation"]["property"], "conservation", "{v}");
+    let why = v["load_error"].as_str().expect("a load error");
+    assert!(why.contains("input Snapshot at 0"), "{why}");
+    assert!(v.get("session").is_none(), "{v}");
+}
+
+#[test]
+fn the_token_and_raymonds_holder_pointers_are_in_the_view() {
+    let c = Client::start();
+    let (_, view) = c.session(&scenario_file("raymond-tree.toml"));
+    let procs = view["processes"].as_array().unwrap();
+    let holders: Vec<u64> = procs
+        .iter()
+        .filter(|p| p["holds_token"] == true)
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(holders.len(), 1, "one token: {procs:?}");
+    // Every other process points along a tree edge, and following the pointers leads there.
+    for p in procs {
+        let mut at = p["id"].as_u64().unwrap();
+        for _ in 0..procs.len() {
+            let next = &procs.iter().find(|q| q["id"] == at).unwrap()["holder"];
+            match next.as_u64() {
+                Some(n) => {
+                    let edge = view["edges"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|e| (e[0] == at && e[1] == n) || (e[0] == n && e[1] == at));
+                    assert!(edge, "{at} -> {n} is no tree edge");
+                    at = n;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(at, holders[0]);
+    }
+}
+
+#[test]
+fn a_step_that_writes_no_event_is_logged_all_the_same() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    let v = c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "request", "node": 0 }),
+    );
+    assert_eq!(
+        v["silent_steps"],
+        json!([{ "step": 1, "before": v["log_total"], "label": "0 asks for the critical section: its input is pending" }])
+    );
+}

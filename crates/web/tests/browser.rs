@@ -482,6 +482,15 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
         page.text("#states").contains("q"),
         "the state panel shows the queue"
     );
+    // The token is drawn at the process whose state holds it, and only there.
+    let holder = page.js(
+        "window.distsyncApp.view.processes.find(p => p.state && p.state.token && p.state.token.q.length >= 2).id",
+    );
+    assert_eq!(page.count("#topo .t-token"), 1);
+    assert_eq!(
+        page.js("document.querySelector('#topo .t-token').parentNode.dataset.node"),
+        Value::from(holder.to_string())
+    );
     page.screenshot("suzuki-kasami");
 
     page.set("#algorithm", "causal-broadcast");
@@ -509,13 +518,15 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
     );
     let result = page.text("#check-result");
     assert!(result.contains("mutual-exclusion"), "{result}");
+    // The advice is true: Step follows the recorded choices to the violation.
+    assert!(result.contains("press Step"), "{result}");
     assert!(
         page.click_until(
-            "#forward",
+            "#step",
             "document.querySelector('#announce').innerText.length > 0",
             20
         ),
-        "Redo never reached the violation"
+        "Step never reached the violation"
     );
     assert!(page.text("#announce").contains("critical section"));
     assert_eq!(
@@ -624,5 +635,208 @@ fn crash_drop_partition_and_heal_from_the_page() {
     assert_eq!(
         page.js("window.distsyncApp.view.processes.find(p => p.id === 3).alive"),
         Value::Bool(true)
+    );
+}
+
+/// A worked example opened from the examples menu (two clicks) and stepped by the keyboard
+/// until quiet: Maekawa's deadlock is announced by Step, not only by Run.
+#[test]
+fn maekawa_deadlock_opened_from_the_examples_and_stepped_by_keys_is_announced() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#example", "maekawa-deadlock");
+    page.wait_for_run_of("maekawa-basic");
+    assert!(page.text("#example-desc").contains("deadlocks"));
+    page.js("document.activeElement.blur(), true");
+    let stepped = page.js(
+        "(async () => { const app = window.distsyncApp; \
+           for (let i = 0; i < 200 && !app.view.quiet; i++) { \
+             const n = app.views; \
+             document.dispatchEvent(new KeyboardEvent('keydown', { key: i % 2 ? 'n' : 'ArrowRight', bubbles: true })); \
+             const t0 = Date.now(); \
+             while (app.views === n && Date.now() - t0 < 20000) await new Promise(r => setTimeout(r, 5)); } \
+           return app.view.quiet; })()",
+    );
+    assert_eq!(
+        stepped,
+        Value::Bool(true),
+        "the keys never made the run quiet"
+    );
+    let announced = page.text("#announce");
+    assert!(announced.contains("deadlock"), "{announced}");
+    assert!(announced.contains("starvation"), "{announced}");
+    assert!(page.text("#status").contains("the run is over"));
+    page.screenshot("maekawa-deadlock");
+    // The key b goes back one step, and the verdict goes with it.
+    let views = page.js("window.distsyncApp.views");
+    page.js(
+        "document.dispatchEvent(new KeyboardEvent('keydown', { key: 'b', bubbles: true })), true",
+    );
+    page.wait(
+        &format!("window.distsyncApp.views > {views}"),
+        "the view after b",
+    );
+    assert_eq!(page.text("#announce"), "");
+    // Editing the form says the run is of the old settings until Start run.
+    page.set("#seed", "7");
+    page.wait(
+        "!document.querySelector('#drift').hidden",
+        "the drift notice",
+    );
+    page.click_and_wait("#start");
+    assert_eq!(
+        page.js("document.querySelector('#drift').hidden"),
+        Value::Bool(true)
+    );
+    // Go to step N goes forward too.
+    page.set("#goto-step", "5");
+    page.click("#goto");
+    page.wait("window.distsyncApp.view.step === 5", "step 5");
+}
+
+/// The election quiz: the real leader is the right answer (bully's seed 002 example, where 6
+/// wins first), the pending events are hidden while the question is asked, and Run asks too.
+#[test]
+fn the_election_quiz_marks_the_real_leader_right_and_hides_the_answer() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#example", "bully-eight-processes");
+    page.wait_for_run_of("bully");
+    page.click("#quiz");
+    let asked = "!document.querySelector('#quiz-box').hidden && document.querySelectorAll('#quiz-box button[data-answer]').length > 0";
+    assert!(
+        page.click_until("#step", asked, 400),
+        "the quiz never asked"
+    );
+    let question = page.text("#quiz-box");
+    assert!(question.contains("announced leader"), "{question}");
+    assert_eq!(
+        page.js("getComputedStyle(document.querySelector('#pending tbody')).visibility"),
+        Value::from("hidden"),
+        "the pending events would give the answer away"
+    );
+    page.click("#quiz-box button[data-answer=\"6\"]");
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the answer",
+    );
+    let answer = page.text("#quiz-box");
+    assert!(answer.starts_with("Right: it is P6"), "{answer}");
+    assert_eq!(
+        page.js("getComputedStyle(document.querySelector('#pending tbody')).visibility"),
+        Value::from("visible")
+    );
+    page.click_and_wait("#step");
+    let badge =
+        page.js("document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText");
+    assert_eq!(badge, Value::from("leader 6"));
+    // Only the leader wears the leader's colour.
+    assert_eq!(page.count("#topo .t-node.t-leader"), 1);
+    page.screenshot("bully-quiz");
+    // Run asks too: 7 comes back and bullies them all.
+    page.click("#run");
+    page.wait(
+        &format!("{asked} && !window.distsyncApp.running"),
+        "the quiz during Run",
+    );
+    page.click("#quiz-box button[data-answer=\"7\"]");
+    page.wait(
+        "/Score 2\\/2/.test(document.querySelector('#quiz-box').innerText)",
+        "the second answer",
+    );
+    page.wait(
+        "window.distsyncApp.running || window.distsyncApp.view.quiet",
+        "the run to go on",
+    );
+}
+
+/// A counterexample the stepper cannot replay is reported as such, and the stepper keeps (and
+/// says it keeps) the run it showed.
+#[test]
+fn a_counterexample_that_cannot_be_loaded_is_reported() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait_for_run_of("ricart-agrawala");
+    let session = page.js("window.distsyncApp.session");
+    page.set(
+        "#toml",
+        "algorithm = \"chandy-lamport\"\nnodes = 2\n[network]\nfifo = false\n[app]\nkind = \"bank\"\nbalance = 100\n",
+    );
+    page.wait(
+        "window.distsyncApp.scenario.algorithm === 'chandy-lamport'",
+        "the form to read the TOML",
+    );
+    page.click("#check");
+    page.wait(
+        "/refuted/.test(document.querySelector('#check-result').innerText)",
+        "the checker's answer",
+    );
+    let result = page.text("#check-result");
+    assert!(
+        result.contains("The counterexample could not be loaded: no pending Snapshot"),
+        "{result}"
+    );
+    assert!(result.contains("still shows your previous run"), "{result}");
+    assert!(!result.contains("is loaded"), "{result}");
+    assert_eq!(page.js("window.distsyncApp.session"), session);
+    // The form now differs from the run shown, and the page says so.
+    page.wait(
+        "!document.querySelector('#drift').hidden",
+        "the drift notice",
+    );
+}
+
+/// A lesson: seed 002's bully example opened from the lessons menu, walked by its "next"
+/// button, with a question whose answer shows only when asked for.
+#[test]
+fn the_bully_lesson_walks_its_steps_and_reveals_answers_on_demand() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#lesson", "bully-seed-002");
+    page.wait_for_run_of("bully");
+    page.wait(
+        "!document.querySelector('#lesson-box').hidden",
+        "the lesson",
+    );
+    assert!(page
+        .text("#lesson-box")
+        .contains("Process 7, the coordinator, has crashed"));
+    let next = |step: u64| {
+        page.click("#lesson-box .lesson-next");
+        page.wait(
+            &format!("window.distsyncApp.view.step === {step} && !window.distsyncApp.busy"),
+            &format!("lesson step {step}"),
+        );
+    };
+    next(1);
+    next(3);
+    assert!(page.text("#lesson-box").contains("Process 4 notices first"));
+    next(5);
+    next(12);
+    let text = page.text("#lesson-box");
+    assert!(text.contains("When 6's timer T fires"), "{text}");
+    assert!(
+        !text.contains("no process above it answered"),
+        "the answer is hidden: {text}"
+    );
+    page.click("#lesson-box .lesson-reveal");
+    page.wait(
+        "/no process above it answered/.test(document.querySelector('#lesson-box').innerText)",
+        "the answer",
+    );
+    page.screenshot("lesson");
+    next(13);
+    let badge =
+        page.js("document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText");
+    assert_eq!(badge, Value::from("leader 6"));
+    // Back to the previous lesson step.
+    page.click("#lesson-box .lesson-prev");
+    page.wait(
+        "window.distsyncApp.view.step === 12",
+        "the previous lesson step",
     );
 }

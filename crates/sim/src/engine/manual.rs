@@ -125,6 +125,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 input: None,
                 waits_for: None,
                 label: String::new(),
+                what: None,
+                link: false,
             };
             match &e.kind {
                 Kind::Deliver {
@@ -142,12 +144,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     p.node = p.to;
                     p.msg_id = Some(*msg_id);
                     p.msg_kind = Some(msg.kind());
-                    p.label = format!(
-                        "{} {}->{}",
-                        short(&value),
-                        ids[*from as usize],
-                        ids[*to as usize]
-                    );
+                    let what = label_of(&value);
+                    p.label = format!("{what} {}->{}", ids[*from as usize], ids[*to as usize]);
+                    p.link = is_link_plumbing(&value);
+                    p.what = Some(what);
                     p.msg = Some(value);
                     p.duplicate = *duplicate;
                     if fifo {
@@ -182,14 +182,17 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     let value = serde_json::to_value(timer).unwrap_or_default();
                     p.kind = "timer";
                     p.node = Some(ids[*pos].0);
-                    p.label = format!("timer {} at {}", short(&value), ids[*pos]);
+                    let what = label_of(&value);
+                    p.label = format!("timer {what} at {}", ids[*pos]);
+                    p.link = is_link_plumbing(&value);
+                    p.what = Some(what);
                     p.timer = Some(value);
                 }
                 Kind::Input { pos, input } => {
                     let value = serde_json::to_value(input).unwrap_or_default();
                     p.kind = "input";
                     p.node = Some(ids[*pos].0);
-                    p.label = format!("{} at {}", short(&value), ids[*pos]);
+                    p.label = format!("{} at {}", label_of(&value), ids[*pos]);
                     p.input = Some(value);
                 }
                 Kind::Wake { pos, .. } => {
@@ -490,8 +493,14 @@ pub(crate) fn action_label(action: &Action) -> String {
     }
 }
 
-/// A message, timer or input as a short label: `Reply{ts:3}`, `Token`, `Request`.
-pub(crate) fn short(value: &Value) -> String {
+/// A message, timer or input as the notes write it, never cut short: `Election(7)`,
+/// `Request(ts=3, from=1)`, `Token(ln=[1, 0, 0], q=[2])`, `Release`. The reliable ring link's
+/// `Data{inc, seq, msg}` frame is written as the message it carries, and its `Inner` timers as
+/// the algorithm's timer.
+pub fn label_of(value: &Value) -> String {
+    if let Some(inner) = link_payload(value) {
+        return label_of(inner);
+    }
     match value {
         Value::String(s) => s.clone(),
         Value::Object(map) if map.len() == 1 => {
@@ -501,24 +510,112 @@ pub(crate) fn short(value: &Value) -> String {
                 Value::Object(fields) => {
                     let fields: Vec<String> = fields
                         .iter()
-                        .map(|(k, v)| format!("{k}:{}", compact(v)))
+                        .map(|(k, v)| format!("{k}={}", plain(v)))
                         .collect();
-                    format!("{name}{{{}}}", fields.join(","))
+                    format!("{name}({})", fields.join(", "))
                 }
-                other => format!("{name}({})", compact(other)),
+                Value::Array(items) => {
+                    let items: Vec<String> = items.iter().map(plain).collect();
+                    format!("{name}({})", items.join(", "))
+                }
+                other => format!("{name}({})", plain(other)),
             }
         }
-        other => compact(other),
+        other => plain(other),
     }
 }
 
-/// JSON text of `value`, shortened past 40 characters.
-fn compact(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 40 {
-        let cut: String = text.chars().take(37).collect();
-        format!("{cut}...")
-    } else {
-        text
+/// What a reliable-link frame carries: the message of a `Data{inc, seq, msg}` frame, the timer
+/// of an `Inner(T)` timer.
+fn link_payload(value: &Value) -> Option<&Value> {
+    let Value::Object(map) = value else {
+        return None;
+    };
+    if map.len() != 1 {
+        return None;
+    }
+    match map.iter().next() {
+        Some((name, Value::Object(f)))
+            if name == "Data" && f.len() == 3 && f.contains_key("inc") && f.contains_key("seq") =>
+        {
+            f.get("msg")
+        }
+        Some((name, inner)) if name == "Inner" => Some(inner),
+        _ => None,
+    }
+}
+
+/// Whether a message or timer belongs to the reliable ring link rather than to the algorithm:
+/// its `Ack{inc, seq}` acknowledgements and its `Ack(seq)` retransmission timers (the `Data`
+/// frames carry the algorithm's messages and are not).
+pub fn is_link_plumbing(value: &Value) -> bool {
+    let Value::Object(map) = value else {
+        return false;
+    };
+    match map.get("Ack") {
+        Some(Value::Object(f)) => {
+            map.len() == 1 && f.len() == 2 && f.contains_key("inc") && f.contains_key("seq")
+        }
+        Some(Value::Number(_)) => map.len() == 1,
+        _ => false,
+    }
+}
+
+/// A value inside a label: arrays as `[a, b]`, records as `{k: v}`, a variant as its label.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(plain).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) if map.len() == 1 => label_of(value),
+        Value::Object(map) => {
+            let fields: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", plain(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_link_plumbing, label_of};
+    use serde_json::json;
+
+    #[test]
+    fn messages_are_labelled_as_the_notes_name_them_never_cut_short() {
+        assert_eq!(label_of(&json!({ "Election": 7 })), "Election(7)");
+        assert_eq!(
+            label_of(&json!({ "Request": { "ts": 3 } })),
+            "Request(ts=3)"
+        );
+        assert_eq!(label_of(&json!("Release")), "Release");
+        let token = json!({ "Token": { "ln": [1, 0, 2, 0, 0, 0, 0, 0], "q": [2, 4] } });
+        assert_eq!(
+            label_of(&token),
+            "Token(ln=[1, 0, 2, 0, 0, 0, 0, 0], q=[2, 4])"
+        );
+        assert_eq!(
+            label_of(&json!({ "Elect": [1, [3, 5, 0]] })),
+            "Elect(1, [3, 5, 0])"
+        );
+    }
+
+    #[test]
+    fn the_ring_links_frames_show_the_message_they_carry_and_acks_are_plumbing() {
+        let data = json!({ "Data": { "inc": 0, "seq": 4, "msg": { "Election": 7 } } });
+        assert_eq!(label_of(&data), "Election(7)");
+        assert!(!is_link_plumbing(&data));
+        let ack = json!({ "Ack": { "inc": 0, "seq": 4 } });
+        assert!(is_link_plumbing(&ack));
+        assert!(is_link_plumbing(&json!({ "Ack": 4 })), "the ack timer");
+        assert_eq!(label_of(&json!({ "Inner": "Answer" })), "Answer");
+        // An algorithm's own message called Ack, with other fields, is not the link's.
+        assert!(!is_link_plumbing(&json!({ "Ack": { "ts": 3 } })));
     }
 }
