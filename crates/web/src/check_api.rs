@@ -2,10 +2,8 @@
 //! configuration (any family the checker explores), and its shortest counterexample loaded into
 //! a new session as the learner's choices, to step through.
 
-use crate::api::{parse_body, scenario_error, ApiError, State};
+use crate::api::{parse_body, scenario_error, ApiError, Json, State};
 use crate::session_api::{store, view_json, Window};
-use axum::body::Bytes;
-use axum::Json;
 use distsync_check::{check_named, Bounds, Config, NamedViolation, Step};
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
@@ -230,20 +228,16 @@ fn properties_of(family: distsync_algorithms::registry::Family) -> Vec<&'static 
     }
 }
 
-pub async fn check(
-    axum::extract::State(state): State,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let b: CheckBody = parse_body(&body)?;
+pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, ApiError> {
+    let b: CheckBody = parse_body(body)?;
     let origin = b.origin.unwrap_or_else(|| "scenario".into());
     let scenario = Scenario::from_toml(&b.toml, &origin).map_err(|e| scenario_error(&e))?;
     let config = config_of(&scenario, &origin)?;
     let algorithm = scenario.algorithm.clone();
-    let outcome =
-        tokio::task::spawn_blocking(move || check_named(&algorithm, &config, &mut |_| {}))
-            .await
-            .map_err(|e| ApiError::bad("check", e.to_string()))?
-            .map_err(|e| ApiError::bad(e.field.clone(), e.message.clone()))?;
+    let slot = state.check_slot()?;
+    let outcome = check_named(&algorithm, &config, &mut |_| {})
+        .map_err(|e| ApiError::bad(e.field.clone(), e.message.clone()))?;
+    drop(slot);
     let mut answer = json!({
         "algorithm": outcome.algorithm,
         "proved": outcome.proved,
@@ -274,7 +268,7 @@ pub async fn check(
     let stepping = stepping_scenario(&scenario);
     let toml_text = toml::to_string(&stepping)
         .map_err(|e| ApiError::bad("toml", format!("cannot be written back: {e}")))?;
-    let loaded = tokio::task::spawn_blocking(move || -> Result<(Session, Vec<Choice>), String> {
+    let loaded = (move || -> Result<(Session, Vec<Choice>), String> {
         let mut session = Session::new(&stepping, "counterexample").map_err(|e| e.to_string())?;
         let mut choices = Vec::new();
         for step in &steps {
@@ -302,15 +296,13 @@ pub async fn check(
             }
         }
         Ok((session, choices))
-    })
-    .await
-    .map_err(|e| ApiError::bad("check", e.to_string()))?;
+    })();
     match loaded {
         Ok((session, choices)) => {
             answer["view"] = view_json(&session, Window::default());
             answer["choices"] = serde_json::to_value(&choices).expect("plain data");
             answer["toml"] = json!(toml_text);
-            answer["session"] = json!(store(&state, session, toml_text));
+            answer["session"] = json!(store(&state, session, toml_text)?);
         }
         Err(e) => {
             answer["load_error"] = json!(format!(
