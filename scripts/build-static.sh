@@ -23,11 +23,11 @@ if [ "$have" != "$want" ]; then
   exit 1
 fi
 export CARGO_INCREMENTAL=0
-cargo build --locked --release --target wasm32-unknown-unknown -p distsync-web-wasm
+cargo build --locked --profile wasm --target wasm32-unknown-unknown -p distsync-web-wasm
 target_dir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out/assets"
-wasm-bindgen --target no-modules --no-typescript --out-dir "$out/assets" \
-  "$target_dir/wasm32-unknown-unknown/release/distsync_web_wasm.wasm"
+wasm-bindgen --target no-modules --no-typescript --remove-name-section --remove-producers-section --out-dir "$out/assets" \
+  "$target_dir/wasm32-unknown-unknown/wasm/distsync_web_wasm.wasm"
 for f in app.js engine.js worker.js style.css favicon.svg; do
   cp crates/web/assets/$f "$out/assets/$f"
 done

@@ -30,7 +30,10 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+            LIVE.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
         }
         p
     }
@@ -65,7 +68,7 @@ fn a_sessions_bytes_per_step_stay_bounded_as_it_grows() {
     let mut session = Session::new(&scenario, "memory").expect("a session");
     let held = |s: &Session| {
         // The session is alive (borrowed) while its bytes are read.
-        assert!(s.choices().len() > 0);
+        assert!(!s.choices().is_empty());
         (LIVE.load(Ordering::SeqCst) - base) as f64
     };
     session.run(3_000, None).expect("runs");
@@ -77,7 +80,10 @@ fn a_sessions_bytes_per_step_stay_bounded_as_it_grows() {
     let trace_before = session.trace_jsonl();
     session.goto(5_000).expect("back");
     session.goto(12_000).expect("forward");
-    assert!(session.trace_jsonl() == trace_before, "the trace is unchanged");
+    assert!(
+        session.trace_jsonl() == trace_before,
+        "the trace is unchanged"
+    );
     drop(trace_before);
     let again = held(&session) / 12_000.0;
     println!("bytes per step: {small:.0} at 3,000 steps, {large:.0} at 12,000, {again:.0} after going back and forth");
@@ -87,5 +93,8 @@ fn a_sessions_bytes_per_step_stay_bounded_as_it_grows() {
         large < small * 1.6,
         "bytes per step grew from {small:.0} at 3,000 steps to {large:.0} at 12,000"
     );
-    assert!(again < small * 1.6, "{again:.0} bytes per step after going back and forth");
+    assert!(
+        again < small * 1.6,
+        "{again:.0} bytes per step after going back and forth"
+    );
 }

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// A JSON answer (200).
 pub struct Json<T>(pub T);
@@ -159,9 +159,6 @@ impl Drop for CheckSlot<'_> {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
-
-/// The state shared by every request.
-pub type Shared = Arc<AppState>;
 
 /// An error answered as `{"error": "...", "field": "..."}` with a 4xx/5xx status.
 #[derive(Debug)]

@@ -36,7 +36,8 @@ use std::thread::JoinHandle;
 pub use api::{AppState, Response};
 pub use handle::{handle, Request};
 #[cfg(feature = "server")]
-pub use server::{exposure, router, CLIENT_HEADER, CSP};
+pub use server::{content_security_policy, exposure, router, CLIENT_HEADER};
+pub use session_api::{MAX_SESSION_PROCESSES, MAX_SESSION_STEPS, MAX_VIEW_LOG_LINES};
 pub use sessions::{MAX_CLIENT_SESSIONS, MAX_SESSIONS};
 
 /// The most checks (`POST /api/check`) running at once; another is answered 503 "busy".

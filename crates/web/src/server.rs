@@ -11,7 +11,7 @@
 //! - every answer carries a strict Content-Security-Policy, `X-Content-Type-Options: nosniff`,
 //!   `frame-ancestors 'none'` and `Referrer-Policy: no-referrer`.
 
-use crate::api::{ApiError, AppState, IntoResponse, Shared};
+use crate::api::{ApiError, AppState, IntoResponse};
 use crate::handle::{handle, Request};
 use crate::MAX_BODY_BYTES;
 use axum::body::{Body, Bytes};
@@ -20,15 +20,31 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::Router;
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The state shared by every request.
+pub type Shared = Arc<AppState>;
 
 /// The header that carries the page's secret (it owns the sessions the page makes).
 pub const CLIENT_HEADER: &str = "x-distsync-client";
 
 /// The Content-Security-Policy of every answer: the page's own scripts, styles, images and
-/// WebAssembly only; no inline script, no framing, no form posts, no base URL changes.
-pub const CSP: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
-    style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; worker-src 'self'; \
-    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// WebAssembly only, and the space-time diagram's `<style>` element by its hash; no inline
+/// script, no framing, no form posts, no base URL changes.
+pub fn content_security_policy() -> &'static str {
+    static CSP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CSP.get_or_init(|| {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let style = base64::engine::general_purpose::STANDARD
+            .encode(sha2::Sha256::digest(distsync_viz::svg::STYLE.as_bytes()));
+        format!(
+            "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+             style-src 'self' 'sha256-{style}'; img-src 'self' data: blob:; connect-src 'self'; \
+             worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        )
+    })
+}
 
 /// The router of the page and the API, for a server listening on `listen`.
 pub fn router(state: Shared, listen: SocketAddr) -> Router {
@@ -188,7 +204,7 @@ async fn serve(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
+        HeaderValue::from_static(content_security_policy()),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,

@@ -14,6 +14,47 @@ use serde_json::{json, Value};
 /// The most events one `run` request applies.
 pub const MAX_RUN_EVENTS: u64 = 1_000_000;
 
+/// The most processes a session runs (the page's form stops there too): a step of a larger run
+/// costs seconds and its view megabytes.
+pub const MAX_SESSION_PROCESSES: usize = 64;
+
+/// The most choices (steps) a session records: what it holds grows with them (about a kilobyte
+/// a step, docs/web.md), so this bounds one session's memory.
+pub const MAX_SESSION_STEPS: usize = 200_000;
+
+/// The most log lines one view carries (a window the page asks for is cut to this).
+pub const MAX_VIEW_LOG_LINES: usize = 2_000;
+
+/// Refuses a scenario with more than [`MAX_SESSION_PROCESSES`] processes, saying so.
+fn check_size(scenario: &Scenario, origin: &str) -> Result<(), ApiError> {
+    let n = scenario
+        .check(origin)
+        .map_err(|e| scenario_error(&e))?
+        .peers
+        .len();
+    if n > MAX_SESSION_PROCESSES {
+        return Err(ApiError::bad(
+            "nodes",
+            format!("the page runs at most {MAX_SESSION_PROCESSES} processes (a step of a larger run takes seconds and its view megabytes), got {n}; `distsync run` takes larger scenarios"),
+        ));
+    }
+    Ok(())
+}
+
+/// How many more steps session `s` may record (at most [`MAX_SESSION_STEPS`] in all), or why
+/// none.
+fn room(s: &Session) -> Result<u64, ApiError> {
+    let used = s.choices().len();
+    if used >= MAX_SESSION_STEPS {
+        return Err(ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            field: "steps".into(),
+            message: format!("this run has reached {MAX_SESSION_STEPS} steps, the most a session keeps; go back, or download its trace and start a new run (`distsync run` has no such limit)"),
+        });
+    }
+    Ok((MAX_SESSION_STEPS - used) as u64)
+}
+
 /// Which part of the log a view carries: entries `log_from..log_to` (by position in the log).
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(deny_unknown_fields)]
@@ -35,12 +76,17 @@ pub fn view_json(session: &Session, window: Window) -> Value {
         (None, None) => {
             // The number of lines first (an empty window is cheap), then the tail.
             let total = session.view_window(usize::MAX, usize::MAX).log_total;
-            let tail = window.log_tail.unwrap_or(DEFAULT_LOG_TAIL);
+            let tail = window
+                .log_tail
+                .unwrap_or(DEFAULT_LOG_TAIL)
+                .min(MAX_VIEW_LOG_LINES);
             session.view_window(total.saturating_sub(tail), total)
         }
         (from, to) => {
             let from = from.unwrap_or(0);
-            let to = to.unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES));
+            let to = to
+                .unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES))
+                .min(from.saturating_add(MAX_VIEW_LOG_LINES));
             session.view_window(from, to)
         }
     };
@@ -86,6 +132,16 @@ struct CreateBody {
 /// `distsync run` checks it.
 pub fn make_session(toml: &str, origin: &str, choices: &[Choice]) -> Result<Session, ApiError> {
     let scenario = Scenario::from_toml(toml, origin).map_err(|e| scenario_error(&e))?;
+    check_size(&scenario, origin)?;
+    if choices.len() > MAX_SESSION_STEPS {
+        return Err(ApiError::bad(
+            "choices",
+            format!(
+                "a session keeps at most {MAX_SESSION_STEPS} steps, got {}",
+                choices.len()
+            ),
+        ));
+    }
     Session::replay(&scenario, origin, choices).map_err(|e| match e {
         SessionError::Scenario(SimError::Scenario(e)) => scenario_error(&e),
         SessionError::Scenario(e) => ApiError::bad("toml", e.to_string()),
@@ -146,6 +202,7 @@ pub(crate) fn apply(
 ) -> Result<Json<Value>, ApiError> {
     let choice: Choice = parse_body(body)?;
     with_session(&state, id, move |o| {
+        room(&o.session)?;
         o.session.apply(choice).map_err(session_error)?;
         Ok(Json(view_json(&o.session, window)))
     })
@@ -213,6 +270,7 @@ pub(crate) fn run(
     }
     with_session(&state, id, move |o| {
         let until = b.until_ns.map(distsync_core::Time::from_nanos);
+        let limit = limit.min(room(&o.session)?);
         let stop = o.session.run(limit, until).map_err(session_error)?;
         let mut v = view_json(&o.session, window);
         v["stop"] = serde_json::to_value(stop).expect("plain data");

@@ -659,3 +659,36 @@ fn a_non_loopback_listen_address_says_what_it_exposes() {
         "{note}"
     );
 }
+
+#[test]
+fn a_too_large_scenario_is_refused_with_its_reason() {
+    let c = Client::start();
+    let (status, v) = c.post(
+        "/api/session",
+        json!({ "toml": "algorithm = \"ricart-agrawala\"\nnodes = 2000\n" }),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["field"], "nodes", "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!(
+            "at most {} processes",
+            distsync_web::MAX_SESSION_PROCESSES
+        )) && error.contains("got 2000"),
+        "{v}"
+    );
+    // A shared link with more choices than a session keeps is refused before it is replayed.
+    let (status, v) = c.post(
+        "/api/session",
+        json!({ "toml": LAMPORT_NON_FIFO, "choices": vec![json!({"do": "next"}); distsync_web::MAX_SESSION_STEPS + 1] }),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["field"], "choices", "{v}");
+    // A window of the log is cut to what a view carries.
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 50 }));
+    let (status, _, text) = c.get(&format!("/api/session/{id}/view?log_tail=1000000"));
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["log"].as_array().unwrap().len() <= distsync_web::MAX_VIEW_LOG_LINES);
+}
