@@ -116,6 +116,11 @@ fn on_each_site(test: fn(&Browser, &str)) {
             Value::from("browser"),
             "the static site runs the in-browser engine"
         );
+        // Reported, not asserted (docs/web.md quotes it): from navigation to the first view.
+        println!(
+            "static site: first view {} ms after navigation",
+            page.js("Math.round(performance.now())")
+        );
         test(&browser, &site.url);
     }
 }
