@@ -38,7 +38,7 @@ pub use handle::{handle, Request};
 #[cfg(feature = "server")]
 pub use server::{content_security_policy, exposure, router, CLIENT_HEADER};
 pub use session_api::{MAX_SESSION_PROCESSES, MAX_SESSION_STEPS, MAX_VIEW_LOG_LINES};
-pub use sessions::{MAX_CLIENT_SESSIONS, MAX_SESSIONS};
+pub use sessions::{IDLE_CLOSE, MAX_CLIENT_SESSIONS, MAX_SESSIONS};
 
 /// The most checks (`POST /api/check`) running at once; another is answered 503 "busy".
 pub const MAX_CHECKS: usize = 2;

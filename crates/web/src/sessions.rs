@@ -4,13 +4,33 @@
 //! it belongs to the client that made it: the page sends a secret of its own with every request
 //! (`x-distsync-client`), and a request naming another client's session is refused. A client
 //! opening more than [`MAX_CLIENT_SESSIONS`] sessions closes its own least recently used one;
-//! when [`MAX_SESSIONS`] are open in all, a new one is refused ("the server is full"), so no
-//! client's run is ever closed by another client.
+//! when [`MAX_SESSIONS`] are open in all, the least recently used session is closed if nobody
+//! has used it for [`IDLE_CLOSE`] (a page closed without saying so), and otherwise a new one is
+//! refused ("the server is full"): no client's run in use is ever closed by another client.
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The clock of idle sessions (none in the browser, where `std::time::Instant` panics, and where
+/// one page's engine never fills up).
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+type Instant = std::time::Instant;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn now() -> Option<Instant> {
+    Some(Instant::now())
+}
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+type Instant = ();
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn now() -> Option<Instant> {
+    None
+}
+
+/// How long a session must have gone unused before a full store may close it for a new one.
+pub const IDLE_CLOSE: Duration = Duration::from_secs(30 * 60);
 
 /// The most sessions kept open at once, over all clients.
 pub const MAX_SESSIONS: usize = 256;
@@ -31,6 +51,7 @@ struct Slot<S> {
     open: Arc<Mutex<Open<S>>>,
     owner: String,
     last_used: u64,
+    used_at: Option<Instant>,
 }
 
 /// Why a session could not be had.
@@ -51,6 +72,7 @@ pub struct Sessions<S> {
     map: HashMap<String, Slot<S>>,
     cap: usize,
     per_client: usize,
+    idle: Duration,
 }
 
 impl<S> Sessions<S> {
@@ -63,7 +85,21 @@ impl<S> Sessions<S> {
             map: HashMap::new(),
             cap: cap.max(1),
             per_client: per_client.max(1),
+            idle: IDLE_CLOSE,
         }
+    }
+
+    /// The same store, closing sessions idle for `idle` (instead of [`IDLE_CLOSE`]) when full.
+    pub fn with_idle(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+
+    /// The least recently used session, if it has been idle for `self.idle`.
+    fn idle_one(&self) -> Option<String> {
+        let (id, slot) = self.map.iter().min_by_key(|(_, s)| s.last_used)?;
+        let idle = slot.used_at?.elapsed() >= self.idle;
+        idle.then(|| id.clone())
     }
 
     /// A fresh id: 128 random bits as 32 hex digits.
@@ -96,7 +132,8 @@ impl<S> Sessions<S> {
                 self.map.remove(&oldest);
             }
         } else if self.map.len() >= self.cap {
-            return Err(Refusal::Full);
+            let idle = self.idle_one().ok_or(Refusal::Full)?;
+            self.map.remove(&idle);
         }
         let id = self.fresh_id();
         self.clock += 1;
@@ -106,6 +143,7 @@ impl<S> Sessions<S> {
                 open: Arc::new(Mutex::new(open)),
                 owner: owner.to_string(),
                 last_used: self.clock,
+                used_at: now(),
             },
         );
         Ok(id)
@@ -120,6 +158,7 @@ impl<S> Sessions<S> {
             return Err(Refusal::Foreign);
         }
         slot.last_used = clock;
+        slot.used_at = now();
         Ok(slot.open.clone())
     }
 
@@ -179,6 +218,17 @@ mod tests {
         let b = s.insert("bob", open(2)).unwrap();
         assert_eq!(s.insert("carol", open(3)), Err(Refusal::Full));
         assert!(s.get(&a, "alice").is_ok() && s.get(&b, "bob").is_ok());
+    }
+
+    #[test]
+    fn a_full_store_closes_the_least_recently_used_session_once_it_is_idle() {
+        let mut s = Sessions::new(2, 2, [7; 32]).with_idle(Duration::ZERO);
+        let a = s.insert("alice", open(1)).unwrap();
+        let b = s.insert("bob", open(2)).unwrap();
+        assert!(s.get(&a, "alice").is_ok()); // b is now the least recently used
+        let c = s.insert("carol", open(3)).expect("b was idle long enough");
+        assert_eq!(s.get(&b, "bob").err(), Some(Refusal::Missing));
+        assert!(s.get(&a, "alice").is_ok() && s.get(&c, "carol").is_ok());
     }
 
     #[test]
