@@ -339,3 +339,21 @@ pub(crate) fn scenario_toml(body: &[u8]) -> Result<Json<Value>, ApiError> {
         .map_err(|e| ApiError::bad("scenario", format!("cannot be written as TOML: {e}")))?;
     Ok(Json(json!({ "toml": toml })))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_checks_run_at_once() {
+        let state = AppState::new(None, [0; 32]);
+        let slots: Vec<_> = (0..crate::MAX_CHECKS)
+            .map(|_| state.check_slot().expect("a free place"))
+            .collect();
+        let busy = state.check_slot().err().expect("the checker is busy");
+        assert_eq!(busy.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(busy.message.contains("busy"), "{}", busy.message);
+        drop(slots);
+        assert!(state.check_slot().is_ok(), "places are given back");
+    }
+}

@@ -110,8 +110,10 @@ fn gate(
         ));
     }
     if let Some(origin) = text(header::ORIGIN) {
+        // http://, or https:// behind a TLS proxy that keeps the Host.
         let same = origin
             .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
             .is_some_and(|o| o.eq_ignore_ascii_case(host));
         if !same {
             return Some(refuse(
