@@ -19,7 +19,24 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::hash_map::Entry;
 use std::sync::Mutex;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use std::time::Instant;
+
+/// In the browser (wasm32-unknown-unknown, where `std::time::Instant` panics) there is no clock:
+/// elapsed times read zero and progress is reported by state count alone.
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[derive(Clone, Copy)]
+struct Instant;
+
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+impl Instant {
+    fn now() -> Instant {
+        Instant
+    }
+    fn elapsed(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
 
 /// States whose successors are merged and judged together: a violation stops the exploration
 /// at the end of its chunk, so the figures then depend on this size (and on nothing else).
@@ -293,10 +310,17 @@ where
     } else {
         config.threads
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| CheckError::new("threads", e.to_string()))?;
+    // One thread needs no pool (and the browser, single-threaded, cannot make one).
+    let pool = if threads > 1 {
+        Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| CheckError::new("threads", e.to_string()))?,
+        )
+    } else {
+        None
+    };
     let workers = Workers::<A>::new(threads);
     let spares = Spares::default();
     let mut stats = Stats {
@@ -359,11 +383,13 @@ where
 
     // Both at once: `serial` on this thread, `parallel` on the pool (and on this thread, once
     // `serial` is done); one after the other on one thread.
-    let both = |serial: &mut (dyn FnMut() + Send), parallel: &mut (dyn FnMut() + Send)| {
-        if threads == 1 {
+    let both = |serial: &mut (dyn FnMut() + Send), parallel: &mut (dyn FnMut() + Send)| match &pool
+    {
+        None => {
             serial();
             parallel();
-        } else {
+        }
+        Some(pool) => {
             pool.install(|| rayon::join(serial, parallel));
         }
     };

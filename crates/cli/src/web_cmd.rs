@@ -41,6 +41,9 @@ pub fn web(args: WebArgs) -> Result<Outcome, InputError> {
     let server = distsync_web::Server::start(args.listen, initial)?;
     let url = server.url();
     println!("distsync web: serving the page at {url} (ctrl-c stops it)");
+    if let Some(note) = distsync_web::exposure(server.addr()) {
+        eprintln!("{note}");
+    }
     if args.open {
         let opener = if cfg!(target_os = "macos") {
             "open"

@@ -77,7 +77,15 @@ impl Rate {
     }
 }
 
+/// CPU time of this process so far, in seconds (user and system, every thread); 0 where there
+/// is no process clock (the browser).
+#[cfg(not(unix))]
+pub fn cpu_seconds() -> f64 {
+    0.0
+}
+
 /// CPU time of this process so far, in seconds (user and system, every thread).
+#[cfg(unix)]
 pub fn cpu_seconds() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -95,6 +103,7 @@ pub fn cpu_seconds() -> f64 {
 /// System CPU time of this process so far, in seconds (the kernel's work on its behalf: on
 /// a large run, mostly giving it fresh pages, zeroed). Part of [`cpu_seconds`]; 0 where
 /// `getrusage` fails.
+#[cfg(unix)]
 pub fn system_seconds() -> f64 {
     // SAFETY: all-zero bytes are a valid rusage (integers and timevals).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -104,6 +113,12 @@ pub fn system_seconds() -> f64 {
         return 0.0;
     }
     usage.ru_stime.tv_sec as f64 + usage.ru_stime.tv_usec as f64 * 1e-6
+}
+
+/// System CPU time of this process so far: 0 where there is no `getrusage` (the browser).
+#[cfg(not(unix))]
+pub fn system_seconds() -> f64 {
+    0.0
 }
 
 /// Peak resident memory of this process since the last [`reset_peak_rss`], in MiB (Linux:

@@ -363,6 +363,11 @@ impl From<SimError> for SessionError {
 /// The engine of one algorithm and harness, behind a type-erased interface.
 pub(crate) trait Stepper: Send {
     fn fork(&self) -> Box<dyn Stepper>;
+    /// A copy of the engine without its trace (a checkpoint: the trace so far is shared with the
+    /// session's live engine, which only ever appends to it).
+    fn fork_untraced(&mut self) -> Box<dyn Stepper>;
+    fn take_trace(&mut self) -> Vec<u8>;
+    fn set_trace(&mut self, trace: Vec<u8>);
     fn apply(&mut self, choice: &Choice) -> Result<(), String>;
     fn ended(&self) -> Option<&'static str>;
     fn now(&self) -> Time;
@@ -407,6 +412,21 @@ where
 {
     fn fork(&self) -> Box<dyn Stepper> {
         Box::new(self.clone())
+    }
+
+    fn fork_untraced(&mut self) -> Box<dyn Stepper> {
+        let trace = self.engine.take_trace();
+        let copy = Box::new(self.clone());
+        self.engine.set_trace(trace);
+        copy
+    }
+
+    fn take_trace(&mut self) -> Vec<u8> {
+        self.engine.take_trace()
+    }
+
+    fn set_trace(&mut self, trace: Vec<u8>) {
+        self.engine.set_trace(trace)
     }
 
     fn apply(&mut self, choice: &Choice) -> Result<(), String> {
@@ -573,9 +593,13 @@ pub const VIEW_LOG_LINES: usize = 500;
 const CHECKPOINT_EVERY: usize = 256;
 
 /// A copy of a session's engine after `step` choices, with what the session knew of its trace.
+/// The copy holds no trace: its trace is the first `trace_len` bytes of the live engine's (the
+/// same choices made them), so checkpoints cost the engine's state, not the run so far, and a
+/// session's memory grows linearly with its steps.
 struct Checkpoint {
     step: usize,
     live: Box<dyn Stepper>,
+    trace_len: usize,
     lines: usize,
     scanned: usize,
 }
@@ -736,7 +760,8 @@ impl Session {
         if self.step.is_multiple_of(CHECKPOINT_EVERY) && kept < self.step {
             self.checkpoints.push(Checkpoint {
                 step: self.step,
-                live: self.live.fork(),
+                trace_len: self.live.trace().len(),
+                live: self.live.fork_untraced(),
                 lines: self.lines.len(),
                 scanned: self.scanned,
             });
@@ -788,7 +813,11 @@ impl Session {
             self.forget_finished();
             match self.checkpoints.iter().rev().find(|c| c.step <= step) {
                 Some(c) => {
+                    // The live trace goes on from the checkpoint's: cut it back to there.
+                    let mut trace = self.live.take_trace();
+                    trace.truncate(c.trace_len);
                     self.live = c.live.fork();
+                    self.live.set_trace(trace);
                     self.step = c.step;
                     self.lines.truncate(c.lines);
                     self.scanned = c.scanned;

@@ -122,6 +122,18 @@ impl Tracer {
         &self.buf
     }
 
+    /// Takes the lines written and not yet drained out of the tracer (which then holds none),
+    /// so that a copy of the tracer does not copy them.
+    pub(crate) fn take_buffered(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Puts back lines taken by [`Tracer::take_buffered`] (or a prefix of them, with the clocks
+    /// of that point).
+    pub(crate) fn set_buffered(&mut self, buf: Vec<u8>) {
+        self.buf = buf;
+    }
+
     /// The observer's Lamport and vector clocks of the node at `pos` now.
     pub(crate) fn stamps(&self, pos: usize) -> (u64, &[u64]) {
         (self.lamport[pos], &self.vector[pos])

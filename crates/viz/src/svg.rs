@@ -98,6 +98,23 @@ fn push_escaped(out: &mut String, text: &str) {
     out.push_str(&text[start..]);
 }
 
+/// The diagram's style sheet, the text of its `<style>` element (a page that embeds the diagram
+/// under a Content-Security-Policy allows exactly this text by its hash).
+pub const STYLE: &str = "\n\
+             .lifeline{stroke:#444;stroke-width:1.2}\n\
+             .down{stroke:#f6c4c4;stroke-width:9}\n\
+             .label{font-weight:bold;font-size:14px}\n\
+             .grid{stroke:#e4e4e4;stroke-width:1}\n\
+             .axis{stroke:#444;stroke-width:1}\n\
+             .msg{stroke-width:1.5;fill:none}\n\
+             .msg.duplicate{stroke-dasharray:7 4}\n\
+             .drop line{stroke-width:1.3;stroke-dasharray:2 3}\n\
+             .cross{stroke:#d62728;stroke-width:2.5}\n\
+             .inflight{stroke-width:1.3;stroke-dasharray:1 3}\n\
+             .cs{fill:#222;fill-opacity:0.55}\n\
+             .cs.crashed{fill:#d62728}\n\
+             .mark{font-size:10px}\n";
+
 /// Draws the space-time diagram of `trace` for the window in `opts`.
 pub fn render(trace: &Trace, opts: &SvgOptions) -> Result<String, RenderError> {
     let t0 = opts.from_ns.unwrap_or(0);
@@ -396,23 +413,9 @@ impl<'a> Diagram<'a> {
                 PALETTE[i % PALETTE.len()]
             );
         }
-        d.push_str(
-            "<style>\n\
-             .lifeline{stroke:#444;stroke-width:1.2}\n\
-             .down{stroke:#f6c4c4;stroke-width:9}\n\
-             .label{font-weight:bold;font-size:14px}\n\
-             .grid{stroke:#e4e4e4;stroke-width:1}\n\
-             .axis{stroke:#444;stroke-width:1}\n\
-             .msg{stroke-width:1.5;fill:none}\n\
-             .msg.duplicate{stroke-dasharray:7 4}\n\
-             .drop line{stroke-width:1.3;stroke-dasharray:2 3}\n\
-             .cross{stroke:#d62728;stroke-width:2.5}\n\
-             .inflight{stroke-width:1.3;stroke-dasharray:1 3}\n\
-             .cs{fill:#222;fill-opacity:0.55}\n\
-             .cs.crashed{fill:#d62728}\n\
-             .mark{font-size:10px}\n\
-             </style>\n",
-        );
+        d.push_str("<style>");
+        d.push_str(STYLE);
+        d.push_str("</style>\n");
         d.push_str("</defs>\n");
         d
     }

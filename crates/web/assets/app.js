@@ -37,17 +37,13 @@ const app = {
 };
 window.distsyncApp = app; // for the browser tests and the curious
 
+// Every request goes through the engine (assets/engine.js): the server, or the same API running
+// in this browser (the static build).
 async function api(method, path, body) {
-  const opts = { method, headers: {} };
-  if (body !== undefined) {
-    opts.headers["content-type"] = "application/json";
-    opts.body = JSON.stringify(body);
-  }
-  const r = await fetch(path, opts);
-  const ct = r.headers.get("content-type") || "";
-  const data = ct.includes("json") ? await r.json() : await r.text();
-  if (!r.ok) {
-    const msg = data && data.error ? data.error : `${r.status} ${r.statusText}`;
+  const r = await distsyncEngine.request(method, path, body === undefined ? undefined : JSON.stringify(body));
+  const data = r.contentType.includes("json") && r.body ? JSON.parse(r.body) : r.body;
+  if (r.status >= 400) {
+    const msg = data && data.error ? data.error : `${r.status} ${path}`;
     throw new Error(msg);
   }
   return data;
@@ -1036,4 +1032,24 @@ async function main() {
   app.ready = true;
 }
 window.addEventListener("hashchange", () => openFragment());
+// The page's session closes with the page (the server frees it at once).
+window.addEventListener("pagehide", () => {
+  if (app.session !== null) distsyncEngine.close(`/api/session/${app.session}`);
+});
+// Downloads of the run (trace, SVG) go through the engine too: it has the session, and the
+// server wants this page's secret.
+document.addEventListener("click", async (ev) => {
+  const a = ev.target.closest && ev.target.closest('a[href^="/api/"]');
+  if (!a) return;
+  ev.preventDefault();
+  try {
+    const r = await distsyncEngine.request("GET", a.getAttribute("href"));
+    if (r.status >= 400) throw new Error(JSON.parse(r.body).error || r.status);
+    const url = URL.createObjectURL(new Blob([r.body], { type: r.contentType }));
+    el("a", { href: url, download: a.getAttribute("download") || "distsync" }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (e) {
+    setStatus("download failed: " + e.message);
+  }
+});
 main().catch((e) => setStatus("error: " + e.message));

@@ -9,6 +9,21 @@ pub const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/app.js"),
     ),
     (
+        "engine.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/engine.js"),
+    ),
+    (
+        "worker.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/worker.js"),
+    ),
+    (
+        "favicon.svg",
+        "image/svg+xml",
+        include_bytes!("../assets/favicon.svg"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_bytes!("../assets/style.css"),

@@ -2,11 +2,9 @@
 //! configuration (any family the checker explores), and its shortest counterexample loaded into
 //! a new session as the learner's choices, to step through.
 
-use crate::api::{parse_body, scenario_error, ApiError, State};
+use crate::api::{parse_body, scenario_error, ApiError, Json, State};
 use crate::check_config::{bounds_in_words, check_setup, properties_explored, CheckSetup};
 use crate::session_api::{store, view_json, Window};
-use axum::body::Bytes;
-use axum::Json;
 use distsync_check::{check_named, NamedViolation, Step};
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
@@ -196,22 +194,16 @@ pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, Stri
     Err(format!("cannot read checker step `{t}`"))
 }
 
-pub async fn check(
-    axum::extract::State(state): State,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let b: CheckBody = parse_body(&body)?;
+pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, ApiError> {
+    let b: CheckBody = parse_body(body)?;
     let origin = b.origin.unwrap_or_else(|| "scenario".into());
     let scenario = Scenario::from_toml(&b.toml, &origin).map_err(|e| scenario_error(&e))?;
     let setup = config_of(&scenario, &origin)?;
-    let config = setup.config.clone();
-    let algorithm = scenario.algorithm.clone();
-    let outcome =
-        tokio::task::spawn_blocking(move || check_named(&algorithm, &config, &mut |_| {}))
-            .await
-            .map_err(|e| ApiError::bad("check", e.to_string()))?
-            .map_err(|e| ApiError::bad(e.field.clone(), e.message.clone()))?;
     let config = &setup.config;
+    let slot = state.check_slot()?;
+    let outcome = check_named(&scenario.algorithm, config, &mut |_| {})
+        .map_err(|e| ApiError::bad(e.field.clone(), e.message.clone()))?;
+    drop(slot);
     let mut answer = json!({
         "algorithm": outcome.algorithm,
         "proved": outcome.proved,
@@ -247,7 +239,7 @@ pub async fn check(
     let stepping = stepping_scenario(&scenario);
     let toml_text = toml::to_string(&stepping)
         .map_err(|e| ApiError::bad("toml", format!("cannot be written back: {e}")))?;
-    let loaded = tokio::task::spawn_blocking(move || -> Result<(Session, Vec<Choice>), String> {
+    let loaded = (move || -> Result<(Session, Vec<Choice>), String> {
         let mut session = Session::new(&stepping, "counterexample").map_err(|e| e.to_string())?;
         let mut choices = Vec::new();
         for step in &steps {
@@ -275,15 +267,13 @@ pub async fn check(
             }
         }
         Ok((session, choices))
-    })
-    .await
-    .map_err(|e| ApiError::bad("check", e.to_string()))?;
+    })();
     match loaded {
         Ok((session, choices)) => {
             answer["view"] = view_json(&session, Window::default());
             answer["choices"] = serde_json::to_value(&choices).expect("plain data");
             answer["toml"] = json!(toml_text);
-            answer["session"] = json!(store(&state, session, toml_text));
+            answer["session"] = json!(store(&state, session, toml_text)?);
         }
         Err(e) => {
             answer["load_error"] = json!(format!(

@@ -2,13 +2,17 @@
 //! next, injects faults and steps back.
 //!
 //! The page (HTML, CSS and JavaScript embedded in the binary, nothing fetched from the internet)
-//! talks to a small HTTP/JSON server around the project's own simulator: every decision about what
-//! happens next is taken by `distsync_sim::session::Session`, the page only draws and asks.
+//! asks a small JSON API around the project's own simulator: every decision about what happens
+//! next is taken by `distsync_sim::session::Session`, the page only draws and asks. The API is
+//! [`handle`], a plain function of the request; it answers over HTTP ([`Server`], feature
+//! `server`) or inside the browser, compiled to WebAssembly by crates/web-wasm for the static
+//! build (`scripts/build-static.sh`).
 //!
 //! ```no_run
 //! let server = distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
 //! println!("{}", server.url());
 //! server.wait();
+//! # }
 //! ```
 //!
 //! The JSON API is described in `docs/web.md`.
@@ -18,16 +22,29 @@ mod assets;
 mod check_api;
 pub mod check_config;
 pub mod examples;
+pub mod handle;
 pub mod lessons;
+#[cfg(feature = "server")]
+mod server;
 mod session_api;
 pub mod sessions;
 
+#[cfg(feature = "server")]
 use std::net::SocketAddr;
+#[cfg(feature = "server")]
 use std::sync::Arc;
+#[cfg(feature = "server")]
 use std::thread::JoinHandle;
 
-pub use api::router;
-pub use sessions::MAX_SESSIONS;
+pub use api::{AppState, Response};
+pub use handle::{handle, Request};
+#[cfg(feature = "server")]
+pub use server::{content_security_policy, exposure, router, CLIENT_HEADER};
+pub use session_api::{MAX_SESSION_PROCESSES, MAX_SESSION_STEPS, MAX_VIEW_LOG_LINES};
+pub use sessions::{IDLE_CLOSE, MAX_CLIENT_SESSIONS, MAX_SESSIONS};
+
+/// The most checks (`POST /api/check`) running at once; another is answered 503 "busy".
+pub const MAX_CHECKS: usize = 2;
 
 /// The largest request body the server reads (a scenario, or the choices of a shared run).
 pub const MAX_BODY_BYTES: usize = 4 << 20;
@@ -42,6 +59,7 @@ pub struct Initial {
 }
 
 /// Why the server could not start.
+#[cfg(feature = "server")]
 #[derive(Debug)]
 pub enum StartError {
     /// The address could not be bound.
@@ -50,6 +68,7 @@ pub enum StartError {
     Runtime(std::io::Error),
 }
 
+#[cfg(feature = "server")]
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -59,14 +78,17 @@ impl std::fmt::Display for StartError {
     }
 }
 
+#[cfg(feature = "server")]
 impl std::error::Error for StartError {}
 
 /// A running server: its address, and the thread serving it.
+#[cfg(feature = "server")]
 pub struct Server {
     addr: SocketAddr,
     thread: JoinHandle<()>,
 }
 
+#[cfg(feature = "server")]
 impl Server {
     /// Binds `addr` (port 0 picks a free port) and serves the page and the API on a thread of
     /// its own, until the process ends.
@@ -84,7 +106,13 @@ impl Server {
         let local = std_listener
             .local_addr()
             .map_err(|e| StartError::Bind(addr, e))?;
-        let state = Arc::new(api::AppState::new(initial));
+        let mut seed = [0u8; 32];
+        getrandom::getrandom(&mut seed).map_err(|e| {
+            StartError::Runtime(std::io::Error::other(format!(
+                "no randomness for session ids: {e}"
+            )))
+        })?;
+        let state = Arc::new(api::AppState::new(initial, seed));
         let thread = std::thread::Builder::new()
             .name("distsync-web".into())
             .spawn(move || {
@@ -93,7 +121,7 @@ impl Server {
                         .expect("a bound non-blocking listener");
                     // An accept error on one connection is logged by axum and serving goes on;
                     // `serve` returns only if the listener itself fails.
-                    if let Err(e) = axum::serve(listener, router(state)).await {
+                    if let Err(e) = axum::serve(listener, router(state, local)).await {
                         eprintln!("error: the web server stopped: {e}");
                     }
                 })

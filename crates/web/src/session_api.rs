@@ -1,37 +1,58 @@
 //! The session routes: make a session from a scenario (and choices), step it, take it back, run
 //! it, and read its trace, diagram, scenario and share link.
 
-use crate::api::{parse_body, scenario_error, ApiError, AppState, State};
+use crate::api::{
+    parse_body, scenario_error, ApiError, Ctx, IntoResponse, Json, Path, Query, Response, State,
+};
 use crate::sessions::Open;
-use axum::body::Bytes;
-use axum::extract::{Path, Query};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use distsync_sim::session::{Choice, Session, SessionError};
 use distsync_sim::{Scenario, SimError};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// The most events one `run` request applies.
 pub const MAX_RUN_EVENTS: u64 = 1_000_000;
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/api/session", post(create))
-        .route("/api/session/{id}", axum::routing::delete(close))
-        .route("/api/session/{id}/view", get(view))
-        .route("/api/session/{id}/apply", post(apply))
-        .route("/api/session/{id}/back", post(back))
-        .route("/api/session/{id}/goto", post(goto))
-        .route("/api/session/{id}/run", post(run))
-        .route("/api/session/{id}/trace", get(trace))
-        .route("/api/session/{id}/svg", get(svg))
-        .route("/api/session/{id}/scenario", get(scenario))
-        .route("/api/session/{id}/share", get(share))
-        .route("/api/check", post(crate::check_api::check))
+/// The most processes a session runs (the page's form stops there too): a step of a larger run
+/// costs seconds and its view megabytes.
+pub const MAX_SESSION_PROCESSES: usize = 64;
+
+/// The most choices (steps) a session records: what it holds grows with them (about a kilobyte
+/// a step, docs/web.md), so this bounds one session's memory.
+pub const MAX_SESSION_STEPS: usize = 200_000;
+
+/// The most log lines one view carries (a window the page asks for is cut to this).
+pub const MAX_VIEW_LOG_LINES: usize = 2_000;
+
+/// Refuses a scenario with more than [`MAX_SESSION_PROCESSES`] processes, saying so.
+fn check_size(scenario: &Scenario, origin: &str) -> Result<(), ApiError> {
+    let n = scenario
+        .check(origin)
+        .map_err(|e| scenario_error(&e))?
+        .peers
+        .len();
+    if n > MAX_SESSION_PROCESSES {
+        return Err(ApiError::bad(
+            "nodes",
+            format!("the page runs at most {MAX_SESSION_PROCESSES} processes (a step of a larger run takes seconds and its view megabytes), got {n}; `distsync run` takes larger scenarios"),
+        ));
+    }
+    Ok(())
+}
+
+/// How many more steps session `s` may record (at most [`MAX_SESSION_STEPS`] in all), or why
+/// none.
+fn room(s: &Session) -> Result<u64, ApiError> {
+    let used = s.choices().len();
+    if used >= MAX_SESSION_STEPS {
+        return Err(ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            field: "steps".into(),
+            message: format!("this run has reached {MAX_SESSION_STEPS} steps, the most a session keeps; go back, or download its trace and start a new run (`distsync run` has no such limit)"),
+        });
+    }
+    Ok((MAX_SESSION_STEPS - used) as u64)
 }
 
 /// Which part of the log a view carries: entries `log_from..log_to` (by position in the log).
@@ -55,12 +76,17 @@ pub fn view_json(session: &Session, window: Window) -> Value {
         (None, None) => {
             // The number of lines first (an empty window is cheap), then the tail.
             let total = session.view_window(usize::MAX, usize::MAX).log_total;
-            let tail = window.log_tail.unwrap_or(DEFAULT_LOG_TAIL);
+            let tail = window
+                .log_tail
+                .unwrap_or(DEFAULT_LOG_TAIL)
+                .min(MAX_VIEW_LOG_LINES);
             session.view_window(total.saturating_sub(tail), total)
         }
         (from, to) => {
             let from = from.unwrap_or(0);
-            let to = to.unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES));
+            let to = to
+                .unwrap_or(from.saturating_add(distsync_sim::session::VIEW_LOG_LINES))
+                .min(from.saturating_add(MAX_VIEW_LOG_LINES));
             session.view_window(from, to)
         }
     };
@@ -75,28 +101,21 @@ fn session_error(e: impl std::fmt::Display) -> ApiError {
     }
 }
 
-/// Runs `f` on session `id`, off the async workers (a replay or a long run is CPU work).
-async fn with_session<T: Send + 'static>(
-    state: &Arc<AppState>,
-    id: u64,
-    f: impl FnOnce(&mut Open<Session>) -> Result<T, ApiError> + Send + 'static,
+/// Runs `f` on session `id` if the asking client owns it (the server calls the handlers off its
+/// async workers: a replay or a long run is CPU work).
+fn with_session<T>(
+    state: &Ctx<'_>,
+    id: &str,
+    f: impl FnOnce(&mut Open<Session>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
     let open = state
         .sessions
         .lock()
-        .expect("the session map lock")
-        .get(id)
-        .ok_or_else(|| ApiError::no_session(id))?;
-    tokio::task::spawn_blocking(move || {
-        let mut guard = open.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut guard)
-    })
-    .await
-    .map_err(|e| ApiError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        field: String::new(),
-        message: format!("the session failed: {e}"),
-    })?
+        .unwrap_or_else(|p| p.into_inner())
+        .get(id, state.client)
+        .map_err(|why| ApiError::no_session(id, why))?;
+    let mut guard = open.lock().unwrap_or_else(|p| p.into_inner());
+    f(&mut guard)
 }
 
 #[derive(Deserialize)]
@@ -113,6 +132,16 @@ struct CreateBody {
 /// `distsync run` checks it.
 pub fn make_session(toml: &str, origin: &str, choices: &[Choice]) -> Result<Session, ApiError> {
     let scenario = Scenario::from_toml(toml, origin).map_err(|e| scenario_error(&e))?;
+    check_size(&scenario, origin)?;
+    if choices.len() > MAX_SESSION_STEPS {
+        return Err(ApiError::bad(
+            "choices",
+            format!(
+                "a session keeps at most {MAX_SESSION_STEPS} steps, got {}",
+                choices.len()
+            ),
+        ));
+    }
     Session::replay(&scenario, origin, choices).map_err(|e| match e {
         SessionError::Scenario(SimError::Scenario(e)) => scenario_error(&e),
         SessionError::Scenario(e) => ApiError::bad("toml", e.to_string()),
@@ -122,81 +151,72 @@ pub fn make_session(toml: &str, origin: &str, choices: &[Choice]) -> Result<Sess
     })
 }
 
-/// Opens `session` in the store; its id.
-pub fn store(state: &AppState, session: Session, toml: String) -> u64 {
+/// Opens `session` in the store, owned by the asking client; its id.
+pub(crate) fn store(state: &Ctx<'_>, session: Session, toml: String) -> Result<String, ApiError> {
     state
         .sessions
         .lock()
-        .expect("the session map lock")
-        .insert(Open { session, toml })
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(state.client, Open { session, toml })
+        .map_err(|why| ApiError::no_session("", why))
 }
 
-async fn create(
-    axum::extract::State(state): State,
+pub(crate) fn create(
+    State(state): State,
     Query(window): Query<Window>,
-    body: Bytes,
+    body: &[u8],
 ) -> Result<Json<Value>, ApiError> {
-    let b: CreateBody = parse_body(&body)?;
+    let b: CreateBody = parse_body(body)?;
     let origin = b.origin.unwrap_or_else(|| "scenario".into());
-    let (session, toml) = tokio::task::spawn_blocking(move || {
-        make_session(&b.toml, &origin, &b.choices).map(|s| (s, b.toml))
-    })
-    .await
-    .map_err(|e| ApiError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        field: String::new(),
-        message: format!("making the session failed: {e}"),
-    })??;
+    let (session, toml) = make_session(&b.toml, &origin, &b.choices).map(|s| (s, b.toml))?;
     let view = view_json(&session, window);
-    let id = store(&state, session, toml);
+    let id = store(&state, session, toml)?;
     Ok(Json(json!({ "session": id, "view": view })))
 }
 
-async fn close(axum::extract::State(state): State, Path(id): Path<u64>) -> Response {
-    if state
+pub(crate) fn close(State(state): State, Path(id): Path<&str>) -> Response {
+    match state
         .sessions
         .lock()
-        .expect("the session map lock")
-        .remove(id)
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(id, state.client)
     {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        ApiError::no_session(id).into_response()
+        Ok(()) => Response::no_content(),
+        Err(why) => ApiError::no_session(id, why).into_response(),
     }
 }
 
-async fn view(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn view(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(window): Query<Window>,
 ) -> Result<Json<Value>, ApiError> {
-    with_session(&state, id, move |o| Ok(Json(view_json(&o.session, window)))).await
+    with_session(&state, id, move |o| Ok(Json(view_json(&o.session, window))))
 }
 
-async fn apply(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn apply(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(window): Query<Window>,
-    body: Bytes,
+    body: &[u8],
 ) -> Result<Json<Value>, ApiError> {
-    let choice: Choice = parse_body(&body)?;
+    let choice: Choice = parse_body(body)?;
     with_session(&state, id, move |o| {
+        room(&o.session)?;
         o.session.apply(choice).map_err(session_error)?;
         Ok(Json(view_json(&o.session, window)))
     })
-    .await
 }
 
-async fn back(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn back(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(window): Query<Window>,
 ) -> Result<Json<Value>, ApiError> {
     with_session(&state, id, move |o| {
         o.session.back().map_err(session_error)?;
         Ok(Json(view_json(&o.session, window)))
     })
-    .await
 }
 
 #[derive(Deserialize)]
@@ -205,18 +225,17 @@ struct GotoBody {
     step: usize,
 }
 
-async fn goto(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn goto(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(window): Query<Window>,
-    body: Bytes,
+    body: &[u8],
 ) -> Result<Json<Value>, ApiError> {
-    let b: GotoBody = parse_body(&body)?;
+    let b: GotoBody = parse_body(body)?;
     with_session(&state, id, move |o| {
         o.session.goto(b.step).map_err(session_error)?;
         Ok(Json(view_json(&o.session, window)))
     })
-    .await
 }
 
 #[derive(Deserialize)]
@@ -228,11 +247,11 @@ struct RunBody {
     until_ns: Option<u64>,
 }
 
-async fn run(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn run(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(window): Query<Window>,
-    body: Bytes,
+    body: &[u8],
 ) -> Result<Json<Value>, ApiError> {
     let b: RunBody = if body.is_empty() {
         RunBody {
@@ -240,7 +259,7 @@ async fn run(
             until_ns: None,
         }
     } else {
-        parse_body(&body)?
+        parse_body(body)?
     };
     let limit = b.limit.unwrap_or(MAX_RUN_EVENTS);
     if limit > MAX_RUN_EVENTS {
@@ -251,34 +270,30 @@ async fn run(
     }
     with_session(&state, id, move |o| {
         let until = b.until_ns.map(distsync_core::Time::from_nanos);
+        let limit = limit.min(room(&o.session)?);
         let stop = o.session.run(limit, until).map_err(session_error)?;
         let mut v = view_json(&o.session, window);
         v["stop"] = serde_json::to_value(stop).expect("plain data");
         Ok(Json(v))
     })
-    .await
 }
 
 fn text_response(content_type: &'static str, body: String) -> Response {
-    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+    Response::ok(content_type, body)
 }
 
-async fn trace(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+pub(crate) fn trace(State(state): State, Path(id): Path<&str>) -> Result<Response, ApiError> {
     with_session(&state, id, |o| {
         Ok(text_response(
             "application/x-ndjson; charset=utf-8",
             o.session.trace_jsonl(),
         ))
     })
-    .await
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-struct SvgQuery {
+pub(crate) struct SvgQuery {
     /// Draw from this trace line on (the page passes the first line of its log window), so a
     /// long run draws only its window.
     from_seq: Option<usize>,
@@ -299,20 +314,29 @@ fn trace_from(jsonl: &str, from_seq: usize) -> String {
     out
 }
 
-async fn svg(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
+pub(crate) fn svg(
+    State(state): State,
+    Path(id): Path<&str>,
     Query(q): Query<SvgQuery>,
 ) -> Result<Response, ApiError> {
     // Copy the trace under the session's lock, draw without it: stepping goes on meanwhile.
-    let jsonl = with_session(&state, id, |o| Ok(o.session.trace_jsonl())).await?;
-    tokio::task::spawn_blocking(move || {
+    let jsonl = with_session(&state, id, |o| Ok(o.session.trace_jsonl()))?;
+    {
         let text = match q.from_seq {
             Some(n) if n > 0 => trace_from(&jsonl, n),
             _ => jsonl,
         };
         let trace = distsync_viz::trace::Trace::parse(&text, "session")
             .map_err(|e| ApiError::bad("trace", e.to_string()))?;
+        // A window that starts after the run ends has nothing to draw (and its scale would
+        // divide by nothing).
+        let end = trace.end_time_ns();
+        if let Some(from) = q.from_ns.filter(|&f| f > end) {
+            return Err(ApiError::bad(
+                "from_ns",
+                format!("the run so far ends at {end} ns; a diagram from {from} ns would be empty: give at most {end}"),
+            ));
+        }
         let opts = distsync_viz::svg::SvgOptions {
             from_ns: q.from_ns,
             to_ns: q.to_ns,
@@ -320,26 +344,16 @@ async fn svg(
         let svg = distsync_viz::svg::render(&trace, &opts)
             .map_err(|e| ApiError::bad("from_ns", e.to_string()))?;
         Ok(text_response("image/svg+xml; charset=utf-8", svg))
-    })
-    .await
-    .map_err(|e| ApiError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        field: String::new(),
-        message: format!("drawing failed: {e}"),
-    })?
+    }
 }
 
-async fn scenario(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
-) -> Result<Response, ApiError> {
+pub(crate) fn scenario(State(state): State, Path(id): Path<&str>) -> Result<Response, ApiError> {
     with_session(&state, id, |o| {
         Ok(text_response(
             "application/toml; charset=utf-8",
             o.toml.clone(),
         ))
     })
-    .await
 }
 
 /// The URL fragment that replays a run: `toml=<scenario>&choices=<JSON>`, form-urlencoded, where
@@ -368,14 +382,10 @@ pub fn share_fragment(toml: &str, choices: &[Choice]) -> String {
         .finish()
 }
 
-async fn share(
-    axum::extract::State(state): State,
-    Path(id): Path<u64>,
-) -> Result<Json<Value>, ApiError> {
+pub(crate) fn share(State(state): State, Path(id): Path<&str>) -> Result<Json<Value>, ApiError> {
     with_session(&state, id, |o| {
         Ok(Json(json!({
             "fragment": share_fragment(&o.toml, o.session.choices()),
         })))
     })
-    .await
 }

@@ -1,12 +1,50 @@
-//! The open sessions: a map behind a mutex, capped in number. When the cap is reached the session
-//! used least recently is closed to make room (a learner's old tab then gets "no such session"
-//! and the page starts a new one from its URL).
+//! The open sessions: a map behind a mutex, capped in number overall and per client.
+//!
+//! A session's id is 128 random bits (32 hex digits) from ChaCha20, so it cannot be guessed, and
+//! it belongs to the client that made it: the page sends a secret of its own with every request
+//! (`x-distsync-client`), and a request naming another client's session is refused. A client
+//! opening more than [`MAX_CLIENT_SESSIONS`] sessions closes its own least recently used one;
+//! when [`MAX_SESSIONS`] are open in all, the least recently used session is closed if nobody
+//! has used it for [`IDLE_CLOSE`] (a page closed without saying so), and otherwise a new one is
+//! refused ("the server is full"): no client's run in use is ever closed by another client.
 
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-/// The most sessions kept open at once.
-pub const MAX_SESSIONS: usize = 64;
+/// The clock of idle sessions (none in the browser, where `std::time::Instant` panics, and where
+/// one page's engine never fills up).
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+type Instant = std::time::Instant;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+fn now() -> Option<Instant> {
+    Some(Instant::now())
+}
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[derive(Clone, Copy)]
+struct Instant;
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+impl Instant {
+    fn elapsed(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+fn now() -> Option<Instant> {
+    None
+}
+
+/// How long a session must have gone unused before a full store may close it for a new one.
+pub const IDLE_CLOSE: Duration = Duration::from_secs(30 * 60);
+
+/// The most sessions kept open at once, over all clients.
+pub const MAX_SESSIONS: usize = 256;
+
+/// The most sessions one client (one page) keeps open; its least recently used one is closed
+/// when it opens another.
+pub const MAX_CLIENT_SESSIONS: usize = 4;
 
 /// One open session and what it was made from.
 pub struct Open<S> {
@@ -18,61 +56,129 @@ pub struct Open<S> {
 
 struct Slot<S> {
     open: Arc<Mutex<Open<S>>>,
+    owner: String,
     last_used: u64,
+    used_at: Option<Instant>,
+}
+
+/// Why a session could not be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No session has this id (closed, or never made).
+    Missing,
+    /// The session belongs to another client.
+    Foreign,
+    /// [`MAX_SESSIONS`] are open: no room for another.
+    Full,
 }
 
 /// The sessions, by id.
 pub struct Sessions<S> {
-    next_id: u64,
+    rng: ChaCha20Rng,
     clock: u64,
-    map: HashMap<u64, Slot<S>>,
+    map: HashMap<String, Slot<S>>,
     cap: usize,
+    per_client: usize,
+    idle: Duration,
 }
 
 impl<S> Sessions<S> {
-    /// An empty store holding at most `cap` sessions.
-    pub fn new(cap: usize) -> Self {
+    /// An empty store holding at most `cap` sessions, `per_client` of them for one client, with
+    /// ids drawn from ChaCha20 seeded with `seed`.
+    pub fn new(cap: usize, per_client: usize, seed: [u8; 32]) -> Self {
         Sessions {
-            next_id: 1,
+            rng: ChaCha20Rng::from_seed(seed),
             clock: 0,
             map: HashMap::new(),
             cap: cap.max(1),
+            per_client: per_client.max(1),
+            idle: IDLE_CLOSE,
         }
     }
 
-    /// Adds a session, closing the least recently used one if the store is full; returns its id.
-    pub fn insert(&mut self, open: Open<S>) -> u64 {
-        if self.map.len() >= self.cap {
-            if let Some((&oldest, _)) = self.map.iter().min_by_key(|(_, s)| s.last_used) {
-                self.map.remove(&oldest);
+    /// The same store, closing sessions idle for `idle` (instead of [`IDLE_CLOSE`]) when full.
+    pub fn with_idle(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+
+    /// The least recently used session, if it has been idle for `self.idle`.
+    fn idle_one(&self) -> Option<String> {
+        let (id, slot) = self.map.iter().min_by_key(|(_, s)| s.last_used)?;
+        let idle = slot.used_at?.elapsed() >= self.idle;
+        idle.then(|| id.clone())
+    }
+
+    /// A fresh id: 128 random bits as 32 hex digits.
+    fn fresh_id(&mut self) -> String {
+        loop {
+            let mut bytes = [0u8; 16];
+            self.rng.fill_bytes(&mut bytes);
+            let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            if !self.map.contains_key(&id) {
+                return id;
             }
         }
-        let id = self.next_id;
-        self.next_id += 1;
+    }
+
+    /// Adds a session owned by `owner`, first closing that owner's least recently used one if
+    /// it has [`MAX_CLIENT_SESSIONS`] open; its id, or [`Refusal::Full`].
+    pub fn insert(&mut self, owner: &str, open: Open<S>) -> Result<String, Refusal> {
+        let mine: Vec<(&String, u64)> = self
+            .map
+            .iter()
+            .filter(|(_, s)| s.owner == owner)
+            .map(|(id, s)| (id, s.last_used))
+            .collect();
+        if mine.len() >= self.per_client {
+            let oldest = mine
+                .iter()
+                .min_by_key(|(_, used)| *used)
+                .map(|(id, _)| (*id).clone());
+            if let Some(oldest) = oldest {
+                self.map.remove(&oldest);
+            }
+        } else if self.map.len() >= self.cap {
+            let idle = self.idle_one().ok_or(Refusal::Full)?;
+            self.map.remove(&idle);
+        }
+        let id = self.fresh_id();
         self.clock += 1;
         self.map.insert(
-            id,
+            id.clone(),
             Slot {
                 open: Arc::new(Mutex::new(open)),
+                owner: owner.to_string(),
                 last_used: self.clock,
+                used_at: now(),
             },
         );
-        id
+        Ok(id)
     }
 
-    /// The session `id`, marked as used now.
-    pub fn get(&mut self, id: u64) -> Option<Arc<Mutex<Open<S>>>> {
+    /// The session `id` if `owner` owns it, marked as used now.
+    pub fn get(&mut self, id: &str, owner: &str) -> Result<Arc<Mutex<Open<S>>>, Refusal> {
         self.clock += 1;
         let clock = self.clock;
-        self.map.get_mut(&id).map(|slot| {
-            slot.last_used = clock;
-            slot.open.clone()
-        })
+        let slot = self.map.get_mut(id).ok_or(Refusal::Missing)?;
+        if slot.owner != owner {
+            return Err(Refusal::Foreign);
+        }
+        slot.last_used = clock;
+        slot.used_at = now();
+        Ok(slot.open.clone())
     }
 
-    /// Closes session `id`; whether it was open.
-    pub fn remove(&mut self, id: u64) -> bool {
-        self.map.remove(&id).is_some()
+    /// Closes session `id` if `owner` owns it.
+    pub fn remove(&mut self, id: &str, owner: &str) -> Result<(), Refusal> {
+        match self.map.get(id) {
+            None => Err(Refusal::Missing),
+            Some(slot) if slot.owner != owner => Err(Refusal::Foreign),
+            Some(_) => {
+                self.map.remove(id);
+                Ok(())
+            }
+        }
     }
 
     /// How many sessions are open.
@@ -98,15 +204,51 @@ mod tests {
     }
 
     #[test]
-    fn the_least_recently_used_session_is_closed_at_the_cap() {
-        let mut s = Sessions::new(2);
-        let a = s.insert(open(1));
-        let b = s.insert(open(2));
-        assert!(s.get(a).is_some()); // a is now more recent than b
-        let c = s.insert(open(3));
-        assert_eq!(s.len(), 2);
-        assert!(s.get(b).is_none(), "b was the least recently used");
-        assert!(s.get(a).is_some());
-        assert_eq!(s.get(c).unwrap().lock().unwrap().session, 3);
+    fn a_client_over_its_limit_closes_its_own_least_recently_used_session() {
+        let mut s = Sessions::new(10, 2, [7; 32]);
+        let a = s.insert("alice", open(1)).unwrap();
+        let b = s.insert("alice", open(2)).unwrap();
+        let other = s.insert("bob", open(9)).unwrap();
+        assert!(s.get(&a, "alice").is_ok()); // a is now more recent than b
+        let c = s.insert("alice", open(3)).unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.get(&b, "alice").err(), Some(Refusal::Missing));
+        assert!(s.get(&a, "alice").is_ok());
+        assert_eq!(s.get(&c, "alice").unwrap().lock().unwrap().session, 3);
+        assert_eq!(s.get(&other, "bob").unwrap().lock().unwrap().session, 9);
+    }
+
+    #[test]
+    fn a_full_store_refuses_instead_of_closing_another_clients_session() {
+        let mut s = Sessions::new(2, 2, [7; 32]);
+        let a = s.insert("alice", open(1)).unwrap();
+        let b = s.insert("bob", open(2)).unwrap();
+        assert_eq!(s.insert("carol", open(3)), Err(Refusal::Full));
+        assert!(s.get(&a, "alice").is_ok() && s.get(&b, "bob").is_ok());
+    }
+
+    #[test]
+    fn a_full_store_closes_the_least_recently_used_session_once_it_is_idle() {
+        let mut s = Sessions::new(2, 2, [7; 32]).with_idle(Duration::ZERO);
+        let a = s.insert("alice", open(1)).unwrap();
+        let b = s.insert("bob", open(2)).unwrap();
+        assert!(s.get(&a, "alice").is_ok()); // b is now the least recently used
+        let c = s.insert("carol", open(3)).expect("b was idle long enough");
+        assert_eq!(s.get(&b, "bob").err(), Some(Refusal::Missing));
+        assert!(s.get(&a, "alice").is_ok() && s.get(&c, "carol").is_ok());
+    }
+
+    #[test]
+    fn ids_are_128_random_bits_and_owned() {
+        let mut s = Sessions::new(10, 10, [1; 32]);
+        let a = s.insert("alice", open(1)).unwrap();
+        let b = s.insert("alice", open(2)).unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+        assert_eq!(s.get(&a, "mallory").err(), Some(Refusal::Foreign));
+        assert_eq!(s.remove(&a, "mallory"), Err(Refusal::Foreign));
+        assert_eq!(s.remove(&a, "alice"), Ok(()));
+        assert_eq!(s.get(&a, "alice").err(), Some(Refusal::Missing));
     }
 }

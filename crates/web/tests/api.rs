@@ -8,10 +8,22 @@ use serde_json::{json, Value};
 struct Client {
     base: String,
     agent: ureq::Agent,
-    _server: distsync_web::Server,
+    /// This client's secret (the page's `x-distsync-client`).
+    secret: String,
+    _server: std::sync::Arc<distsync_web::Server>,
 }
 
 impl Client {
+    /// Another page on the same server, with a secret of its own.
+    fn other(&self, secret: &str) -> Client {
+        Client {
+            base: self.base.clone(),
+            agent: self.agent.clone(),
+            secret: secret.to_string(),
+            _server: self._server.clone(),
+        }
+    }
+
     fn start() -> Client {
         let server = distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None)
             .expect("the server starts");
@@ -22,7 +34,8 @@ impl Client {
         Client {
             base: format!("http://{}", server.addr()),
             agent,
-            _server: server,
+            secret: "test-page".into(),
+            _server: std::sync::Arc::new(server),
         }
     }
 
@@ -31,6 +44,7 @@ impl Client {
         let mut r = self
             .agent
             .get(&format!("{}{path}", self.base))
+            .header(distsync_web::CLIENT_HEADER, &self.secret)
             .call()
             .expect("GET");
         let ct = r
@@ -47,6 +61,7 @@ impl Client {
             .agent
             .post(&format!("{}{path}", self.base))
             .header("content-type", "application/json")
+            .header(distsync_web::CLIENT_HEADER, &self.secret)
             .send(body)
             .expect("POST");
         let status = r.status().as_u16();
@@ -73,9 +88,23 @@ impl Client {
         v
     }
 
-    fn session(&self, toml: &str) -> (u64, Value) {
+    fn session(&self, toml: &str) -> (String, Value) {
         let v = self.ok("/api/session", json!({ "toml": toml }));
-        (v["session"].as_u64().unwrap(), v["view"].clone())
+        (
+            v["session"].as_str().unwrap().to_string(),
+            v["view"].clone(),
+        )
+    }
+
+    /// DELETEs; the status.
+    fn delete(&self, path: &str) -> u16 {
+        self.agent
+            .delete(&format!("{}{path}", self.base))
+            .header(distsync_web::CLIENT_HEADER, &self.secret)
+            .call()
+            .expect("DELETE")
+            .status()
+            .as_u16()
     }
 }
 
@@ -106,7 +135,7 @@ fn the_page_and_its_assets_are_served_from_the_binary() {
     let (status, ct, body) = c.get("/");
     assert_eq!(status, 200);
     assert!(ct.starts_with("text/html"), "{ct}");
-    assert!(body.contains("<script src=\"/assets/app.js\">"));
+    assert!(body.contains("<script src=\"assets/app.js\">"));
     // Nothing is fetched from elsewhere: every src and href is local.
     for attr in ["src=\"http", "href=\"http", "//cdn"] {
         assert!(!body.contains(attr), "the page refers outside: {attr}");
@@ -356,7 +385,7 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
     assert_eq!(v["violation"]["property"], "mutual-exclusion", "{v}");
     assert!(v.get("load_error").is_none(), "{v}");
     let id = v["session"]
-        .as_u64()
+        .as_str()
         .expect("a session with the counterexample");
     let choices = v["choices"].as_array().unwrap();
     assert!(!choices.is_empty());
@@ -403,19 +432,265 @@ fn the_checker_refutes_lamport_without_fifo_and_loads_its_counterexample() {
 }
 
 #[test]
-fn sessions_are_capped_and_the_least_recently_used_is_closed() {
+fn a_page_over_its_limit_closes_its_own_oldest_session_and_a_full_server_refuses_new_ones() {
     let c = Client::start();
     let (first, _) = c.session(LAMPORT_NON_FIFO);
     let (second, _) = c.session(LAMPORT_NON_FIFO);
-    for _ in 0..distsync_web::MAX_SESSIONS - 1 {
+    for _ in 0..distsync_web::MAX_CLIENT_SESSIONS - 1 {
         // keep `second` in use while the others arrive
         c.ok(&format!("/api/session/{second}/goto"), json!({ "step": 0 }));
         c.session(LAMPORT_NON_FIFO);
     }
     let (status, _) = c.post(&format!("/api/session/{first}/goto"), json!({ "step": 0 }));
-    assert_eq!(status, 404, "the least recently used session was closed");
+    assert_eq!(
+        status, 404,
+        "the page's least recently used session was closed"
+    );
     let (status, _) = c.post(&format!("/api/session/{second}/goto"), json!({ "step": 0 }));
     assert_eq!(status, 200, "a session in use stays");
+
+    // Other pages fill the server; the next page is refused, and nobody's session is closed.
+    let open = distsync_web::MAX_CLIENT_SESSIONS;
+    let mut pages = Vec::new();
+    let mut made = open;
+    let mut n = 0;
+    while made < distsync_web::MAX_SESSIONS {
+        let p = c.other(&format!("page-{n}"));
+        n += 1;
+        for _ in 0..distsync_web::MAX_CLIENT_SESSIONS.min(distsync_web::MAX_SESSIONS - made) {
+            p.session(LAMPORT_NON_FIFO);
+            made += 1;
+        }
+        pages.push(p);
+    }
+    let late = c.other("late-page");
+    let (status, v) = late.post("/api/session", json!({ "toml": LAMPORT_NON_FIFO }));
+    assert_eq!(status, 503, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("full"), "{v}");
+    let (status, _) = c.post(&format!("/api/session/{second}/goto"), json!({ "step": 0 }));
+    assert_eq!(status, 200, "a full server closes nobody's session");
+    // A page that closes its session makes room.
+    assert_eq!(c.delete(&format!("/api/session/{second}")), 204);
+    assert_eq!(c.delete(&format!("/api/session/{second}")), 404);
+    late.session(LAMPORT_NON_FIFO);
+}
+
+/// Sends `request` (raw HTTP/1.1, `Connection: close` added) to the server; (status, head, body).
+fn raw(c: &Client, request: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let addr = c.base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let request = request.replacen("\r\n", "\r\nConnection: close\r\n", 1);
+    s.write_all(request.as_bytes()).expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+fn post_request(c: &Client, path: &str, extra: &str, content_type: &str, body: &str) -> String {
+    let host = c.base.trim_start_matches("http://");
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra}content-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn a_cross_origin_or_text_plain_post_is_refused() {
+    let c = Client::start();
+    let body = json!({ "toml": LAMPORT_NON_FIFO }).to_string();
+    // Another site's page posting text/plain (no CORS preflight needed): refused by its Origin.
+    let (status, _, text) = raw(
+        &c,
+        &post_request(
+            &c,
+            "/api/session",
+            "Origin: http://127.0.0.1:9\r\nx-distsync-client: evil\r\n",
+            "text/plain",
+            &body,
+        ),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("another site"), "{text}");
+    // Same origin, but not JSON: refused by its content type.
+    let (status, _, text) = raw(
+        &c,
+        &post_request(
+            &c,
+            "/api/session",
+            "x-distsync-client: page\r\n",
+            "text/plain",
+            &body,
+        ),
+    );
+    assert_eq!(status, 415, "{text}");
+    assert!(text.contains("application/json"), "{text}");
+    // JSON, but without the page's secret (a form or a script that is not the page): refused.
+    let (status, _, text) = raw(
+        &c,
+        &post_request(&c, "/api/session", "", "application/json", &body),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("x-distsync-client"), "{text}");
+    // The page itself (same origin, JSON, its secret) is answered.
+    let host = c.base.trim_start_matches("http://").to_string();
+    let (status, _, text) = raw(
+        &c,
+        &post_request(
+            &c,
+            "/api/session",
+            &format!("Origin: http://{host}\r\nx-distsync-client: page\r\n"),
+            "application/json",
+            &body,
+        ),
+    );
+    assert_eq!(status, 200, "{text}");
+}
+
+#[test]
+fn a_host_that_is_not_the_listen_address_is_refused() {
+    let c = Client::start();
+    let port = c.base.rsplit(':').next().unwrap().to_string();
+    // DNS rebinding: a name the attacker controls, pointed at 127.0.0.1.
+    let (status, _, text) = raw(
+        &c,
+        &format!("GET /api/algorithms HTTP/1.1\r\nHost: rebind.example:{port}\r\n\r\n"),
+    );
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("rebind.example"), "{text}");
+    let (status, _, _) = raw(
+        &c,
+        &format!("GET /api/algorithms HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n"),
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_foreign_session_id_is_refused() {
+    let alice = Client::start();
+    let mallory = alice.other("mallory");
+    let (id, _) = alice.session(LAMPORT_NON_FIFO);
+    assert_eq!(id.len(), 32, "128 random bits: {id}");
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    let (status, v) = mallory.post(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    assert_eq!(status, 403, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("another page"), "{v}");
+    let (status, _, _) = mallory.get(&format!("/api/session/{id}/trace"));
+    assert_eq!(status, 403);
+    assert_eq!(mallory.delete(&format!("/api/session/{id}")), 403);
+    // Alice's run is untouched: still at step 0, and hers to step.
+    let v = alice.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    assert_eq!(v["step"], 1, "{v}");
+    // Ids do not follow each other.
+    let (other, _) = alice.session(LAMPORT_NON_FIFO);
+    assert_ne!(id, other);
+}
+
+#[test]
+fn every_answer_carries_the_security_headers() {
+    let c = Client::start();
+    for path in ["/", "/assets/app.js", "/api/algorithms", "/api/nope"] {
+        let host = c.base.trim_start_matches("http://");
+        let (_, head, _) = raw(&c, &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+        for h in [
+            "content-security-policy: default-src 'none'; script-src 'self'",
+            "frame-ancestors 'none'",
+            "x-content-type-options: nosniff",
+            "referrer-policy: no-referrer",
+        ] {
+            assert!(head.contains(h), "{path}: no `{h}` in\n{head}");
+        }
+    }
+    let (status, ct, svg) = c.get("/favicon.ico");
+    assert_eq!(status, 200);
+    assert!(
+        ct.starts_with("image/svg+xml") && svg.contains("<svg"),
+        "{ct}"
+    );
+}
+
+#[test]
+fn bad_paths_and_parameters_are_answered_in_json() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    for (path, status, field) in [
+        ("/api/nope", 404, "path"),
+        ("/api/session/not-an-id/view", 404, "session"),
+        (&format!("/api/session/{id}/nope") as &str, 404, "path"),
+        (&format!("/api/session/{id}/view?log_from=x"), 400, "query"),
+        (&format!("/api/session/{id}/svg?from_ns=-1"), 400, "query"),
+        ("/api/session", 405, "method"),
+    ] {
+        let (got, ct, text) = c.get(path);
+        assert_eq!(got, status, "{path}: {text}");
+        assert!(ct.starts_with("application/json"), "{path}: {ct}");
+        let v: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(v["field"], field, "{path}: {v}");
+    }
+}
+
+#[test]
+fn an_svg_from_the_largest_time_is_a_drawing_or_an_error_never_nan() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 20 }));
+    let (status, _, text) = c.get(&format!(
+        "/api/session/{id}/svg?from_ns=18446744073709551615"
+    ));
+    assert!(!text.contains("NaN"), "{status}: {text}");
+    if status != 200 {
+        let v: Value = serde_json::from_str(&text).expect("a JSON error");
+        assert_eq!(v["field"], "from_ns", "{v}");
+    }
+}
+
+#[test]
+fn a_non_loopback_listen_address_says_what_it_exposes() {
+    assert!(distsync_web::exposure("127.0.0.1:8080".parse().unwrap()).is_none());
+    let note = distsync_web::exposure("0.0.0.0:8080".parse().unwrap()).expect("a note");
+    assert!(
+        note.contains("0.0.0.0:8080") && note.contains("anyone"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_too_large_scenario_is_refused_with_its_reason() {
+    let c = Client::start();
+    let (status, v) = c.post(
+        "/api/session",
+        json!({ "toml": "algorithm = \"ricart-agrawala\"\nnodes = 2000\n" }),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["field"], "nodes", "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!(
+            "at most {} processes",
+            distsync_web::MAX_SESSION_PROCESSES
+        )) && error.contains("got 2000"),
+        "{v}"
+    );
+    // A shared link with more choices than a session keeps is refused before it is replayed.
+    let (status, v) = c.post(
+        "/api/session",
+        json!({ "toml": LAMPORT_NON_FIFO, "choices": vec![json!({"do": "next"}); distsync_web::MAX_SESSION_STEPS + 1] }),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["field"], "choices", "{v}");
+    // A window of the log is cut to what a view carries.
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 50 }));
+    let (status, _, text) = c.get(&format!("/api/session/{id}/view?log_tail=1000000"));
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["log"].as_array().unwrap().len() <= distsync_web::MAX_VIEW_LOG_LINES);
 }
 
 fn scenario_file(name: &str) -> String {

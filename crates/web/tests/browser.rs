@@ -1,5 +1,8 @@
 //! End-to-end tests of the page in a real browser: Debian's headless Chromium, driven over the
-//! Chrome DevTools Protocol (headless_chrome), against the server started in this process.
+//! Chrome DevTools Protocol (headless_chrome), against the server started in this process; and
+//! those marked so, also against the static build (the page with its in-browser WebAssembly
+//! engine) served by `python3 -m http.server`, when DISTSYNC_STATIC_SITE names the directory
+//! `scripts/build-static.sh` wrote (CI sets it; with CI set and no site, they fail).
 //!
 //! Without /usr/bin/chromium these tests print why they are skipped and pass, unless the
 //! environment variable CI is set: then they fail (CI installs chromium).
@@ -39,6 +42,87 @@ fn browser() -> Option<Browser> {
 
 fn server() -> distsync_web::Server {
     distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).expect("the server starts")
+}
+
+/// The static build served by a plain static file server (`python3 -m http.server` on
+/// 127.0.0.1), stopped when dropped.
+struct StaticSite {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for StaticSite {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The static site of DISTSYNC_STATIC_SITE, served; None (with the reason printed) when the
+/// variable is unset and CI is not.
+fn static_site() -> Option<StaticSite> {
+    use std::io::BufRead;
+    let Some(dir) = std::env::var_os("DISTSYNC_STATIC_SITE") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set but DISTSYNC_STATIC_SITE is not: build the site with scripts/build-static.sh DIR and set it to DIR");
+        }
+        println!("static build skipped: set DISTSYNC_STATIC_SITE to a directory scripts/build-static.sh wrote");
+        return None;
+    };
+    assert!(
+        Path::new(&dir).join("assets/distsync_web_wasm_bg.wasm").exists(),
+        "DISTSYNC_STATIC_SITE={}: no assets/distsync_web_wasm_bg.wasm there (run scripts/build-static.sh on it)",
+        Path::new(&dir).display()
+    );
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-u",
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            "0",
+            "--directory",
+        ])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server starts");
+    // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut line)
+        .expect("its first line");
+    let url = line
+        .split(['(', ')'])
+        .nth(1)
+        .filter(|u| u.starts_with("http://"))
+        .unwrap_or_else(|| panic!("cannot read the static server's address from `{line}`"))
+        .to_string();
+    Some(StaticSite { child, url })
+}
+
+/// Runs `test` on the page served by `distsync web`, then on the static build when there is one
+/// (the same page with the in-browser engine).
+fn on_each_site(test: fn(&Browser, &str)) {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    test(&browser, &server.url());
+    if let Some(site) = static_site() {
+        let page = Page::open(&browser, &site.url);
+        assert_eq!(
+            page.js("distsyncEngine.kind"),
+            Value::from("browser"),
+            "the static site runs the in-browser engine"
+        );
+        // Reported, not asserted (docs/web.md quotes it): from navigation to the first view.
+        println!(
+            "static site: first view {} ms after navigation",
+            page.js("Math.round(performance.now())")
+        );
+        test(&browser, &site.url);
+    }
 }
 
 /// A tab showing the page, with helpers to act on it as a learner does.
@@ -379,9 +463,14 @@ fn bully_eight_processes_set_up_by_clicking() {
 /// the same run, choices included, in a new tab.
 #[test]
 fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_it() {
-    let Some(browser) = browser() else { return };
-    let server = server();
-    let page = Page::open(&browser, &server.url());
+    on_each_site(lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_it_on);
+}
+
+fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_it_on(
+    browser: &Browser,
+    url: &str,
+) {
+    let page = Page::open(browser, url);
     page.lamport_two_nodes_without_fifo();
     page.click("#start");
     page.wait("window.distsyncApp.view && window.distsyncApp.view.processes.length === 2 && !window.distsyncApp.view.fifo", "the run");
@@ -421,7 +510,7 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
     page.click("#share");
     page.wait("location.hash.includes('choices=')", "the share link");
     let url = page.js("location.href");
-    let shared = Page::open(&browser, url.as_str().unwrap());
+    let shared = Page::open(browser, url.as_str().unwrap());
     shared.wait("window.distsyncApp.view", "the shared run");
     assert_eq!(shared.step(), step);
     assert_eq!(shared.text("#states"), states);
@@ -507,9 +596,14 @@ fn suzuki_kasami_token_and_causal_buffer_screenshots() {
 /// step 0 and Redo walks it to the violation. Quiz: before a process enters, the page asks who.
 #[test]
 fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enters() {
-    let Some(browser) = browser() else { return };
-    let server = server();
-    let page = Page::open(&browser, &server.url());
+    on_each_site(the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enters_on);
+}
+
+fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enters_on(
+    browser: &Browser,
+    url: &str,
+) {
+    let page = Page::open(browser, url);
     page.lamport_two_nodes_without_fifo();
     page.click("#check");
     page.wait(
@@ -579,9 +673,11 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
 /// all at the current point of a Ricart-Agrawala run; then step back over the crash.
 #[test]
 fn crash_drop_partition_and_heal_from_the_page() {
-    let Some(browser) = browser() else { return };
-    let server = server();
-    let page = Page::open(&browser, &server.url());
+    on_each_site(crash_drop_partition_and_heal_from_the_page_on);
+}
+
+fn crash_drop_partition_and_heal_from_the_page_on(browser: &Browser, url: &str) {
+    let page = Page::open(browser, url);
     page.wait_for_run_of("ricart-agrawala");
     let in_flight = "document.querySelectorAll('#topo .t-msg').length > 0";
     assert!(
@@ -636,6 +732,50 @@ fn crash_drop_partition_and_heal_from_the_page() {
         page.js("window.distsyncApp.view.processes.find(p => p.id === 3).alive"),
         Value::Bool(true)
     );
+
+    // The diagram is drawn with its own style sheet (the server's Content-Security-Policy
+    // allows that one <style> element by its hash): lifelines are grey, not the default black.
+    page.wait(
+        "document.querySelector('#diagram .lifeline')",
+        "the space-time diagram",
+    );
+    assert_eq!(
+        page.js("getComputedStyle(document.querySelector('#diagram .lifeline')).stroke"),
+        Value::from("rgb(68, 68, 68)"),
+        "the diagram's <style> applies"
+    );
+}
+
+/// A share link made on `distsync web` and opened on the static build replays the same run: the
+/// same step, process states, announcement and log.
+#[test]
+fn a_share_link_from_the_server_replays_identically_on_the_static_build() {
+    let Some(browser) = browser() else { return };
+    let Some(site) = static_site() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait_for_run_of("ricart-agrawala");
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 12", 40));
+    page.click("#manual");
+    page.node_action(2, "crash");
+    page.click_until("#step", "window.distsyncApp.view.step >= 18", 20);
+    page.click("#share");
+    page.wait("location.hash.includes('choices=')", "the share link");
+    let fragment = page.js("location.hash");
+    let shared = Page::open(
+        &browser,
+        &format!("{}{}", site.url, fragment.as_str().unwrap()),
+    );
+    shared.wait("window.distsyncApp.view", "the shared run");
+    assert_eq!(shared.js("distsyncEngine.kind"), Value::from("browser"));
+    assert_eq!(shared.step(), page.step());
+    for what in ["#states", "#announce", "#log"] {
+        assert_eq!(shared.text(what), page.text(what), "{what}");
+    }
+    for field in ["log_total", "time_ns", "events", "pending", "processes"] {
+        let expr = format!("window.distsyncApp.view.{field}");
+        assert_eq!(shared.js(&expr), page.js(&expr), "{field}");
+    }
 }
 
 /// A worked example opened from the examples menu (two clicks) and stepped by the keyboard

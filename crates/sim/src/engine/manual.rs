@@ -58,6 +58,23 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         self.core.tracer.as_ref().map_or(&[], |t| t.buffered())
     }
 
+    /// Takes the trace so far out of the engine (which then holds none): a copy of the engine
+    /// made meanwhile costs its state, not its trace.
+    pub(crate) fn take_trace(&mut self) -> Vec<u8> {
+        self.core
+            .tracer
+            .as_mut()
+            .map_or_else(Vec::new, |t| t.take_buffered())
+    }
+
+    /// Gives the engine its trace so far back (taken by [`Engine::take_trace`], from this engine
+    /// or from one that went on from the same point and was cut back to it).
+    pub(crate) fn set_trace(&mut self, trace: Vec<u8>) {
+        if let Some(t) = self.core.tracer.as_mut() {
+            t.set_buffered(trace);
+        }
+    }
+
     /// The observer's Lamport and vector clocks of the node at `pos`, when the trace is kept.
     pub(crate) fn stamps(&self, pos: usize) -> Option<(u64, &[u64])> {
         self.core.tracer.as_ref().map(|t| t.stamps(pos))
