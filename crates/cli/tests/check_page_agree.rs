@@ -11,14 +11,16 @@ use std::process::Command;
 
 mod scratch;
 
-/// POST `body` to the server at `addr`: the status and the JSON answer.
+/// POST `body` to the server at `addr` as a page would (JSON, with a page's secret): the status
+/// and the JSON answer.
 fn post(addr: std::net::SocketAddr, path: &str, body: &Value) -> (u16, Value) {
     let body = body.to_string();
     let mut s = TcpStream::connect(addr).expect("the page's server answers");
     write!(
         s,
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         {}: check-page-agree\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        distsync_web::CLIENT_HEADER,
         body.len()
     )
     .unwrap();
