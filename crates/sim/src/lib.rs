@@ -35,6 +35,7 @@ pub mod compare_election;
 mod defaults;
 mod election;
 mod engine;
+mod family;
 mod fields;
 pub mod guard;
 mod huge_pages;
