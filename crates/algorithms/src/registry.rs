@@ -28,6 +28,20 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family, in the order the registry lists them.
+    pub const ALL: [Family; 5] = [
+        Family::Mutex,
+        Family::Election,
+        Family::ClockSync,
+        Family::Multicast,
+        Family::Snapshot,
+    ];
+
+    /// The family named `name` as the command line spells it.
+    pub fn parse(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The family's name as the command line spells it.
     pub fn name(self) -> &'static str {
         match self {

@@ -5,11 +5,18 @@ use super::common::{
     reliable_loss_warning,
 };
 use super::{Claims, DefaultParts, Draw, Plugin};
+use crate::clock_sync::ClockHarness;
+use crate::scenario::ScenarioError;
 use crate::scenario::{ClocksSpec, EventSpec, NumberSpec, Scenario, SignedSpec};
-use distsync_algorithms::registry::{Entry, Family};
+use crate::{Built, FamilyRun, SimError};
+use distsync_algorithms::link::Reliable;
+use distsync_algorithms::registry::ClockSyncVisitor;
+use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_core::clock_sync::ClockSync;
 use distsync_core::clock_sync::{DEFAULT_MAX_DRIFT_PPM, DEFAULT_SAMPLES, DEFAULT_THRESHOLD};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The clock-synchronization family's plug-in.
@@ -209,5 +216,36 @@ impl Plugin for ClockSyncFamily {
             "berkeley" => scenario.answer_timeout = Some(draw.timeout),
             _ => {}
         }
+    }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        let scenario = &run.checked.scenario;
+        let origin = run.origin.to_string();
+        let master = scenario.master_election.clone().unwrap_or_default();
+        registry::visit_clock_sync(entry.name, &scenario.params(), run).unwrap_or_else(|| {
+            // Only Berkeley's `master_election` can fail to name a type.
+            Err(SimError::Scenario(ScenarioError {
+                origin,
+                field: "master_election".into(),
+                message: format!(
+                    "`{master}` is not an election algorithm (`distsync list` shows them)"
+                ),
+            }))
+        })
+    }
+}
+
+impl ClockSyncVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: ClockSync + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        if self.reliable() {
+            let harness = ClockHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
+        let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
     }
 }

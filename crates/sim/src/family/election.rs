@@ -6,13 +6,20 @@ use super::common::{
     reliable_loss_warning, OUTSIDE,
 };
 use super::{Claims, DefaultParts, Draw, Plugin};
+use crate::election::{ElectionHarness, OVERHEAD_KINDS};
 use crate::scenario::{Checked, Detect, EventSpec, Scenario};
-use distsync_algorithms::registry::{Entry, Family};
+use crate::{Built, FamilyRun, SimError, Steppable};
+use distsync_algorithms::election::Detector;
+use distsync_algorithms::link::Reliable;
+use distsync_algorithms::registry::ElectionVisitor;
+use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_core::election::Election;
 use distsync_core::election::{DEFAULT_ANSWER_TIMEOUT, DEFAULT_HEARTBEAT};
 use distsync_core::{format_duration, NodeId};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The leader-election family's plug-in.
@@ -189,4 +196,35 @@ impl Plugin for ElectionFamily {
         let last = events.iter().map(|e| e.at).max().unwrap_or_default();
         scenario.until = Some(last + Duration::from_secs(2) + draw.timeout * (8 * draw.n + 40));
     }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        registry::visit_election(entry.name, run).expect("the registry lists it as election")
+    }
+}
+
+impl ElectionVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        match self.checked.scenario.detect {
+            Some(Detect::Timeout) => elect::<Detector<A>>(self, entry),
+            Some(Detect::None) | None => elect::<A>(self, entry),
+        }
+    }
+}
+
+/// The run of `P`, over reliable links when the scenario asks; the election's overhead
+/// messages (heartbeats) are left out of causal chains.
+fn elect<P: Election + Steppable>(
+    run: FamilyRun,
+    entry: &'static Entry,
+) -> Result<Built, SimError> {
+    if run.reliable() {
+        let harness = ElectionHarness::new::<Reliable<P>>(run.checked, run.origin)?;
+        return run.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
+    }
+    let harness = ElectionHarness::new::<P>(run.checked, run.origin)?;
+    run.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
 }

@@ -21,6 +21,7 @@ pub use claims::{Claims, Fault};
 pub(crate) use common::{at, blank, field, line, ms};
 
 use crate::scenario::{Checked, DelaySpec, EventSpec, Scenario};
+use crate::{Built, FamilyRun, SimError};
 use distsync_algorithms::registry::{Entry, Family};
 use distsync_core::multicast::Order;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -158,6 +159,11 @@ pub(crate) trait Plugin: Sync {
         scenario: &mut Scenario,
         events: &mut Vec<EventSpec>,
     );
+
+    /// Runs the algorithm `entry` of the family: finds its type in the registry, makes the
+    /// family's harness for it (over reliable links when the scenario asks) and hands both to
+    /// [`FamilyRun::run`].
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError>;
 
     /// Adjusts a stress scenario once every event is drawn (an election's horizon follows
     /// its last event).

@@ -2,12 +2,16 @@
 
 use super::common::{blank, field, line, optional};
 use super::{Claims, DefaultParts, Draw, Plugin};
+use crate::multicast::MulticastHarness;
 use crate::multicast::MulticastSpec;
 use crate::scenario::{Action, Checked, EventSpec, Scenario};
+use crate::{Built, FamilyRun, SimError};
+use distsync_algorithms::link::Reliable;
 use distsync_algorithms::registry::{self, Entry, Family};
 use distsync_core::multicast::Order;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The multicast family's plug-in.
@@ -118,6 +122,10 @@ impl Plugin for MulticastFamily {
         });
         scenario.until = Some(Duration::from_secs(3600));
     }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        registry::visit_multicast(entry.name, run).expect("the registry lists it as multicast")
+    }
 }
 
 /// The orders a multicast algorithm promises.
@@ -129,5 +137,20 @@ impl registry::MulticastVisitor for Promised {
         _entry: &'static Entry,
     ) -> Vec<Order> {
         A::guarantees().to_vec()
+    }
+}
+
+impl registry::MulticastVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: distsync_core::multicast::Multicast + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        if self.reliable() {
+            let harness = MulticastHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
+        let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
     }
 }

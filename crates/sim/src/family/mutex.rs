@@ -2,11 +2,17 @@
 
 use super::common::{blank, field, line, ms, optional};
 use super::{Claims, DefaultParts, Draw, Plugin};
+use crate::mutex::MutexHarness;
 use crate::scenario::{Action, Checked, EventSpec, Scenario, WorkloadKind, WorkloadSpec};
-use distsync_algorithms::registry::{Entry, Family};
+use crate::{Built, FamilyRun, SimError};
+use distsync_algorithms::link::Reliable;
+use distsync_algorithms::registry::MutexVisitor;
+use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_core::mutex::MutualExclusion;
 use distsync_core::NodeId;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The mutual-exclusion family's plug-in.
@@ -207,5 +213,24 @@ impl Plugin for MutexFamily {
             until = until.max(per_entry * n * requests as u32);
         }
         scenario.until = Some(until);
+    }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        registry::visit_mutex(entry.name, run).expect("the registry lists it as mutex")
+    }
+}
+
+impl MutexVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        if self.reliable() {
+            let harness = MutexHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
+        let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
     }
 }

@@ -4,10 +4,16 @@ use super::common::{at, blank, field, line, ms};
 use super::{DefaultParts, Draw, Plugin};
 use crate::app::{AppKind, AppSpec};
 use crate::scenario::{EventSpec, Scenario};
+use crate::snapshot::SnapshotHarness;
+use crate::{Built, FamilyRun, SimError};
+use distsync_algorithms::link::Reliable;
 use distsync_algorithms::registry::Family;
+use distsync_algorithms::registry::{self, Entry};
+use distsync_core::snapshot::GlobalSnapshot;
 use distsync_core::NodeId;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 use std::time::Duration;
 
 /// The snapshot family's plug-in.
@@ -97,5 +103,24 @@ impl Plugin for SnapshotFamily {
             events.push(e);
         }
         scenario.until = Some(Duration::from_secs(3600));
+    }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        registry::visit_snapshot(entry.name, run).expect("the registry lists it as snapshot")
+    }
+}
+
+impl registry::SnapshotVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: GlobalSnapshot + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        if self.reliable() {
+            let harness = SnapshotHarness::new::<Reliable<A>>(self.checked, self.origin)?;
+            return self.run::<Reliable<A>, _>(entry, harness);
+        }
+        let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
+        self.run::<A, _>(entry, harness)
     }
 }
