@@ -12,6 +12,7 @@
 
 mod manual;
 pub(crate) use manual::short;
+pub use manual::PendingEvent;
 
 use crate::clocks::Clocks;
 use crate::guard::{Guard, Sample};

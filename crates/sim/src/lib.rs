@@ -28,38 +28,37 @@ pub mod app;
 mod assumptions;
 pub mod bench;
 pub mod causality;
-mod clock_sync;
 pub mod clocks;
-pub mod compare;
-pub mod compare_election;
 mod defaults;
-mod election;
 mod engine;
 mod family;
 mod fields;
 pub mod guard;
 mod huge_pages;
-mod multicast;
-mod mutex;
 mod network;
 mod prefetch;
 pub mod queue;
 mod report;
 pub mod scenario;
 pub mod session;
-mod snapshot;
+mod stats;
 pub mod stress;
 pub mod sweep;
 pub mod template;
 mod timer_lists;
 mod trace;
 
-pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use defaults::default_scenario;
-pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
-pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
-pub use mutex::MutexHarness;
+pub use family::clock_sync::harness::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
+pub use family::election::compare as compare_election;
+pub use family::election::harness::{ElectionHarness, OVERHEAD_KINDS};
+pub use family::multicast::harness::{MulticastHarness, MulticastReport, MulticastSpec};
+pub use family::mutex::compare;
+pub use family::mutex::harness::MutexHarness;
+pub use family::snapshot::harness::{
+    RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport,
+};
 pub use report::{
     ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
     Violation,
@@ -69,7 +68,6 @@ pub use scenario::{
     WorkloadSpec,
 };
 pub use session::{Choice, Session, SessionError, View};
-pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
 use distsync_algorithms::link;
 use distsync_algorithms::registry::{self, Entry, Family};
@@ -220,7 +218,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
             message,
         }));
     }
-    if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
+    if let Some((field, what, owner)) = fields::misplaced(&checked, entry.family) {
         return Err(SimError::Scenario(ScenarioError {
             origin,
             field,

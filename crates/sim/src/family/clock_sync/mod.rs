@@ -1,11 +1,15 @@
 //! Physical clock synchronization: drifting clocks, synchronized every `sync_interval`.
 
-use super::common::{
+pub(crate) mod harness;
+pub(crate) mod report;
+
+use crate::family::claims::Claims;
+use crate::family::clock_sync::harness::ClockHarness;
+use crate::family::common::{
     answer_timeout_warning, blank, delay_floor, duration, field, line, ms, optional,
     reliable_loss_warning,
 };
-use super::{Claims, DefaultParts, Draw, Plugin};
-use crate::clock_sync::ClockHarness;
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
 use crate::scenario::ScenarioError;
 use crate::scenario::{ClocksSpec, EventSpec, NumberSpec, Scenario, SignedSpec};
 use crate::{Built, FamilyRun, SimError};

@@ -1,9 +1,14 @@
 //! Ordered multicast: processes multicast at random times, monitored for the orders promised.
 
-use super::common::{blank, field, line, optional};
-use super::{Claims, DefaultParts, Draw, Plugin};
-use crate::multicast::MulticastHarness;
-use crate::multicast::MulticastSpec;
+pub(crate) mod harness;
+pub(crate) mod report;
+pub(crate) mod spec;
+
+use crate::family::claims::Claims;
+use crate::family::common::{blank, field, line, optional};
+use crate::family::multicast::harness::MulticastHarness;
+use crate::family::multicast::harness::MulticastSpec;
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
 use crate::scenario::{Action, Checked, EventSpec, Scenario};
 use crate::{Built, FamilyRun, SimError};
 use distsync_algorithms::link::Reliable;

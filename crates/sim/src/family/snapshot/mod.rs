@@ -1,10 +1,13 @@
 //! Global snapshots: a bank whose transfers run while a process takes a snapshot.
 
-use super::common::{at, blank, field, line, ms};
-use super::{DefaultParts, Draw, Plugin};
+pub(crate) mod harness;
+pub(crate) mod report;
+
 use crate::app::{AppKind, AppSpec};
+use crate::family::common::{at, blank, field, line, ms};
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
+use crate::family::snapshot::harness::SnapshotHarness;
 use crate::scenario::{EventSpec, Scenario};
-use crate::snapshot::SnapshotHarness;
 use crate::{Built, FamilyRun, SimError};
 use distsync_algorithms::link::Reliable;
 use distsync_algorithms::registry::Family;

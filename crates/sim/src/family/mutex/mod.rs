@@ -1,8 +1,12 @@
 //! Distributed mutual exclusion: a workload of requests for the critical section.
 
-use super::common::{blank, field, line, ms, optional};
-use super::{Claims, DefaultParts, Draw, Plugin};
-use crate::mutex::MutexHarness;
+pub mod compare;
+pub(crate) mod harness;
+
+use crate::family::claims::Claims;
+use crate::family::common::{blank, field, line, ms, optional};
+use crate::family::mutex::harness::MutexHarness;
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
 use crate::scenario::{Action, Checked, EventSpec, Scenario, WorkloadKind, WorkloadSpec};
 use crate::{Built, FamilyRun, SimError};
 use distsync_algorithms::link::Reliable;
@@ -207,7 +211,8 @@ impl Plugin for MutexFamily {
         // are in flight): with hundreds of nodes and long delays, more than 300 s.
         let mut until = Duration::from_secs(300);
         if kind == WorkloadKind::Light {
-            let per_entry = crate::mutex::default_gap(&scenario.network.delay) * 11
+            let per_entry = crate::family::mutex::harness::default_gap(&scenario.network.delay)
+                * 11
                 + cs
                 + draw.bound * (2 * n + 8);
             until = until.max(per_entry * n * requests as u32);

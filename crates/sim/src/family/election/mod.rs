@@ -1,12 +1,16 @@
 //! Leader election: scripted elections and crashes, or a failure detector that elects when the
 //! coordinator's heartbeats stop.
 
-use super::common::{
+pub mod compare;
+pub(crate) mod harness;
+
+use crate::family::claims::Claims;
+use crate::family::common::{
     answer_timeout_warning, at, blank, bound_text, duration, field, line, ms, optional,
     reliable_loss_warning, OUTSIDE,
 };
-use super::{Claims, DefaultParts, Draw, Plugin};
-use crate::election::{ElectionHarness, OVERHEAD_KINDS};
+use crate::family::election::harness::{ElectionHarness, OVERHEAD_KINDS};
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
 use crate::scenario::{Checked, Detect, EventSpec, Scenario};
 use crate::{Built, FamilyRun, SimError, Steppable};
 use distsync_algorithms::election::Detector;
