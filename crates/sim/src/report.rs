@@ -122,7 +122,7 @@ impl LinkReport {
     }
 }
 
-/// Figures for leader election (see crates/sim/src/election.rs).
+/// Figures for leader election (see crates/sim/src/family/election/harness.rs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ElectionReport {
     /// The leader the live processes believe in at the end: the one all of them name when they
