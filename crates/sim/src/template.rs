@@ -6,7 +6,7 @@
 //! others (the comment says what it is), shown with a value that works when uncommented.
 //!
 //! The head and the network are the same for every algorithm; the family's fields and sections
-//! come from its plug-in ([`crate::family`]).
+//! come from its plug-in (`crates/sim/src/family`).
 
 use crate::family::{self, blank, field, line};
 use distsync_algorithms::registry;

@@ -20,7 +20,10 @@ fn modules(src: &Path) -> BTreeMap<String, String> {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let rel = path.strip_prefix(src).expect("under src").with_extension("");
+            let rel = path
+                .strip_prefix(src)
+                .expect("under src")
+                .with_extension("");
             let mut parts: Vec<String> = rel
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -145,7 +148,10 @@ fn circle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn the_simulator_s_modules_import_each_other_in_no_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let modules = modules(&src);
-    assert!(modules.contains_key("family::mutex::harness"), "the tree was read");
+    assert!(
+        modules.contains_key("family::mutex::harness"),
+        "the tree was read"
+    );
     let g = graph(&modules);
     assert!(
         g["family::mutex"].contains("family::plugin"),
@@ -162,7 +168,10 @@ fn a_circle_is_found_through_crate_and_super_paths() {
         ("", "mod a;\nmod b;\n"),
         ("a", "use crate::b::Thing;\n"),
         ("b", "pub struct Thing;\nmod c;\n"),
-        ("b::c", "// use crate::a; in a comment does not count\nuse super::super::a::X;\n"),
+        (
+            "b::c",
+            "// use crate::a; in a comment does not count\nuse super::super::a::X;\n",
+        ),
     ];
     let modules: BTreeMap<String, String> = files
         .iter()
