@@ -1,15 +1,57 @@
 //! From a kebab-case name to an algorithm, its family and a one-line description.
 //!
 //! Runtimes are generic over the algorithm type; they reach the type for a name through a
-//! visitor (`visit_mutex`), so that adding an algorithm is one line in the table below.
+//! visitor (`visit_mutex`), so that adding an algorithm is one line in the table below. The
+//! simulator, the exhaustive checker, the cluster and the page all find algorithms here: the
+//! types the mutual-exclusion, election, multicast and snapshot visitors hand out are
+//! [`Explorable`], as the checker needs, so it keeps no table of its own.
 
 use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
 use distsync_core::multicast::Multicast;
 use distsync_core::mutex::MutualExclusion;
 use distsync_core::snapshot::GlobalSnapshot;
-use distsync_core::{ParamError, Params};
+use distsync_core::{Algorithm, ParamError, Params, Process};
 use serde::Serialize;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// What the exhaustive checker needs of an algorithm type: `Clone` to copy states, `Hash` to
+/// fingerprint them, `Debug` to show them, and `Send + Sync` to explore on every core. Every
+/// mutual-exclusion, election, multicast and snapshot algorithm of the registry is one (the
+/// visitors promise it); the clock-synchronization algorithms, which the checker does not
+/// explore, need not be.
+pub trait Explorable:
+    Process<
+        Msg: Send + Sync + 'static,
+        Timer: Send + Sync + 'static,
+        Input: Send + Sync + Eq + Hash,
+        Output: Sync,
+    > + Algorithm
+    + Clone
+    + Debug
+    + Hash
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<A> Explorable for A where
+    A: Process<
+            Msg: Send + Sync + 'static,
+            Timer: Send + Sync + 'static,
+            Input: Send + Sync + Eq + Hash,
+            Output: Sync,
+        > + Algorithm
+        + Clone
+        + Debug
+        + Hash
+        + Send
+        + Sync
+        + 'static
+{
+}
 
 /// The family an algorithm belongs to, which decides its inputs, outputs and monitors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -28,6 +70,20 @@ pub enum Family {
 }
 
 impl Family {
+    /// Every family, in the order the registry lists them.
+    pub const ALL: [Family; 5] = [
+        Family::Mutex,
+        Family::Election,
+        Family::ClockSync,
+        Family::Multicast,
+        Family::Snapshot,
+    ];
+
+    /// The family named `name` as the command line spells it.
+    pub fn parse(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The family's name as the command line spells it.
     pub fn name(self) -> &'static str {
         match self {
@@ -58,7 +114,7 @@ pub trait MutexVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
+    fn visit<A: MutualExclusion + Serialize + Explorable>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;
@@ -115,10 +171,7 @@ pub trait ElectionVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Election + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output;
+    fn visit<A: Election + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output;
 }
 
 macro_rules! election_algorithms {
@@ -261,10 +314,7 @@ pub trait MulticastVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: Multicast + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output;
+    fn visit<A: Multicast + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output;
 }
 
 macro_rules! multicast_algorithms {
@@ -302,7 +352,7 @@ pub trait SnapshotVisitor {
     /// What the visit produces.
     type Output;
     /// Called with the algorithm type registered under the name.
-    fn visit<A: GlobalSnapshot + Serialize + Send + Clone + 'static>(
+    fn visit<A: GlobalSnapshot + Serialize + Explorable>(
         self,
         entry: &'static Entry,
     ) -> Self::Output;
@@ -345,6 +395,17 @@ pub fn entries() -> Vec<&'static Entry> {
         .collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
+}
+
+/// Every registered algorithm in the order of registration: by family as [`Family::ALL`]
+/// lists them, and within a family in the order of its table.
+pub fn registered() -> impl Iterator<Item = &'static Entry> {
+    MUTEX
+        .iter()
+        .chain(ELECTION)
+        .chain(CLOCK_SYNC)
+        .chain(MULTICAST)
+        .chain(SNAPSHOT)
 }
 
 /// The algorithm registered under `name`.

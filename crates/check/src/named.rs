@@ -1,17 +1,25 @@
 //! Choosing the algorithm by its registry name, for the command line and the web page.
 //!
-//! The registry's visitors hand out types that do not promise `Clone + Hash`; the checker needs
-//! both, so it keeps its own table of the registry's names. A test checks that table against
-//! the registry, so an algorithm added there and not here fails.
+//! The registry's visitors hand out the mutual-exclusion, election, multicast and snapshot
+//! algorithms as [`Explorable`] types, which is what the checker needs: an algorithm registered
+//! there is explored here with nothing more to write. The clock-synchronization algorithms are
+//! refused, with the reason ([`refusal`]).
 
 use crate::{
     check, check_election, check_multicast, check_snapshot, CheckError, Config, Outcome, Progress,
     Property, Stats, Step, Verdict,
 };
-use distsync_algorithms::registry::{self, Family};
-use distsync_algorithms::{election, multicast, mutex, snapshot};
+use distsync_algorithms::registry::{
+    self, ElectionVisitor, Entry, Explorable, Family, MulticastVisitor, MutexVisitor,
+    SnapshotVisitor,
+};
+use distsync_core::election::Election;
+use distsync_core::multicast::Multicast;
+use distsync_core::mutex::MutualExclusion;
+use distsync_core::snapshot::GlobalSnapshot;
 use distsync_core::NodeId;
 use serde::Serialize;
+use std::sync::OnceLock;
 
 /// A counterexample of [`check_named`], rendered and typed.
 #[derive(Clone, Debug, Serialize)]
@@ -68,47 +76,72 @@ fn named<M, T, I>(o: Outcome<M, T, I>) -> Named {
     (o.stats, proved, violation)
 }
 
-macro_rules! checkable {
-    ($($name:literal => $f:ident :: <$ty:ty>,)*) => {
-        /// The registry names the checker can explore.
-        pub fn supported() -> &'static [&'static str] {
-            &[$($name),*]
-        }
-
-        fn dispatch(
-            name: &str,
-            config: &Config,
-            progress: &mut dyn FnMut(&Progress),
-        ) -> Option<Result<Named, CheckError>> {
-            match name {
-                $($name => Some($f::<$ty>(config, progress).map(named)),)*
-                _ => None,
-            }
-        }
-    };
+/// The families the checker explores.
+fn explored(family: Family) -> bool {
+    family != Family::ClockSync
 }
 
-checkable! {
-    "central" => check::<mutex::Central>,
-    "lamport-mutex" => check::<mutex::LamportMutex>,
-    "ricart-agrawala" => check::<mutex::RicartAgrawala>,
-    "token-ring" => check::<mutex::TokenRing>,
-    "ricart-agrawala-token" => check::<mutex::RicartAgrawalaToken>,
-    "suzuki-kasami" => check::<mutex::SuzukiKasami>,
-    "raymond" => check::<mutex::Raymond>,
-    "maekawa" => check::<mutex::Maekawa>,
-    "maekawa-basic" => check::<mutex::MaekawaBasic>,
-    "singhal" => check::<mutex::Singhal>,
-    "majority-vote" => check::<mutex::MajorityVote>,
-    "bully" => check_election::<election::Bully>,
-    "ring" => check_election::<election::RingLink<election::Ring>>,
-    "chang-roberts" => check_election::<election::RingLink<election::ChangRoberts>>,
-    "ring-active-list" => check_election::<election::RingLink<election::RingActiveList>>,
-    "peterson" => check_election::<election::RingLink<election::Peterson>>,
-    "fifo-broadcast" => check_multicast::<multicast::FifoBroadcast>,
-    "causal-broadcast" => check_multicast::<multicast::CausalBroadcast>,
-    "total-order-multicast" => check_multicast::<multicast::TotalOrder>,
-    "chandy-lamport" => check_snapshot::<snapshot::ChandyLamport>,
+/// The registry names the checker can explore, in the registry's order.
+pub fn supported() -> &'static [&'static str] {
+    static SUPPORTED: OnceLock<Vec<&'static str>> = OnceLock::new();
+    SUPPORTED.get_or_init(|| {
+        registry::registered()
+            .filter(|e| explored(e.family))
+            .map(|e| e.name)
+            .collect()
+    })
+}
+
+/// Explores `config` for the type the registry's visitor hands out.
+struct Explore<'a> {
+    config: &'a Config,
+    progress: &'a mut dyn FnMut(&Progress),
+}
+
+type Explored = Result<Named, CheckError>;
+
+impl MutexVisitor for Explore<'_> {
+    type Output = Explored;
+    fn visit<A: MutualExclusion + Serialize + Explorable>(self, _: &'static Entry) -> Explored {
+        check::<A>(self.config, self.progress).map(named)
+    }
+}
+
+impl ElectionVisitor for Explore<'_> {
+    type Output = Explored;
+    fn visit<A: Election + Serialize + Explorable>(self, _: &'static Entry) -> Explored {
+        check_election::<A>(self.config, self.progress).map(named)
+    }
+}
+
+impl MulticastVisitor for Explore<'_> {
+    type Output = Explored;
+    fn visit<A: Multicast + Serialize + Explorable>(self, _: &'static Entry) -> Explored {
+        check_multicast::<A>(self.config, self.progress).map(named)
+    }
+}
+
+impl SnapshotVisitor for Explore<'_> {
+    type Output = Explored;
+    fn visit<A: GlobalSnapshot + Serialize + Explorable>(self, _: &'static Entry) -> Explored {
+        check_snapshot::<A>(self.config, self.progress).map(named)
+    }
+}
+
+fn dispatch(
+    name: &str,
+    config: &Config,
+    progress: &mut dyn FnMut(&Progress),
+) -> Option<Result<Named, CheckError>> {
+    let entry = registry::lookup(name)?;
+    let explore = Explore { config, progress };
+    match entry.family {
+        Family::Mutex => registry::visit_mutex(name, explore),
+        Family::Election => registry::visit_election(name, explore),
+        Family::Multicast => registry::visit_multicast(name, explore),
+        Family::Snapshot => registry::visit_snapshot(name, explore),
+        Family::ClockSync => None,
+    }
 }
 
 /// Why the checker refuses a registered algorithm, or `None` if it explores it.

@@ -105,22 +105,13 @@ fn options(args: &StressArgs) -> Result<StressOptions, String> {
         Some(f) => {
             let family = match f.as_str() {
                 "all" => None,
-                name => Some(
-                    [
-                        Family::Mutex,
-                        Family::Election,
-                        Family::ClockSync,
-                        Family::Multicast,
-                        Family::Snapshot,
-                    ]
-                    .into_iter()
-                    .find(|fam| fam.name() == name)
-                    .ok_or_else(|| {
-                        format!(
-                            "--family: unknown family `{name}`, expected mutex, election, clock-sync, multicast, snapshot or all"
-                        )
-                    })?,
-                ),
+                name => Some(Family::parse(name).ok_or_else(|| {
+                    let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+                    format!(
+                        "--family: unknown family `{name}`, expected {} or all",
+                        names.join(", ")
+                    )
+                })?),
             };
             registry::entries()
                 .into_iter()

@@ -61,50 +61,6 @@ pub fn apply_update(balance: u64, payload: u64) -> u64 {
     }
 }
 
-/// A scenario field or event that belongs to a family of time and order other than `family`:
-/// the field, what it is, and the family it belongs to.
-pub(crate) fn misplaced(
-    checked: &crate::scenario::Checked,
-    family: distsync_algorithms::registry::Family,
-) -> Option<(String, &'static str, &'static str)> {
-    use crate::scenario::Action;
-    use distsync_algorithms::registry::Family;
-    let s = &checked.scenario;
-    if family != Family::ClockSync {
-        let fields = [
-            ("sync_interval", s.sync_interval.is_some()),
-            ("server", s.server.is_some()),
-            ("samples", s.samples.is_some()),
-            ("min_delay", s.min_delay.is_some()),
-            ("max_drift_ppm", s.max_drift_ppm.is_some()),
-            ("threshold", s.threshold.is_some()),
-            ("master_election", s.master_election.is_some()),
-            ("strata", s.strata.is_some()),
-        ];
-        if let Some((field, _)) = fields.iter().find(|f| f.1) {
-            return Some((field.to_string(), "this field", "clock synchronization"));
-        }
-    }
-    if family != Family::Multicast && s.multicast.is_some() {
-        return Some(("multicast".into(), "`[multicast]`", "multicast"));
-    }
-    if !matches!(family, Family::Multicast | Family::Snapshot) && s.app.is_some() {
-        return Some(("app".into(), "`[app]`", "multicast and snapshots"));
-    }
-    for (_, i, action) in &checked.actions {
-        let (what, owner, name) = match action {
-            Action::Sync(_) => (Family::ClockSync, "clock synchronization", "sync"),
-            Action::Multicast(_) => (Family::Multicast, "multicast", "multicast"),
-            Action::Snapshot(_) => (Family::Snapshot, "snapshots", "snapshot"),
-            _ => continue,
-        };
-        if what != family {
-            return Some((format!("event[{i}].{name}"), "this event", owner));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

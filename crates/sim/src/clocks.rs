@@ -5,24 +5,11 @@
 //! time and every clock count from an epoch of 1000 s, so that a clock set 50 ms behind still
 //! reads a positive time at the start; without one, every clock is exactly true time.
 
+pub use crate::scenario::{Adjust, EPOCH_NS};
 use crate::scenario::{ClocksSpec, NumberSpec, SignedSpec};
 use distsync_core::{NodeId, Peers, Time};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-
-/// The epoch of runs with physical clocks: true time 0 reads 1000 s.
-pub const EPOCH_NS: u64 = 1_000_000_000_000;
-
-/// How clock adjustments are applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Adjust {
-    /// Jump to the new reading at once (may go backwards).
-    #[default]
-    Step,
-    /// Run faster or slower, by at most `slew_ppm`, until the correction is made.
-    Slew,
-}
 
 /// One node's clock.
 #[derive(Clone, Debug)]

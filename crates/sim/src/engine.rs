@@ -11,6 +11,7 @@
 //! inject faults and requests at the current time (engine/manual.rs).
 
 mod manual;
+pub use manual::PendingEvent;
 pub use manual::{is_link_plumbing, label_of};
 
 use crate::clocks::Clocks;

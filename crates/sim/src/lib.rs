@@ -28,37 +28,37 @@ pub mod app;
 mod assumptions;
 pub mod bench;
 pub mod causality;
-mod clock_sync;
 pub mod clocks;
-pub mod compare;
-pub mod compare_election;
 mod defaults;
-mod election;
 mod engine;
+mod family;
 mod fields;
 pub mod guard;
 mod huge_pages;
-mod multicast;
-mod mutex;
 mod network;
 mod prefetch;
 pub mod queue;
 mod report;
 pub mod scenario;
 pub mod session;
-mod snapshot;
+mod stats;
 pub mod stress;
 pub mod sweep;
 pub mod template;
 mod timer_lists;
 mod trace;
 
-pub use clock_sync::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
 pub use defaults::default_scenario;
-pub use election::{ElectionHarness, OVERHEAD_KINDS};
 pub use engine::{Control, Engine, Harness};
-pub use multicast::{MulticastHarness, MulticastReport, MulticastSpec};
-pub use mutex::MutexHarness;
+pub use family::clock_sync::harness::{ClockHarness, ClockReport, DEFAULT_SYNC_INTERVAL};
+pub use family::election::compare as compare_election;
+pub use family::election::harness::{ElectionHarness, OVERHEAD_KINDS};
+pub use family::multicast::harness::{MulticastHarness, MulticastReport, MulticastSpec};
+pub use family::mutex::compare;
+pub use family::mutex::harness::MutexHarness;
+pub use family::snapshot::harness::{
+    RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport,
+};
 pub use report::{
     ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
     Violation,
@@ -68,13 +68,9 @@ pub use scenario::{
     WorkloadSpec,
 };
 pub use session::{Choice, Session, SessionError, View};
-pub use snapshot::{RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport};
 
-use distsync_algorithms::election::Detector;
-use distsync_algorithms::link::{self, Reliable};
-use distsync_algorithms::registry::{self, ElectionVisitor, Entry, Family, MutexVisitor};
-use distsync_core::election::Election;
-use distsync_core::mutex::MutualExclusion;
+use distsync_algorithms::link;
+use distsync_algorithms::registry::{self, Entry, Family};
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
@@ -222,7 +218,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
             message,
         }));
     }
-    if let Some((field, what, owner)) = app::misplaced(&checked, entry.family) {
+    if let Some((field, what, owner)) = fields::misplaced(&checked, entry.family) {
         return Err(SimError::Scenario(ScenarioError {
             origin,
             field,
@@ -244,31 +240,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         seed,
         mode,
     };
-    let report =
-        match entry.family {
-            Family::Mutex => registry::visit_mutex(&scenario.algorithm, run)
-                .expect("the registry lists it as mutex"),
-            Family::Election => registry::visit_election(&scenario.algorithm, run)
-                .expect("the registry lists it as election"),
-            Family::ClockSync => {
-                registry::visit_clock_sync(&scenario.algorithm, &scenario.params(), run)
-                    .unwrap_or_else(|| {
-                        // Only Berkeley's `master_election` can fail to name a type.
-                        Err(SimError::Scenario(ScenarioError {
-                            origin: origin.clone(),
-                            field: "master_election".into(),
-                            message: format!(
-                                "`{}` is not an election algorithm (`distsync list` shows them)",
-                                scenario.master_election.as_deref().unwrap_or_default()
-                            ),
-                        }))
-                    })
-            }
-            Family::Multicast => registry::visit_multicast(&scenario.algorithm, run)
-                .expect("the registry lists it as multicast"),
-            Family::Snapshot => registry::visit_snapshot(&scenario.algorithm, run)
-                .expect("the registry lists it as snapshot"),
-        };
+    let report = family::plugin(entry.family).run(entry, run);
     report.map(|built| match built {
         Built::Report(mut r) => {
             r.warnings = warnings;
@@ -279,7 +251,8 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
 }
 
 /// One run of any family: the checked scenario and the run's options, carried to the algorithm
-/// type that the registry's visitor finds for the name.
+/// type that the registry's visitor finds for the name. The family's plug-in
+/// ([`family::Plugin::run`]) makes its harness and calls [`FamilyRun::run`].
 struct FamilyRun<'a> {
     checked: &'a Checked,
     origin: &'a str,
@@ -344,89 +317,7 @@ impl FamilyRun<'_> {
         }
     }
 
-    fn election<P: Election + Steppable>(self, entry: &'static Entry) -> Result<Built, SimError> {
-        if self.reliable() {
-            let harness = ElectionHarness::new::<Reliable<P>>(self.checked, self.origin)?;
-            return self.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
-        }
-        let harness = ElectionHarness::new::<P>(self.checked, self.origin)?;
-        self.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
-    }
-
     fn reliable(&self) -> bool {
         self.checked.scenario.network.reliable
-    }
-}
-
-impl MutexVisitor for FamilyRun<'_> {
-    type Output = Result<Built, SimError>;
-    fn visit<A: MutualExclusion + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output {
-        if self.reliable() {
-            let harness = MutexHarness::new::<Reliable<A>>(self.checked, self.origin)?;
-            return self.run::<Reliable<A>, _>(entry, harness);
-        }
-        let harness = MutexHarness::new::<A>(self.checked, self.origin)?;
-        self.run::<A, _>(entry, harness)
-    }
-}
-
-impl ElectionVisitor for FamilyRun<'_> {
-    type Output = Result<Built, SimError>;
-    fn visit<A: Election + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output {
-        match self.checked.scenario.detect {
-            Some(Detect::Timeout) => self.election::<Detector<A>>(entry),
-            Some(Detect::None) | None => self.election::<A>(entry),
-        }
-    }
-}
-
-impl registry::ClockSyncVisitor for FamilyRun<'_> {
-    type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::clock_sync::ClockSync + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output {
-        if self.reliable() {
-            let harness = ClockHarness::new::<Reliable<A>>(self.checked, self.origin)?;
-            return self.run::<Reliable<A>, _>(entry, harness);
-        }
-        let harness = ClockHarness::new::<A>(self.checked, self.origin)?;
-        self.run::<A, _>(entry, harness)
-    }
-}
-
-impl registry::SnapshotVisitor for FamilyRun<'_> {
-    type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::snapshot::GlobalSnapshot + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output {
-        if self.reliable() {
-            let harness = SnapshotHarness::new::<Reliable<A>>(self.checked, self.origin)?;
-            return self.run::<Reliable<A>, _>(entry, harness);
-        }
-        let harness = SnapshotHarness::new::<A>(self.checked, self.origin)?;
-        self.run::<A, _>(entry, harness)
-    }
-}
-
-impl registry::MulticastVisitor for FamilyRun<'_> {
-    type Output = Result<Built, SimError>;
-    fn visit<A: distsync_core::multicast::Multicast + Serialize + Send + Clone + 'static>(
-        self,
-        entry: &'static Entry,
-    ) -> Self::Output {
-        if self.reliable() {
-            let harness = MulticastHarness::new::<Reliable<A>>(self.checked, self.origin)?;
-            return self.run::<Reliable<A>, _>(entry, harness);
-        }
-        let harness = MulticastHarness::new::<A>(self.checked, self.origin)?;
-        self.run::<A, _>(entry, harness)
     }
 }

@@ -1,5 +1,6 @@
 //! The JSON report of a run (DESIGN.md's field names are a public contract).
 
+pub use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -40,13 +41,13 @@ pub struct Report {
     pub election: Option<ElectionReport>,
     /// Clock-synchronization figures, for clock-synchronization algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock: Option<crate::clock_sync::ClockReport>,
+    pub clock: Option<crate::family::clock_sync::report::ClockReport>,
     /// Multicast figures, for multicast algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multicast: Option<crate::multicast::MulticastReport>,
+    pub multicast: Option<crate::family::multicast::report::MulticastReport>,
     /// Snapshot figures, for snapshot algorithms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<crate::snapshot::SnapshotReport>,
+    pub snapshot: Option<crate::family::snapshot::report::SnapshotReport>,
     /// The reliable links' own traffic, when `[network] reliable = true`. The algorithm's
     /// messages (first transmissions) are in `messages` as always; retransmissions and
     /// acknowledgements are only here.
@@ -121,7 +122,7 @@ impl LinkReport {
     }
 }
 
-/// Figures for leader election (see crates/sim/src/election.rs).
+/// Figures for leader election (see crates/sim/src/family/election/harness.rs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ElectionReport {
     /// The leader the live processes believe in at the end: the one all of them name when they
@@ -214,41 +215,6 @@ pub struct MutexReport {
     pub max_bypass: u64,
     /// Requests lost because their node crashed.
     pub abandoned_requests: u64,
-}
-
-/// A distribution of durations in nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Stats {
-    /// How many samples.
-    pub count: u64,
-    /// Their mean.
-    pub mean: f64,
-    /// The median (nearest rank).
-    pub p50: u64,
-    /// The 99th percentile (nearest rank).
-    pub p99: u64,
-    /// The largest.
-    pub max: u64,
-}
-
-impl Stats {
-    /// The statistics of `samples` (sorted in place).
-    pub fn of(samples: &mut [u64]) -> Stats {
-        if samples.is_empty() {
-            return Stats::default();
-        }
-        samples.sort_unstable();
-        let rank = |q: f64| {
-            samples[((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1]
-        };
-        Stats {
-            count: samples.len() as u64,
-            mean: samples.iter().map(|&s| s as f64).sum::<f64>() / samples.len() as f64,
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: *samples.last().expect("non-empty"),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ pub struct Scenario {
     pub strata: Option<Vec<Vec<NodeId>>>,
     /// Multicast: the workload of multicasts and the orders the monitors check.
     #[serde(default)]
-    pub multicast: Option<crate::multicast::MulticastSpec>,
+    pub multicast: Option<crate::family::multicast::spec::MulticastSpec>,
     /// The application under the algorithm: a bank (snapshots) or a replicated database
     /// (multicast).
     #[serde(default)]
@@ -376,6 +376,20 @@ impl<'de> Deserialize<'de> for DelaySpec {
     }
 }
 
+/// The epoch of runs with physical clocks: true time 0 reads 1000 s.
+pub const EPOCH_NS: u64 = 1_000_000_000_000;
+
+/// How clock adjustments are applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Adjust {
+    /// Jump to the new reading at once (may go backwards).
+    #[default]
+    Step,
+    /// Run faster or slower, by at most `slew_ppm`, until the correction is made.
+    Slew,
+}
+
 /// Physical clocks: `offset = { uniform = ["-50ms", "50ms"] }`, `drift_ppm = { uniform = [-100,
 /// 100] }`, `adjust = "step" | "slew"`, and per-node values in `[[clocks.node]]`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -389,7 +403,7 @@ pub struct ClocksSpec {
     pub drift_ppm: NumberSpec,
     /// How corrections are applied.
     #[serde(default)]
-    pub adjust: crate::clocks::Adjust,
+    pub adjust: Adjust,
     /// The fastest a slew may correct, in parts per million (default 500, as Unix adjtime).
     #[serde(default = "default_slew_ppm")]
     pub slew_ppm: f64,
@@ -888,7 +902,7 @@ impl Scenario {
             slew_ppm: self
                 .clocks
                 .as_ref()
-                .filter(|c| c.adjust == crate::clocks::Adjust::Slew)
+                .filter(|c| c.adjust == Adjust::Slew)
                 .map(|c| c.slew_ppm),
             threshold: self.threshold,
             master_election: self.master_election.clone(),
@@ -982,7 +996,7 @@ impl Scenario {
             }
         }
         if let Some(clocks) = &self.clocks {
-            let limit = (crate::clocks::EPOCH_NS / 2) as i64;
+            let limit = (EPOCH_NS / 2) as i64;
             let offsets = match clocks.offset {
                 SignedSpec::Fixed(v) => vec![v],
                 SignedSpec::Uniform(lo, hi) => vec![lo, hi],
@@ -1207,7 +1221,7 @@ mod tests {
         let clocks = c.scenario.clocks.unwrap();
         assert_eq!(clocks.offset, SignedSpec::Uniform(-50_000_000, 50_000_000));
         assert_eq!(clocks.drift_ppm, NumberSpec::Uniform(-100.0, 100.0));
-        assert_eq!(clocks.adjust, crate::clocks::Adjust::Slew);
+        assert_eq!(clocks.adjust, Adjust::Slew);
         assert_eq!(clocks.node[0].offset, Some(-10_000_000_000));
         let e = parse("algorithm = \"x\"\nnodes = 3\n[[clocks.node]]\nid = 7\noffset = \"1s\"")
             .unwrap_err();

@@ -21,13 +21,10 @@
 //! assert!(!result.found());
 //! ```
 
+use crate::family::{self, at, ms, Draw};
 use crate::guard::LimitsSpec;
-use crate::multicast::MulticastSpec;
 use crate::report::Violation;
-use crate::scenario::{
-    ClocksSpec, DelaySpec, Detect, EventSpec, NetworkSpec, NumberSpec, Scenario, SignedSpec,
-    WorkloadKind, WorkloadSpec,
-};
+use crate::scenario::{DelaySpec, NetworkSpec, Scenario};
 use crate::{run, RunOptions, SimError};
 use distsync_algorithms::registry::{self, Entry, Family};
 use distsync_core::multicast::Order;
@@ -41,100 +38,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A kind of fault (or freedom) the generator may put in a scenario.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fault {
-    /// Random delays (constant, uniform or exponential) instead of a constant 1ms.
-    Delay,
-    /// Links that are not FIFO: messages overtake each other.
-    Reorder,
-    /// Messages lost with a probability of 1% to 15%.
-    Loss,
-    /// Messages delivered twice with a probability of 1% to 15%.
-    Duplicate,
-    /// Processes crash (and some recover).
-    Crash,
-    /// The network splits in two groups, then heals.
-    Partition,
-}
-
-impl Fault {
-    /// Every fault, in the order the command line lists them.
-    pub const ALL: [Fault; 6] = [
-        Fault::Delay,
-        Fault::Reorder,
-        Fault::Loss,
-        Fault::Duplicate,
-        Fault::Crash,
-        Fault::Partition,
-    ];
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Fault::Delay => "delay",
-            Fault::Reorder => "reorder",
-            Fault::Loss => "loss",
-            Fault::Duplicate => "duplicate",
-            Fault::Crash => "crash",
-            Fault::Partition => "partition",
-        }
-    }
-
-    /// The fault named `name`.
-    pub fn parse(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == name)
-    }
-}
-
-/// What an algorithm states it needs and survives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Claims {
-    /// It needs FIFO links (the registry's `needs_fifo`).
-    pub needs_fifo: bool,
-    /// It survives lost messages.
-    pub loss: bool,
-    /// It survives duplicated messages.
-    pub duplicate: bool,
-    /// It survives crashes (and recoveries) of processes.
-    pub crash: bool,
-    /// It survives partitions that heal.
-    pub partition: bool,
-    /// Properties it does not promise even within its assumptions (maekawa-basic can
-    /// deadlock): a run that breaks only these is counted as a known break, not a failure.
-    pub not_promised: &'static [&'static str],
-    /// It survives recoveries over reliable links (`[network] reliable = true`). The elections
-    /// do not, for two reasons of the link layer (docs/faults.md): it discards frames meant for
-    /// a recovered process's previous life, so a sender that has not heard of the new life
-    /// loses its message to a live process (the ring takes it for crashed); and a frame sent
-    /// to a crashed process by a sender that had never heard from it is retransmitted until
-    /// the next life accepts it, long after the delay bound their timeouts rely on (bully's
-    /// COORDINATOR naming a stale leader). A reliable stress draws crashes without recoveries
-    /// for them, unless the faults are asked for explicitly.
-    pub recoveries_over_reliable_links: bool,
-}
-
-impl Claims {
-    /// The faults a default stress applies: everything the algorithm claims to survive.
-    pub fn faults(&self) -> Vec<Fault> {
-        let mut f = vec![Fault::Delay];
-        if !self.needs_fifo {
-            f.push(Fault::Reorder);
-        }
-        for (claimed, fault) in [
-            (self.loss, Fault::Loss),
-            (self.duplicate, Fault::Duplicate),
-            (self.crash, Fault::Crash),
-            (self.partition, Fault::Partition),
-        ] {
-            if claimed {
-                f.push(fault);
-            }
-        }
-        f
-    }
-}
+pub use crate::family::{Claims, Fault};
 
 /// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
 /// Every claim here is tested: a short stress of every algorithm under its claims runs in the
@@ -149,38 +53,7 @@ pub fn claims(entry: &Entry) -> Claims {
         not_promised: &[],
         recoveries_over_reliable_links: true,
     };
-    match (entry.family, entry.name) {
-        // Seed 003 states the basic algorithm and its deadlock; `maekawa` is the repaired one.
-        (Family::Mutex, "maekawa-basic") => Claims {
-            not_promised: &["deadlock", "starvation"],
-            ..base
-        },
-        // The election algorithms skip crashed processes (the ring link, the bully's timeouts)
-        // and, with the failure detector, elect again when the coordinator crashes.
-        (Family::Election, _) => Claims {
-            crash: true,
-            recoveries_over_reliable_links: false,
-            ..base
-        },
-        // A REPLY echoes the timestamp of the REQUEST it answers, and central's messages name
-        // their request: a duplicate counts once.
-        (Family::Mutex, "ricart-agrawala" | "central") => Claims {
-            duplicate: true,
-            ..base
-        },
-        // Berkeley elects a new master when its master crashes, and applies an Adjust once.
-        (Family::ClockSync, "berkeley") => Claims {
-            crash: true,
-            duplicate: true,
-            ..base
-        },
-        // The broadcasts deliver each message once: a duplicate is recognized and dropped.
-        (Family::Multicast, _) => Claims {
-            duplicate: true,
-            ..base
-        },
-        _ => base,
-    }
+    family::plugin(entry.family).claims(entry, base)
 }
 
 /// What to stress and how.
@@ -343,33 +216,7 @@ pub fn run_seed(stress_seed: u64, algorithm: &str, index: u64) -> u64 {
 
 /// The membership sizes a family is stressed with by default.
 pub fn default_nodes(family: Family) -> (u32, u32) {
-    match family {
-        Family::Mutex => (2, 6),
-        Family::Election => (3, 7),
-        Family::ClockSync => (3, 6),
-        Family::Multicast => (2, 6),
-        Family::Snapshot => (2, 5),
-    }
-}
-
-fn ms(rng: &mut Xoshiro256PlusPlus, lo_us: u64, hi_us: u64) -> Duration {
-    Duration::from_micros(rng.gen_range(lo_us..=hi_us))
-}
-
-fn at(t: Duration) -> EventSpec {
-    EventSpec {
-        at: t,
-        ..EventSpec::default()
-    }
-}
-
-/// The smallest one-way delay a spec can produce.
-fn delay_floor(d: &DelaySpec) -> Duration {
-    match *d {
-        DelaySpec::Constant(d) => d,
-        DelaySpec::Uniform(lo, _) => lo,
-        DelaySpec::Exponential(_) => Duration::ZERO,
-    }
+    family::plugin(family).stress_nodes()
 }
 
 /// Draws the scenario of one run.
@@ -429,119 +276,16 @@ pub fn generate(
     // The window in which faults are scripted.
     let window = Duration::from_millis(300);
     let mut events = Vec::new();
-    match entry.family {
-        Family::Mutex => {
-            let kind = match rng.gen_range(0..3) {
-                0 => WorkloadKind::Saturated,
-                1 => WorkloadKind::Poisson,
-                _ => WorkloadKind::Light,
-            };
-            let rate = (kind == WorkloadKind::Poisson).then(|| rng.gen_range(2.0..50.0));
-            let cs = ms(&mut rng, 500, 10_000);
-            let requests: u64 = rng.gen_range(1..=5);
-            scenario.workload = Some(WorkloadSpec {
-                kind,
-                rate,
-                cs,
-                requests: Some(requests),
-                gap: None,
-            });
-            match entry.name {
-                "central" => scenario.coordinator = Some(NodeId(rng.gen_range(0..n))),
-                "token-ring" | "ricart-agrawala-token" | "suzuki-kasami" | "raymond" => {
-                    scenario.holder = Some(NodeId(rng.gen_range(0..n)))
-                }
-                _ => {}
-            }
-            // The light workload runs its entries one after another, each after up to 11 gaps
-            // (the one after the previous exit, and up to 10 more while that request's messages
-            // are in flight): with hundreds of nodes and long delays, more than 300 s.
-            let mut until = Duration::from_secs(300);
-            if kind == WorkloadKind::Light {
-                let per_entry = crate::mutex::default_gap(&scenario.network.delay) * 11
-                    + cs
-                    + bound * (2 * n + 8);
-                until = until.max(per_entry * n * requests as u32);
-            }
-            scenario.until = Some(until);
-        }
-        Family::Election => {
-            let mut ids: Vec<u32> = (0..n).collect();
-            ids.shuffle(&mut rng);
-            scenario.nodes = None;
-            scenario.ids = Some(ids.iter().map(|&i| NodeId(i)).collect());
-            scenario.detect = Some(Detect::Timeout);
-            scenario.answer_timeout = Some(timeout);
-            scenario.heartbeat = Some(timeout);
-            let starters = rng.gen_range(1..=n);
-            for &id in ids.choose_multiple(&mut rng, starters as usize) {
-                let mut e = at(ms(&mut rng, 0, 2_000));
-                e.elect = Some(NodeId(id).into());
-                events.push(e);
-            }
-        }
-        Family::ClockSync => {
-            let drift = rng.gen_range(0.0..100.0);
-            let offset = ms(&mut rng, 1_000, 100_000).as_nanos() as i64;
-            scenario.clocks = Some(ClocksSpec {
-                offset: SignedSpec::Uniform(-offset, offset),
-                drift_ppm: NumberSpec::Uniform(-drift, drift),
-                adjust: if rng.gen_bool(0.5) {
-                    crate::clocks::Adjust::Step
-                } else {
-                    crate::clocks::Adjust::Slew
-                },
-                slew_ppm: 500.0,
-                node: Vec::new(),
-            });
-            scenario.sync_interval = Some(Duration::from_secs(1));
-            scenario.until = Some(Duration::from_millis(4_500));
-            match entry.name {
-                "cristian" => {
-                    scenario.min_delay = Some(delay_floor(&delay));
-                    scenario.max_drift_ppm = Some(drift.max(1.0));
-                }
-                "ntp" => scenario.max_drift_ppm = Some(drift.max(1.0)),
-                "berkeley" => scenario.answer_timeout = Some(timeout),
-                _ => {}
-            }
-        }
-        Family::Multicast => {
-            scenario.multicast = Some(MulticastSpec {
-                rate: Some(rng.gen_range(5.0..50.0)),
-                count: Some(rng.gen_range(2..=6)),
-                check: if options.check.is_empty() {
-                    None
-                } else {
-                    let mut orders: Vec<Order> =
-                        registry::visit_multicast(entry.name, Promised).unwrap_or_default();
-                    for o in &options.check {
-                        if !orders.contains(o) {
-                            orders.push(*o);
-                        }
-                    }
-                    Some(orders)
-                },
-            });
-            scenario.until = Some(Duration::from_secs(3600));
-        }
-        Family::Snapshot => {
-            scenario.app = Some(crate::app::AppSpec {
-                kind: crate::app::AppKind::Bank,
-                balance: Some(1000),
-                balances: None,
-                rate: Some(rng.gen_range(50.0..200.0)),
-                transfers: Some(rng.gen_range(5..=30)),
-                max_amount: Some(300),
-            });
-            for _ in 0..rng.gen_range(1..=3) {
-                let mut e = at(ms(&mut rng, 0, 200_000));
-                e.snapshot = Some(NodeId(rng.gen_range(0..n)));
-                events.push(e);
-            }
-            scenario.until = Some(Duration::from_secs(3600));
-        }
-    }
+    let plugin = family::plugin(entry.family);
+    let draw = Draw {
+        entry,
+        n,
+        delay: &delay,
+        bound,
+        timeout,
+        check: &options.check,
+    };
+    plugin.stress_draw(&draw, &mut rng, &mut scenario, &mut events);
     let ids: Vec<NodeId> = match &scenario.ids {
         Some(ids) => ids.clone(),
         None => (0..n).map(NodeId).collect(),
@@ -580,27 +324,10 @@ pub fn generate(
         e.heal = Some(true);
         events.push(e);
     }
-    if entry.family == Family::Election {
-        // Long enough after the last scripted event for every election to settle, even one
-        // that waits out T' (4n T by default in the ring algorithms) twice.
-        let last = events.iter().map(|e| e.at).max().unwrap_or_default();
-        scenario.until = Some(last + Duration::from_secs(2) + timeout * (8 * n + 40));
-    }
+    plugin.stress_settle(&draw, &mut scenario, &events);
     events.sort_by_key(|e| e.at);
     scenario.events = events;
     scenario
-}
-
-/// The orders a multicast algorithm promises.
-struct Promised;
-impl registry::MulticastVisitor for Promised {
-    type Output = Vec<Order>;
-    fn visit<A: distsync_core::multicast::Multicast + 'static>(
-        self,
-        _entry: &'static Entry,
-    ) -> Vec<Order> {
-        A::guarantees().to_vec()
-    }
 }
 
 /// One run's outcome.
@@ -636,7 +363,10 @@ pub fn stress(
         }
     }
     if !options.check.is_empty() {
-        if let Some(e) = entries.iter().find(|e| e.family != Family::Multicast) {
+        if let Some(e) = entries
+            .iter()
+            .find(|e| !family::plugin(e.family).checks_orders())
+        {
             return Err(StressError(format!(
                 "--check: multicast orders apply to multicast algorithms, and `{}` is a {} algorithm",
                 e.name,
@@ -661,7 +391,7 @@ pub fn stress(
                     // algorithms that detect crashes by timeouts (elections, and Berkeley's
                     // election of its master): a retransmission delays a message past any
                     // timeout, so over lossy links they run outside their assumptions.
-                    let timed = e.family == Family::Election || e.name == "berkeley";
+                    let timed = family::plugin(e.family).times_out(e);
                     for masked in [Fault::Reorder, Fault::Loss, Fault::Duplicate] {
                         if timed && masked == Fault::Loss {
                             continue;

@@ -7,9 +7,62 @@
 use super::{Control, Engine, Event, Harness, Kind, Turn};
 use crate::report::Violation;
 use crate::scenario::Action;
-use crate::session::PendingEvent;
 use distsync_core::{Algorithm, Message, NodeId, Peers, Time};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// A pending event, as the page lists and draws it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PendingEvent {
+    /// What [`Choice::Event`](crate::session::Choice::Event), [`Choice::Drop`](crate::session::Choice::Drop) and
+    /// [`Choice::Duplicate`](crate::session::Choice::Duplicate) name it by.
+    pub id: u64,
+    /// When it is due.
+    pub time_ns: u64,
+    /// "deliver", "lost" (a copy lost on the way, noted when it would have arrived), "timer",
+    /// "input", "wake" (the workload's next arrival) or "action" (a scripted event).
+    pub kind: &'static str,
+    /// The sender, for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// The receiver, for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// The node it happens at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// The message's id (as in the trace), for messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg_id: Option<u64>,
+    /// The message's kind ("Request", "Reply"...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg_kind: Option<&'static str>,
+    /// The message, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<Value>,
+    /// A second copy of a duplicated message.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub duplicate: bool,
+    /// The timer, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer: Option<Value>,
+    /// The input, as the trace writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// On a FIFO network, the pending delivery on the same link that must arrive first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<u64>,
+    /// A short text: `Reply{ts:3} 0->1`, `timer T at 2`.
+    pub label: String,
+    /// The message or timer as the notes name it (`Election(7)`, `Request(ts=3)`), never cut
+    /// short; for the reliable ring link's `Data` frame, the algorithm's message it carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
+    /// The reliable ring link's own traffic (acknowledgements, retransmission timers), not the
+    /// algorithm's: the page hides it unless asked to show the link layer.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub link: bool,
+}
 
 impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     /// The current (true) time.

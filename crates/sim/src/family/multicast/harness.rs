@@ -19,6 +19,8 @@
 //! Which orders are violations is `check` (default: what the algorithm promises); breaches of
 //! the others are still counted in the report.
 
+pub use super::report::MulticastReport;
+pub use super::spec::{MulticastSpec, DEFAULT_COUNT};
 use crate::app::{self, AppKind};
 use crate::engine::{Control, Harness};
 use crate::report::{Report, Stats};
@@ -26,53 +28,8 @@ use crate::scenario::{Action, Checked, ScenarioError};
 use distsync_core::multicast::{Input, Multicast, Order, Output};
 use distsync_core::{NodeId, Time};
 use rand_distr::{Distribution, Exp};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-/// The `[multicast]` section.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MulticastSpec {
-    /// Multicasts per second per process (Poisson arrivals); none but scripted ones if absent.
-    #[serde(default)]
-    pub rate: Option<f64>,
-    /// Multicasts per process (default 10).
-    #[serde(default)]
-    pub count: Option<u64>,
-    /// The orders whose breach is a violation (default: what the algorithm promises).
-    #[serde(default)]
-    pub check: Option<Vec<Order>>,
-}
-
-/// Multicasts per process when `count` is not given.
-pub const DEFAULT_COUNT: u64 = 10;
-
-/// Figures for multicast (the report's `multicast` section).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct MulticastReport {
-    /// Multicasts made.
-    pub multicasts: u64,
-    /// Deliveries, at every process, the sender's own included.
-    pub deliveries: u64,
-    /// (multicast, live process) pairs never delivered.
-    pub undelivered: u64,
-    /// All messages of the run divided by the multicasts.
-    pub messages_per_multicast: f64,
-    /// From a multicast to its delivery at each other process.
-    pub delivery_delay_ns: Stats,
-    /// The orders monitored as violations.
-    pub checked: Vec<Order>,
-    /// Deliveries of a sender's multicast before an earlier one of the same sender.
-    pub fifo_inversions: u64,
-    /// Deliveries of a multicast before one in its causal past.
-    pub causal_inversions: u64,
-    /// Deliveries in another position than the same delivery at the first process to make it.
-    pub order_disagreements: u64,
-    /// The replicated database: each live replica's balance at the end, by id.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub balances: BTreeMap<String, u64>,
-}
 
 const ARRIVAL: u64 = 1;
 

@@ -9,7 +9,7 @@
 //! (n-1) has crashed and the highest live process (best case) or the lowest (worst case)
 //! detects it; every live process detecting at once is shown for information.
 
-use crate::compare::Relation;
+use crate::family::mutex::compare::Relation;
 use crate::report::Report;
 use crate::scenario::{DelaySpec, EventSpec, NetworkSpec, Scenario};
 use crate::{run, RunOptions};

@@ -1,0 +1,234 @@
+//! Leader election: scripted elections and crashes, or a failure detector that elects when the
+//! coordinator's heartbeats stop.
+
+pub mod compare;
+pub(crate) mod harness;
+
+use crate::family::claims::Claims;
+use crate::family::common::{
+    answer_timeout_warning, at, blank, bound_text, duration, field, line, ms, optional,
+    reliable_loss_warning, OUTSIDE,
+};
+use crate::family::election::harness::{ElectionHarness, OVERHEAD_KINDS};
+use crate::family::plugin::{DefaultParts, Draw, Plugin};
+use crate::scenario::{Checked, Detect, EventSpec, Scenario};
+use crate::{Built, FamilyRun, SimError, Steppable};
+use distsync_algorithms::election::Detector;
+use distsync_algorithms::link::Reliable;
+use distsync_algorithms::registry::ElectionVisitor;
+use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_core::election::Election;
+use distsync_core::election::{DEFAULT_ANSWER_TIMEOUT, DEFAULT_HEARTBEAT};
+use distsync_core::{format_duration, NodeId};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The leader-election family's plug-in.
+pub(crate) struct ElectionFamily;
+
+impl Plugin for ElectionFamily {
+    fn family(&self) -> Family {
+        Family::Election
+    }
+
+    fn default_scenario(&self, parts: &DefaultParts) -> String {
+        format!(
+            "{}answer_timeout = \"20ms\"\ncoordinator_timeout = \"200ms\"\n\n{}\n\
+             # The coordinator (the highest id) crashes; node 1 notices and starts an election.\n\
+             [[event]]\nat = \"10ms\"\ncrash = 4\n\n[[event]]\nat = \"20ms\"\nelect = 1\n",
+            parts.head(5, "10s"),
+            parts.network("{ uniform = [\"1ms\", \"5ms\"] }"),
+        )
+    }
+
+    fn template_fields(&self, w: &mut String, name: &str, _last: u32) {
+        let t = DEFAULT_ANSWER_TIMEOUT;
+        optional(
+            w,
+            "coordinator",
+            "4",
+            "the coordinator every process knows at the start (default: the highest id)",
+        );
+        field(
+            w,
+            "detect",
+            "\"none\"",
+            "\"timeout\": heartbeats from the coordinator, an election when they stop (default \"none\")",
+        );
+        field(
+            w,
+            "heartbeat",
+            &duration(DEFAULT_HEARTBEAT),
+            "with detect = \"timeout\": the heartbeat period (default 10ms)",
+        );
+        optional(
+            w,
+            "heartbeat_timeout",
+            "\"40ms\"",
+            "silence before suspecting the coordinator (default 3 heartbeats + T)",
+        );
+        field(
+            w,
+            "answer_timeout",
+            &duration(t),
+            "T: wait for an answer before taking the silent process for crashed (default 10ms)",
+        );
+        let t_prime = if name == "bully" {
+            "3T"
+        } else {
+            "4nT on a ring"
+        };
+        optional(
+            w,
+            "coordinator_timeout",
+            "\"200ms\"",
+            &format!(
+                "T': wait for the election's result before starting again (default {t_prime})"
+            ),
+        );
+    }
+
+    fn template_sections(&self, w: &mut String, name: &str, last: u32) {
+        blank(w);
+        line(
+            w,
+            "# Scripted events, sorted by time: elect, crash, recover, partition, heal.",
+        );
+        // Crash-tolerant algorithms lose their coordinator first; the others elect on a whole
+        // ring.
+        if matches!(name, "bully" | "ring") {
+            line(w, "[[event]]");
+            field(w, "at", "\"0ms\"", "when");
+            field(w, "crash", &last.to_string(), "the coordinator crashes");
+        }
+        line(w, "[[event]]");
+        field(w, "at", "\"1ms\"", "when");
+        field(
+            w,
+            "elect",
+            "0",
+            "process 0 starts an election (\"all\": every process does)",
+        );
+    }
+
+    fn answer_timeout_floor(&self) -> Option<Duration> {
+        Some(DEFAULT_ANSWER_TIMEOUT)
+    }
+
+    fn warnings(&self, scenario: &Scenario) -> Vec<String> {
+        let mut out = Vec::new();
+        if scenario.detect == Some(Detect::Timeout) && scenario.events.is_empty() {
+            out.push(
+                "no election starts: no `elect`, `crash`, `recover` or `partition` event, so the run shows only the coordinator's heartbeats"
+                    .to_string(),
+            );
+        }
+        out.extend(answer_timeout_warning(scenario));
+        let delay = &scenario.network.delay;
+        let heartbeat = distsync_core::election::heartbeat(&scenario.params());
+        if let Some(h) = scenario.heartbeat_timeout {
+            let need = heartbeat + delay.bound();
+            if h < need {
+                out.push(format!(
+                    "heartbeat_timeout = {} is shorter than a heartbeat period plus the delay bound ({} + {} = {}): {OUTSIDE}",
+                    format_duration(h),
+                    format_duration(heartbeat),
+                    bound_text(delay),
+                    format_duration(need)
+                ));
+            }
+        }
+        out.extend(reliable_loss_warning(scenario));
+        out
+    }
+
+    fn idle(&self, checked: &Checked) -> Option<(&'static str, String)> {
+        (checked.actions.is_empty() && checked.scenario.detect != Some(Detect::Timeout)).then(|| {
+            (
+                "event",
+                "nothing to do: no event and no failure detector, so no election ever starts; add an event like `[[event]] at = \"0ms\" elect = ID`, or `detect = \"timeout\"` with a `crash` of the coordinator".to_string(),
+            )
+        })
+    }
+
+    fn stress_nodes(&self) -> (u32, u32) {
+        (3, 7)
+    }
+
+    fn claims(&self, _entry: &Entry, base: Claims) -> Claims {
+        // The election algorithms skip crashed processes (the ring link, the bully's timeouts)
+        // and, with the failure detector, elect again when the coordinator crashes.
+        Claims {
+            crash: true,
+            recoveries_over_reliable_links: false,
+            ..base
+        }
+    }
+
+    fn times_out(&self, _entry: &Entry) -> bool {
+        true
+    }
+
+    fn stress_draw(
+        &self,
+        draw: &Draw,
+        rng: &mut Xoshiro256PlusPlus,
+        scenario: &mut Scenario,
+        events: &mut Vec<EventSpec>,
+    ) {
+        let mut ids: Vec<u32> = (0..draw.n).collect();
+        ids.shuffle(rng);
+        scenario.nodes = None;
+        scenario.ids = Some(ids.iter().map(|&i| NodeId(i)).collect());
+        scenario.detect = Some(Detect::Timeout);
+        scenario.answer_timeout = Some(draw.timeout);
+        scenario.heartbeat = Some(draw.timeout);
+        let starters = rng.gen_range(1..=draw.n);
+        for &id in ids.choose_multiple(rng, starters as usize) {
+            let mut e = at(ms(rng, 0, 2_000));
+            e.elect = Some(NodeId(id).into());
+            events.push(e);
+        }
+    }
+
+    fn stress_settle(&self, draw: &Draw, scenario: &mut Scenario, events: &[EventSpec]) {
+        // Long enough after the last scripted event for every election to settle, even one
+        // that waits out T' (4n T by default in the ring algorithms) twice.
+        let last = events.iter().map(|e| e.at).max().unwrap_or_default();
+        scenario.until = Some(last + Duration::from_secs(2) + draw.timeout * (8 * draw.n + 40));
+    }
+
+    fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
+        registry::visit_election(entry.name, run).expect("the registry lists it as election")
+    }
+}
+
+impl ElectionVisitor for FamilyRun<'_> {
+    type Output = Result<Built, SimError>;
+    fn visit<A: Election + Serialize + Send + Clone + 'static>(
+        self,
+        entry: &'static Entry,
+    ) -> Self::Output {
+        match self.checked.scenario.detect {
+            Some(Detect::Timeout) => elect::<Detector<A>>(self, entry),
+            Some(Detect::None) | None => elect::<A>(self, entry),
+        }
+    }
+}
+
+/// The run of `P`, over reliable links when the scenario asks; the election's overhead
+/// messages (heartbeats) are left out of causal chains.
+fn elect<P: Election + Steppable>(
+    run: FamilyRun,
+    entry: &'static Entry,
+) -> Result<Built, SimError> {
+    if run.reliable() {
+        let harness = ElectionHarness::new::<Reliable<P>>(run.checked, run.origin)?;
+        return run.run_excluding::<Reliable<P>, _>(entry, harness, &OVERHEAD_KINDS);
+    }
+    let harness = ElectionHarness::new::<P>(run.checked, run.origin)?;
+    run.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
+}
