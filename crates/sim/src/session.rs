@@ -541,6 +541,12 @@ pub const VIEW_LOG_LINES: usize = 500;
 /// at most this many choices.
 const CHECKPOINT_EVERY: usize = 256;
 
+/// The most checkpoints a session keeps: past this, every other one is dropped and they are
+/// taken half as often. An engine's state can grow with the run (a report's latency samples),
+/// so this keeps what checkpoints hold linear in the steps; going back then replays at most the
+/// steps since the latest one (1/32 of the run).
+const MAX_CHECKPOINTS: usize = 32;
+
 /// A copy of a session's engine after `step` choices, with what the session knew of its trace.
 /// The copy holds no trace: its trace is the first `trace_len` bytes of the live engine's (the
 /// same choices made them), so checkpoints cost the engine's state, not the run so far, and a
@@ -573,7 +579,10 @@ pub struct Session {
     scanned: usize,
     /// For each applied choice, the number of trace lines before it.
     first_line: Vec<usize>,
-    /// Copies of the engine every [`CHECKPOINT_EVERY`] choices, earliest first.
+    /// Choices between checkpoints: [`CHECKPOINT_EVERY`], doubled each time more than
+    /// [`MAX_CHECKPOINTS`] would be kept.
+    spacing: usize,
+    /// Copies of the engine every `spacing` choices, earliest first.
     checkpoints: Vec<Checkpoint>,
     /// The finished copy of the run at this step, once asked for (see [`Session::finished`]);
     /// forgotten by every change of step.
@@ -651,6 +660,7 @@ impl Session {
             lines: Vec::new(),
             scanned: 0,
             first_line: Vec::new(),
+            spacing: CHECKPOINT_EVERY,
             checkpoints: Vec::new(),
             finished: Mutex::new(None),
         };
@@ -706,7 +716,7 @@ impl Session {
         self.step += 1;
         self.scan();
         let kept = self.checkpoints.last().map_or(0, |c| c.step);
-        if self.step.is_multiple_of(CHECKPOINT_EVERY) && kept < self.step {
+        if self.step.is_multiple_of(self.spacing) && kept < self.step {
             self.checkpoints.push(Checkpoint {
                 step: self.step,
                 trace_len: self.live.trace().len(),
@@ -714,6 +724,11 @@ impl Session {
                 lines: self.lines.len(),
                 scanned: self.scanned,
             });
+            if self.checkpoints.len() > MAX_CHECKPOINTS {
+                let spacing = self.spacing * 2;
+                self.checkpoints.retain(|c| c.step.is_multiple_of(spacing));
+                self.spacing = spacing;
+            }
         }
         Ok(())
     }

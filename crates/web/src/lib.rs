@@ -4,11 +4,12 @@
 //! The page (HTML, CSS and JavaScript embedded in the binary, nothing fetched from the internet)
 //! asks a small JSON API around the project's own simulator: every decision about what happens
 //! next is taken by `distsync_sim::session::Session`, the page only draws and asks. The API is
-//! [`handle`], a plain function of the request; it answers over HTTP ([`Server`], feature
+//! [`handle`](fn@crate::handle), a plain function of the request; it answers over HTTP ([`Server`], feature
 //! `server`) or inside the browser, compiled to WebAssembly by crates/web-wasm for the static
 //! build (`scripts/build-static.sh`).
 //!
 //! ```no_run
+//! # #[cfg(feature = "server")] {
 //! let server = distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
 //! println!("{}", server.url());
 //! server.wait();

@@ -18,9 +18,9 @@ pub const MAX_RUN_EVENTS: u64 = 1_000_000;
 /// costs seconds and its view megabytes.
 pub const MAX_SESSION_PROCESSES: usize = 64;
 
-/// The most choices (steps) a session records: what it holds grows with them (about a kilobyte
-/// a step, docs/web.md), so this bounds one session's memory.
-pub const MAX_SESSION_STEPS: usize = 200_000;
+/// The most choices (steps) a session records: what it holds grows linearly with them (about
+/// 0.9 kB a step for 5 processes, docs/web.md), so this bounds one session's memory.
+pub const MAX_SESSION_STEPS: usize = 50_000;
 
 /// The most log lines one view carries (a window the page asks for is cut to this).
 pub const MAX_VIEW_LOG_LINES: usize = 2_000;

@@ -44,7 +44,7 @@ pub const MAX_SESSIONS: usize = 256;
 
 /// The most sessions one client (one page) keeps open; its least recently used one is closed
 /// when it opens another.
-pub const MAX_CLIENT_SESSIONS: usize = 4;
+pub const MAX_CLIENT_SESSIONS: usize = 2;
 
 /// One open session and what it was made from.
 pub struct Open<S> {
