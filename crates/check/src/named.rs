@@ -99,6 +99,7 @@ checkable! {
     "maekawa" => check::<mutex::Maekawa>,
     "maekawa-basic" => check::<mutex::MaekawaBasic>,
     "singhal" => check::<mutex::Singhal>,
+    "singhal-token" => check::<mutex::SinghalToken>,
     "majority-vote" => check::<mutex::MajorityVote>,
     "bully" => check_election::<election::Bully>,
     "ring" => check_election::<election::RingLink<election::Ring>>,

@@ -270,6 +270,33 @@ impl SinghalToken {
     }
 }
 
+/// Light load, one request in the whole system at a time: the messages each entry in `order`
+/// costs (sites by position counted from the initial holder), from the rules on isolated
+/// requests. Alone, S_e sends REQUEST to every site its SV marks R; each of them (in state N,
+/// or H at the holder) marks S_e R; the holder's token, whose TSV is all N, wipes S_e's marks at
+/// release. So an entry costs the R marks plus the token, 0 at the holder, and leaves S_e with
+/// no marks and every site it asked with a mark for S_e. The simulator's light-load runs count
+/// exactly these figures (`compare`, and the tests of `distsync-cli`).
+pub fn light_load_messages(n: usize, order: &[usize]) -> Vec<usize> {
+    let mut marks: Vec<Vec<bool>> = (0..n).map(|i| (0..n).map(|j| j < i).collect()).collect();
+    let mut holder = 0;
+    let mut costs = Vec::with_capacity(order.len());
+    for &e in order.iter().filter(|&&e| e < n) {
+        if e == holder {
+            costs.push(0);
+            continue;
+        }
+        let asked: Vec<usize> = (0..n).filter(|&j| marks[e][j]).collect();
+        costs.push(asked.len() + 1);
+        for j in asked {
+            marks[j][e] = true;
+            marks[e][j] = false;
+        }
+        holder = e;
+    }
+    costs
+}
+
 /// The exchange on release: per site, the newer of (SV, SN) and (TSV, TSN) wins both.
 fn merge(sv: &mut [State], sn: &mut [u64], token: &mut Token) {
     for j in 0..sv.len() {
@@ -495,6 +522,31 @@ mod tests {
                 assert_eq!(p.serve_alone(k), 0, "N={n}: site {k} again");
             }
         }
+    }
+
+    #[test]
+    fn light_load_messages_replays_what_the_rules_send() {
+        // Random orders of isolated requests, pumped through the sites, against the replay.
+        for n in 1..=6u32 {
+            let ids: Vec<u32> = (0..n).collect();
+            let mut p: Pump<SinghalToken> = Pump::new(&ids, &Params::default());
+            let mut x: u64 = 0x9e37_79b9 + u64::from(n);
+            let order: Vec<usize> = (0..40)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % u64::from(n)) as usize
+                })
+                .collect();
+            let measured: Vec<usize> = order.iter().map(|&e| p.serve_alone(e as u32)).collect();
+            assert_eq!(light_load_messages(n as usize, &order), measured, "N={n}");
+        }
+        // Round robin from the staircase: k + 1 in the first round, then N every time.
+        assert_eq!(
+            light_load_messages(4, &[0, 1, 2, 3, 0, 1, 2, 3]),
+            vec![0, 2, 3, 4, 4, 4, 4, 4]
+        );
     }
 
     #[test]
