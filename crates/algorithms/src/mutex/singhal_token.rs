@@ -549,6 +549,72 @@ mod tests {
         );
     }
 
+    fn svs(p: &Pump<SinghalToken>) -> Vec<Vec<State>> {
+        p.procs.iter().map(|s| s.sv().to_vec()).collect()
+    }
+
+    /// A 4-site run derived by hand from the rules: S_3 and S_1 request at once, S_3's REQUEST
+    /// reaches S_1 while S_1 waits (it asks S_3 back), the token goes 0 -> 3 -> 1.
+    #[test]
+    fn four_site_worked_example_message_by_message() {
+        let mut p: Pump<SinghalToken> = Pump::new(&[0, 1, 2, 3], &Params::default());
+        // 1. S_3 requests: SV_3 = [R, R, R, R], REQUEST(3, 1) to S_0, S_1, S_2.
+        p.input(3, Input::Request);
+        // 2. S_1 requests: SV_1 = [R, R, N, N], REQUEST(1, 1) to S_0 only.
+        p.input(1, Input::Request);
+        assert_eq!(p.pending(3, 0), vec![Msg::Request { sn: 1 }]);
+        assert_eq!(p.pending(3, 1), vec![Msg::Request { sn: 1 }]);
+        assert_eq!(p.pending(3, 2), vec![Msg::Request { sn: 1 }]);
+        assert_eq!(p.pending(1, 0), vec![Msg::Request { sn: 1 }]);
+        assert_eq!(p.pending(1, 2), vec![]);
+        // 3. S_2 (N) records S_3: SV_2 = [R, R, N, R].
+        p.deliver(3, 2);
+        assert_eq!(p.node(2).sv(), &[R, R, N, R]);
+        // 4. S_1 (R) hears S_3, which it had marked N: marks it R and asks it back.
+        p.deliver(3, 1);
+        assert_eq!(p.node(1).sv(), &[R, R, N, R]);
+        assert_eq!(p.pending(1, 3), vec![Msg::Request { sn: 1 }]);
+        // 5. S_0 (H) gets S_3's REQUEST first: the token goes to S_3 with TSV[3] = R.
+        p.deliver(3, 0);
+        assert_eq!(
+            p.pending(0, 3),
+            vec![Msg::Token(token(&[N, N, N, R], &[0, 0, 0, 1]))]
+        );
+        assert_eq!(p.node(0).sv(), &[N, N, N, R]);
+        // 6. S_0 (now N) records S_1.
+        p.deliver(1, 0);
+        assert_eq!(p.node(0).sv(), &[N, R, N, R]);
+        // 7. S_3 enters; 8. S_1's REQUEST reaches it in the CS: recorded.
+        p.deliver(0, 3);
+        assert_eq!(p.in_cs(), vec![NodeId(3)]);
+        p.deliver(1, 3);
+        assert_eq!(p.node(3).sv(), &[R, R, R, E]);
+        assert_eq!(p.node(3).sn(), &[0, 1, 0, 1]);
+        // 9. S_3 leaves: the merge takes S_1's request (SN 1 > TSN 0) into the token and the
+        // token's N for S_0 and S_2 (equal SN 0) into SV_3; the token goes to S_1, the first R
+        // after S_3 in cyclic order.
+        p.input(3, Input::Release);
+        assert_eq!(p.node(3).sv(), &[N, R, N, N]);
+        assert_eq!(
+            p.pending(3, 1),
+            vec![Msg::Token(token(&[N, R, N, N], &[0, 1, 0, 1]))]
+        );
+        // 10. S_1 enters and leaves; nobody is R after the merge: it keeps the token (H).
+        p.deliver(3, 1);
+        assert_eq!(p.in_cs(), vec![NodeId(1)]);
+        p.input(1, Input::Release);
+        assert_eq!(p.sent(), 7, "3 + 1 REQUESTs, 1 asked back, 2 tokens");
+        assert_eq!(
+            svs(&p),
+            vec![
+                vec![N, R, N, R],
+                vec![N, H, N, N],
+                vec![R, R, N, R],
+                vec![N, R, N, N],
+            ]
+        );
+    }
+
     #[test]
     fn random_interleavings_without_fifo_are_safe_and_serve_everyone() {
         for seed in 0..300 {
