@@ -23,6 +23,7 @@ rows=(
   "maekawa 3 1 no"
   "maekawa-basic 3 1 no"
   "singhal 3 1 no"
+  "singhal-token 3 1 no"
   "majority-vote 2 1 no"
   "bully 3 - no"
   "ring 3 - yes"

@@ -162,6 +162,8 @@ mutex_algorithms! {
         "Maekawa as seed 003 states it: REQUEST/REPLY/RELEASE to a quorum, can deadlock (seed 003)";
     "singhal" => crate::mutex::Singhal, fifo: false,
         "Singhal 1992: dynamic request and inform sets (named in seed 000; from the 1992 paper)";
+    "singhal-token" => crate::mutex::SinghalToken, fifo: false,
+        "Singhal 1989 token algorithm: REQUEST only to sites SV marks R, token TSV/TSN (seed 000; `singhal` is his 1992 permission one)";
     "majority-vote" => crate::mutex::MajorityVote, fifo: false,
         "distributed lock manager: a majority of one-at-a-time votes, QUEUED, INQUIRE/YIELD (seed 001)";
 }

@@ -2,8 +2,9 @@
 
 mod common;
 
-use common::{assert_proved, config};
-use distsync_algorithms::mutex::{SuzukiKasami, TokenRing};
+use common::{assert_proved, config, run};
+use distsync_algorithms::mutex::{SinghalToken, SuzukiKasami, TokenRing};
+use distsync_check::Verdict;
 
 #[test]
 fn suzuki_kasami_is_safe_and_deadlock_free_for_three_nodes() {
@@ -17,6 +18,34 @@ fn suzuki_kasami_is_safe_and_deadlock_free_for_three_nodes() {
 #[test]
 fn suzuki_kasami_three_nodes_two_requests() {
     assert_proved::<SuzukiKasami>("suzuki-kasami", &config(3, 2, false));
+}
+
+/// Singhal's 1989 token algorithm, rule by rule: proved at 2 x 2 and 3 x 1 (483 states).
+#[test]
+fn singhal_token_is_safe_and_deadlock_free_for_three_nodes_one_request() {
+    for (n, r) in [(2, 2), (3, 1)] {
+        let o = assert_proved::<SinghalToken>("singhal-token", &config(n, r, false));
+        assert!(o.stats.terminal_states >= 1);
+        if (n, r) == (3, 1) {
+            assert_eq!(o.stats.states, 483);
+        }
+    }
+}
+
+/// With two requests per site the published rules deadlock (docs/mutex.md): S_2's release
+/// copies the token's stale N over its initial R mark for S_1 while S_1's REQUEST is still on
+/// its way to S_0, and S_1 trusts that mark and never asks S_2; once S_1 holds the idle token,
+/// S_2's next REQUEST reaches only S_0. Mutual exclusion still holds in every state.
+#[test]
+fn singhal_token_three_nodes_two_requests_deadlocks_as_published() {
+    let o = run::<SinghalToken>("singhal-token", &config(3, 2, false));
+    match &o.verdict {
+        Verdict::Violated(c) => {
+            assert_eq!(c.property.to_string(), "deadlock", "{}", c.detail);
+            assert_eq!(c.steps.iter().filter(|s| s.number > 0).count(), 19);
+        }
+        v => panic!("expected the deadlock, got {v:?}"),
+    }
 }
 
 #[test]

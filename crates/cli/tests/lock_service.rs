@@ -634,3 +634,23 @@ fn a_client_key_cannot_pose_as_a_node_so_the_forged_view_message_is_refused() {
         "{log}"
     );
 }
+
+/// The cluster runs `singhal-token` from the registry like every other mutex: locks taken in
+/// turn from three different nodes all succeed, each with a larger fencing token.
+#[test]
+fn singhal_token_serves_locks_from_every_node() {
+    let _g = lock_guard();
+    let c = TestCluster::start("singhal-token", 3, "singhal-token", "bully");
+    c.settled(Duration::from_secs(20));
+    let f = c.dir.join("token");
+    let mut last = 0;
+    for node in [2, 0, 1, 2] {
+        let out = c.lock(node, "s", &["sh", "-c", WRITE_TOKEN, f.to_str().unwrap()]);
+        let token = token_of(&out, &f);
+        assert!(
+            token > last,
+            "node {node}: token {token:#x} after {last:#x}"
+        );
+        last = token;
+    }
+}

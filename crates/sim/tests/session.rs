@@ -78,7 +78,7 @@ fn every_algorithm_stepped_with_next_is_the_batch_run() {
         }
         names += 1;
     }
-    assert_eq!(names, 23);
+    assert_eq!(names, 24);
 }
 
 #[test]

@@ -161,7 +161,7 @@ fn algorithms_lists_the_registry_with_a_scenario_each_that_starts_a_session() {
     let (status, _, body) = c.get("/api/algorithms");
     assert_eq!(status, 200);
     let list: Vec<Value> = serde_json::from_str(&body).unwrap();
-    assert_eq!(list.len(), 23);
+    assert_eq!(list.len(), 24);
     let names: Vec<&str> = list.iter().map(|a| a["name"].as_str().unwrap()).collect();
     let registry: Vec<&str> = distsync_algorithms::registry::entries()
         .iter()

@@ -12,6 +12,7 @@ pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ricart_agrawala_token;
 pub mod singhal;
+pub mod singhal_token;
 pub mod suzuki_kasami;
 pub mod token_ring;
 
@@ -24,6 +25,7 @@ pub use raymond::Raymond;
 pub use ricart_agrawala::RicartAgrawala;
 pub use ricart_agrawala_token::RicartAgrawalaToken;
 pub use singhal::Singhal;
+pub use singhal_token::SinghalToken;
 pub use suzuki_kasami::SuzukiKasami;
 pub use token_ring::TokenRing;
 

@@ -11,7 +11,7 @@
 use crate::report::Report;
 use crate::scenario::{DelaySpec, NetworkSpec, Scenario, WorkloadKind, WorkloadSpec};
 use crate::{run, RunOptions};
-use distsync_algorithms::mutex::{quorum, raymond};
+use distsync_algorithms::mutex::{quorum, raymond, singhal_token};
 use distsync_algorithms::registry::{self, Family};
 use distsync_core::{NodeId, Params, Peers};
 use rayon::prelude::*;
@@ -248,9 +248,22 @@ fn theory(
             "N, or 0 at the holder".into(),
             Relation::Exact,
         ),
-        ("messages_per_entry", Load::Heavy, "ricart-agrawala-token" | "suzuki-kasami") => {
-            (Some(nf), "N".into(), Relation::Approximate(0.05))
+        // Singhal 1989: each entry's R marks plus the token, replayed from the rules.
+        ("messages_per_entry", Load::Light, "singhal-token") => {
+            let order: Vec<usize> = entries.iter().map(|&e| peers.index_of(e)).collect();
+            let costs = singhal_token::light_load_messages(n as usize, &order);
+            let total: usize = costs.iter().sum();
+            (
+                (!costs.is_empty()).then(|| total as f64 / costs.len() as f64),
+                "R marks in SV + token, or 0 at the holder".into(),
+                Relation::Exact,
+            )
         }
+        (
+            "messages_per_entry",
+            Load::Heavy,
+            "ricart-agrawala-token" | "suzuki-kasami" | "singhal-token",
+        ) => (Some(nf), "N".into(), Relation::Approximate(0.05)),
         ("messages_per_entry", Load::Light, "raymond") => {
             match raymond::tree_edges(&peers, &params) {
                 Ok(edges) => {
@@ -340,7 +353,8 @@ fn theory(
             | "ricart-agrawala"
             | "ricart-agrawala-token"
             | "suzuki-kasami"
-            | "singhal",
+            | "singhal"
+            | "singhal-token",
         ) => exact(1.0, "T"),
         ("sync_delay_T", _, "token-ring") => {
             (Some(nf - 1.0), "T..(N-1)T".into(), Relation::Between(1.0))
@@ -353,7 +367,7 @@ fn theory(
             "central" | "lamport-mutex" | "ricart-agrawala" | "maekawa" | "maekawa-basic"
             | "majority-vote",
         ) => exact(2.0 + E_OVER_T, "2T+E"),
-        ("response_time_T", _, "ricart-agrawala-token" | "suzuki-kasami") => (
+        ("response_time_T", _, "ricart-agrawala-token" | "suzuki-kasami" | "singhal-token") => (
             mean(&|e, p| E_OVER_T + if e == p { 0.0 } else { 2.0 }),
             "2T+E, or E at the holder".into(),
             Relation::Exact,
