@@ -8,43 +8,14 @@
 //! explorer and the symmetry reduction both work on these states.
 
 use crate::MAX_NODES;
-use distsync_core::Process;
 use std::fmt::Debug;
 use std::hash::Hash;
 
-/// What the checker needs of an algorithm: `Clone` to copy states, `Hash` to fingerprint them,
-/// `Debug` to show them, and `Send + Sync` to explore on every core. Implemented for every
-/// such process type (all registered algorithms are).
-pub trait Checkable:
-    Process<
-        Msg: Send + Sync + 'static,
-        Timer: Send + Sync + 'static,
-        Input: Send + Sync + Eq + Hash,
-        Output: Sync,
-    > + distsync_core::Algorithm
-    + Clone
-    + Debug
-    + Hash
-    + Send
-    + Sync
-    + 'static
-{
-}
-impl<A> Checkable for A where
-    A: Process<
-            Msg: Send + Sync + 'static,
-            Timer: Send + Sync + 'static,
-            Input: Send + Sync + Eq + Hash,
-            Output: Sync,
-        > + distsync_core::Algorithm
-        + Clone
-        + Debug
-        + Hash
-        + Send
-        + Sync
-        + 'static
-{
-}
+/// What the checker needs of an algorithm (`Clone` to copy states, `Hash` to fingerprint them,
+/// `Debug` to show them, `Send + Sync` to explore on every core): the registry's
+/// [`Explorable`](distsync_algorithms::registry::Explorable), which every algorithm its visitors
+/// hand out already is, under the checker's own name.
+pub use distsync_algorithms::registry::Explorable as Checkable;
 
 // ---------------------------------------------------------------- states
 
