@@ -13,6 +13,7 @@
 //! let server = distsync_web::Server::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
 //! println!("{}", server.url());
 //! server.wait();
+//! # }
 //! ```
 //!
 //! The JSON API is described in `docs/web.md`.
