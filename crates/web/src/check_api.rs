@@ -30,7 +30,7 @@ struct CheckBody {
 /// processes and [`MAX_CHECK_STATES`] states, one thread unless `[check]` asks for more.
 pub fn config_of(scenario: &Scenario, origin: &str) -> Result<CheckSetup, ApiError> {
     let mut setup = check_setup(scenario, origin).map_err(|e| ApiError {
-        status: axum::http::StatusCode::BAD_REQUEST,
+        status: http::StatusCode::BAD_REQUEST,
         field: e.field.clone(),
         message: e.message,
     })?;
