@@ -125,6 +125,10 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         include_str!("../../../scenarios/singhal-light.toml"),
     ),
     (
+        "singhal-token-light",
+        include_str!("../../../scenarios/singhal-token-light.toml"),
+    ),
+    (
         "suzuki-kasami-light",
         include_str!("../../../scenarios/suzuki-kasami-light.toml"),
     ),
