@@ -6,40 +6,9 @@
 
 use distsync_sim::session::Session;
 use distsync_sim::Scenario;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed on to the system allocator unchanged; only a counter is kept.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "../tests/support/counting.rs"]
+mod counting;
 
 fn main() {
     // `cargo test --benches` runs benches once as tests: keep that quick.
@@ -59,7 +28,7 @@ fn main() {
         "bench",
     )
     .expect("valid");
-    let base = LIVE.load(Ordering::SeqCst);
+    let base = counting::live();
     let mut session = Session::new(&scenario, "bench").expect("valid");
     let sizes: &[usize] = if quick {
         &[1_000]
@@ -71,7 +40,7 @@ fn main() {
         let done = session.choices().len();
         session.run((n - done) as u64, None).expect("runs");
         assert_eq!(session.choices().len(), n);
-        let held = LIVE.load(Ordering::SeqCst) - base;
+        let held = counting::live() - base;
         let trace = session.trace_jsonl().len();
         println!(
             "{n:>9} steps: {:>6.0} bytes/step ({:.1} MB held; the trace is {:.0} bytes/step)",

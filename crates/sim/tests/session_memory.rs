@@ -7,40 +7,9 @@
 
 use distsync_sim::session::Session;
 use distsync_sim::Scenario;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call is passed on to the system allocator unchanged; only a counter is kept.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "support/counting.rs"]
+mod counting;
 
 /// A 5-process Ricart-Agrawala run that never runs out of work (the example).
 fn scenario() -> Scenario {
@@ -64,12 +33,12 @@ fn scenario() -> Scenario {
 #[test]
 fn a_sessions_bytes_per_step_stay_bounded_as_it_grows() {
     let scenario = scenario();
-    let base = LIVE.load(Ordering::SeqCst);
+    let base = counting::live();
     let mut session = Session::new(&scenario, "memory").expect("a session");
     let held = |s: &Session| {
         // The session is alive (borrowed) while its bytes are read.
         assert!(!s.choices().is_empty());
-        (LIVE.load(Ordering::SeqCst) - base) as f64
+        (counting::live() - base) as f64
     };
     session.run(3_000, None).expect("runs");
     let small = held(&session) / 3_000.0;
