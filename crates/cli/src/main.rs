@@ -117,6 +117,27 @@ impl<E: std::fmt::Display> From<E> for InputError {
     }
 }
 
+/// Every verb prints with `println!`, which panics when standard output cannot take the text
+/// (`> /dev/full`, a full disk). That is a write error, not a bug: this hook turns exactly that
+/// panic into the one-line error and exit code 2 of any bad input, and leaves every other panic
+/// to the default hook. (A closed pipe never gets here: SIGPIPE ends the process first.)
+fn stdout_write_errors_exit_cleanly() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if let Some(cause) = message.strip_prefix("failed printing to stdout: ") {
+            eprintln!("error: cannot write to standard output: {cause}");
+            std::process::exit(2);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() -> ExitCode {
     // Output piped into `head` and closed early ends the process quietly, as for any Unix tool,
     // instead of a panic on the broken pipe: restore the default action of SIGPIPE, which the
@@ -126,7 +147,18 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    stdout_write_errors_exit_cleanly();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help`, `--version` and usage errors: clap's own text, whose write can fail too.
+        Err(e) => {
+            if let Err(io) = e.print() {
+                eprintln!("error: cannot write to standard output: {io}");
+                return ExitCode::from(2);
+            }
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
     let result = match cli.command {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),

@@ -26,16 +26,21 @@ pub fn completions(
     args: CompletionsArgs,
     mut command: clap::Command,
 ) -> Result<Outcome, InputError> {
-    clap_complete::generate(args.shell, &mut command, "distsync", &mut std::io::stdout());
+    // Into memory first: clap_complete panics on a failed write, ours is a clear error.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "distsync", &mut script);
+    crate::output::write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(Outcome::Ok)
 }
 
 pub fn man(args: ManArgs, command: clap::Command) -> Result<Outcome, InputError> {
     let command = command.version(env!("CARGO_PKG_VERSION"));
     let Some(dir) = args.out else {
+        let mut page = Vec::new();
         clap_mangen::Man::new(command)
-            .render(&mut std::io::stdout())
-            .map_err(|e| format!("cannot write the man page: {e}"))?;
+            .render(&mut page)
+            .map_err(|e| format!("cannot render the man page: {e}"))?;
+        crate::output::write_stdout(&String::from_utf8_lossy(&page))?;
         return Ok(Outcome::Ok);
     };
     std::fs::create_dir_all(&dir)

@@ -116,17 +116,12 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
                 .map_err(|e| format!("cannot write the SVG to standard output: {e}"))?;
         } else {
             write_out(out, &drawing)?;
-            println!("{}: space-time diagram", out.display());
+            eprintln!("{}: space-time diagram", out.display());
         }
     }
-    // With the SVG on standard output, the notes go to stderr.
-    let note = |text: String| {
-        if args.svg.as_ref().is_some_and(|o| o.as_os_str() == "-") {
-            eprintln!("{text}");
-        } else {
-            println!("{text}");
-        }
-    };
+    // What was written is talk, not data: it goes to stderr, so standard output carries only
+    // the SVG when `--svg -` asks for it.
+    let note = |text: String| eprintln!("{text}");
     if let Some(out) = &args.perfetto {
         write_out(out, &perfetto::render(&trace))?;
         note(format!(

@@ -440,3 +440,69 @@ fn durations_past_the_clock_are_refused_naming_the_field() {
     );
     assert_ne!(code, Some(2), "{err}");
 }
+
+/// Every verb that prints to standard output, and clap's own help text, reports a full
+/// standard output as a write error with exit code 2: never a panic (101), never a silent 0.
+#[test]
+fn every_verb_reports_a_full_stdout_as_a_write_error() {
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(_) = full() else {
+        println!("skipped: /dev/full is not available on this system");
+        return;
+    };
+    let tmp = scratch();
+    let path = scenario(
+        &tmp,
+        "ok.toml",
+        "algorithm = \"ricart-agrawala\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+    );
+    let trace = tmp.path().join("run.jsonl").display().to_string();
+    let o = distsync_to(&["run", &path, "--trace", &trace], Stdio::null());
+    assert_eq!(o.status.code(), Some(0));
+    // Two process events (the ones with clocks) for `clocks`.
+    let seqs: Vec<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"lamport\""))
+        .take(2)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].to_string())
+        .collect();
+    let verbs: Vec<Vec<&str>> = vec![
+        vec!["--help"],
+        vec!["--version"],
+        vec!["run", "--help"],
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["run", &path],
+        vec!["validate", &path],
+        vec!["init", "central"],
+        vec!["examples"],
+        vec!["examples", "bully-eight-processes"],
+        vec!["completions", "bash"],
+        vec!["man"],
+        vec!["simulate", "--algo", "central", "--nodes", "3"],
+        vec!["clocks", "--a", &seqs[0], "--b", &seqs[1], &trace],
+        vec!["compare", "--family", "mutex", "--nodes", "3"],
+        vec!["sweep", "--algo", "central", "--param", "nodes=2,3"],
+        vec!["check", "--algo", "central", "--nodes", "2"],
+    ];
+    for args in verbs {
+        let o = distsync_to(&args, Stdio::from(full().unwrap()));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "distsync {args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output"),
+            "distsync {args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "distsync {args:?}: {err}");
+    }
+    // `trace render` writes files and talks on stderr: a full stdout does not concern it.
+    let svg = tmp.path().join("run.svg").display().to_string();
+    let o = distsync_to(
+        &["trace", "render", &trace, "--svg", &svg],
+        Stdio::from(full().unwrap()),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("space-time diagram"), "{err}");
+}
