@@ -158,8 +158,7 @@ fn parse_probability(s: &str) -> Result<f64, String> {
 }
 
 pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
-    let mut scenario = Scenario::load(&args.scenario)?;
-    let origin = args.scenario.display().to_string();
+    let (mut scenario, origin) = load_file_or_example(&args.scenario)?;
     let mut again = format!("distsync run {origin}");
     for assignment in &args.set {
         scenario = set_field(&scenario, assignment)?;
@@ -181,6 +180,27 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
         args.json,
         Some(&again),
     )
+}
+
+/// The scenario file at `path`; when no such file exists and `path` is a bare name of a
+/// built-in example (`distsync examples`, with or without `.toml`), that example, said on
+/// stderr. A file of that name always wins over the example.
+fn load_file_or_example(path: &std::path::Path) -> Result<(Scenario, String), InputError> {
+    let origin = path.display().to_string();
+    if !path.exists() && path.components().count() == 1 {
+        let wanted = origin.strip_suffix(".toml").unwrap_or(&origin);
+        if let Some((name, text)) = crate::scenario_cmd::EXAMPLES
+            .iter()
+            .find(|(name, _)| *name == wanted)
+        {
+            eprintln!(
+                "note: no file `{origin}` here; running the built-in example `{name}` \
+                 (`distsync examples {name}` prints it)"
+            );
+            return Ok((Scenario::from_toml(text, name)?, name.to_string()));
+        }
+    }
+    Ok((Scenario::load(path)?, origin))
 }
 
 /// The scenario with `PATH=VALUE` applied: the value is read as JSON (a number, `true`, an

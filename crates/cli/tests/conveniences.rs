@@ -272,3 +272,42 @@ fn a_swept_value_the_scenario_refuses_names_the_param_flag() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: --param nodes=-2"), "{err}");
 }
+
+/// `distsync run NAME` with no file of that name runs the built-in example (`distsync
+/// examples NAME`), saying so on stderr; a file of that name wins; anything else is an error
+/// that names the file.
+#[test]
+fn run_falls_back_to_the_built_in_example_of_that_name() {
+    let dir = tempfile::TempDir::with_prefix("distsync-run-example-").unwrap();
+    let in_dir = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_distsync"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("the binary runs")
+    };
+    for name in ["maekawa-plane", "maekawa-plane.toml"] {
+        let o = in_dir(&["run", name, "--json"]);
+        assert!(
+            err(&o).contains("running the built-in example `maekawa-plane`"),
+            "{}",
+            err(&o)
+        );
+        let report: serde_json::Value = serde_json::from_str(&out(&o)).expect("a JSON report");
+        assert_eq!(report["algorithm"], "maekawa", "{}", out(&o));
+    }
+    // A file of that name in the directory wins over the example.
+    std::fs::write(
+        dir.path().join("maekawa-plane.toml"),
+        "algorithm = \"central\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+    )
+    .unwrap();
+    let o = in_dir(&["run", "maekawa-plane.toml", "--json"]);
+    assert!(!err(&o).contains("built-in example"), "{}", err(&o));
+    let report: serde_json::Value = serde_json::from_str(&out(&o)).expect("a JSON report");
+    assert_eq!(report["algorithm"], "central");
+    // Neither a file nor an example: the error names what was asked.
+    let o = in_dir(&["run", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("no-such-scenario"), "{}", err(&o));
+}
