@@ -51,6 +51,16 @@ fn fields_of_other_algorithms_are_refused_with_the_field_named() {
             "algorithm = \"chang-roberts\"\nnodes = 3\nholder = 0\n[[event]]\nat = \"0ms\"\nelect = 0\n",
             "holder",
         ),
+        (
+            "ra-coordinator.toml",
+            "algorithm = \"ricart-agrawala\"\nnodes = 3\ncoordinator = 1\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+            "coordinator",
+        ),
+        (
+            "bully-coordinator.toml",
+            "algorithm = \"bully\"\nnodes = 3\ncoordinator = 1\n[[event]]\nat = \"0ms\"\nelect = 0\n",
+            "coordinator",
+        ),
     ] {
         let path = scenario(&tmp, name, text);
         let o = distsync_to(&["run", &path], Stdio::piped());

@@ -16,7 +16,13 @@ const TOKEN: [&str; 4] = [
 /// The first field of `scenario` that `entry` does not read: the field and who reads it.
 pub(crate) fn foreign_field(scenario: &Scenario, entry: &Entry) -> Option<(&'static str, String)> {
     let timed = entry.family == Family::Election || entry.family == Family::ClockSync;
-    let checks: [(&'static str, bool, bool, &str); 7] = [
+    let checks: [(&'static str, bool, bool, &str); 8] = [
+        (
+            "coordinator",
+            scenario.coordinator.is_some(),
+            entry.name == "central",
+            "central (its lock manager; an election's coordinator is whoever wins)",
+        ),
         (
             "holder",
             scenario.holder.is_some(),
