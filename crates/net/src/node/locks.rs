@@ -187,7 +187,19 @@ impl Node {
         };
         let epoch = self.view.as_ref().map_or(0, |v| v.epoch);
         if token >> 32 > epoch as u64 {
-            warn!(node = %self.id, from = %from, token, epoch, "a token above its view's epoch; message dropped");
+            self.drop_peer_msg(
+                from,
+                format_args!("lock {name:?}: token {token} above its view's epoch {epoch}"),
+            );
+            return;
+        }
+        // Only the view's members run its instances: the algorithm would take a stranger for
+        // one of its sites (or index past its vectors).
+        if !self.view.as_ref().is_some_and(|v| v.members.contains(from)) {
+            self.drop_peer_msg(
+                from,
+                format_args!("lock {name:?}: the sender is not a member of view {epoch}"),
+            );
             return;
         }
         self.locks.max_token = self.locks.max_token.max(token);
@@ -278,8 +290,15 @@ impl Node {
             recovered: false,
             rng: &mut self.rng,
         };
+        let from = match ev {
+            MEvent::Message(from, _) => Some(from),
+            _ => None,
+        };
         if let Err(e) = instance.handle(env, ev, &mut out) {
-            warn!(node = %self.id, lock = name, "dropped a mutex message that does not decode: {e}");
+            // Only a message can fail (a peer's, decoded and checked field by field).
+            if let Some(from) = from {
+                self.drop_peer_msg(from, format_args!("lock {name:?}: {e}"));
+            }
             return;
         }
         for o in out {

@@ -22,6 +22,7 @@
 //! What it cannot survive is in docs/net.md.
 
 mod clients;
+mod dropped;
 mod election;
 mod epochs;
 mod leases;
@@ -295,6 +296,8 @@ struct Node {
     epochs: EpochMark,
     leases: Leases,
     todo: Vec<Todo>,
+    /// Peer messages dropped, logged at a bounded rate.
+    dropped: dropped::Dropped,
 }
 
 impl Node {
@@ -329,6 +332,7 @@ impl Node {
             epochs: EpochMark::new(id),
             leases: Leases::default(),
             todo: Vec::new(),
+            dropped: dropped::Dropped::default(),
             cluster,
         }
     }
@@ -410,6 +414,7 @@ impl Node {
 
     fn on_tick(&mut self) {
         let now = Instant::now();
+        self.dropped.flush(now);
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {
             let limit = self.timeouts().heartbeat_timeout * 3;

@@ -853,3 +853,52 @@ async fn the_run_loop_stores_a_leaders_new_epoch_at_the_end_of_the_turn_it_sent_
     stop.send(()).unwrap();
     looping.await.unwrap();
 }
+
+/// Peer input is hostile input: a suzuki-kasami token one entry short (which indexed past its
+/// vector and killed the node) and a mutex message from a node outside the view are dropped and
+/// counted; the node goes on serving.
+#[tokio::test(start_paused = true)]
+async fn a_malformed_mutex_message_from_a_peer_is_dropped_not_a_panic() {
+    use distsync_algorithms::mutex::suzuki_kasami::{Msg, Token};
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"suzuki-kasami\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    let epoch = h.nodes[1].status().epoch.unwrap();
+    // Node 1's client asks: it waits for the token (held at node 0, the first member).
+    h.client(1, 1, lock());
+    let short = crate::wire::encode(&Msg::Token(Token {
+        ln: vec![0],
+        q: Default::default(),
+    }));
+    let forged = PeerMsg::Mutex {
+        epoch,
+        name: "x".into(),
+        token: 0,
+        msg: short,
+    };
+    h.on(1, |n| n.on_event(Event::Peer(NodeId(0), forged.clone())));
+    assert_eq!(h.nodes[1].dropped.total, 1);
+    // The client got the lock through the real token, not the forged one.
+    h.run(100).await;
+    let t = granted(&h.replies(1)).expect("granted");
+    h.client(1, 1, ClientRequest::Unlock { name: "x".into() });
+    h.run(100).await;
+    // Leaving the critical section (rule 5 reads every LN entry) is where the short token
+    // crashed the node.
+    assert!(h.nodes[1].status().holding.is_empty());
+    assert!(t >> 32 == epoch as u64);
+    // A member of the cluster that is not in the view (here: a view of nodes 1 and 2 only).
+    let mut h2 = Harness::with(&FILE.replace("\"central\"", "\"suzuki-kasami\""));
+    h2.up[0] = false;
+    h2.run(1500).await;
+    assert!(h2.open_everywhere(2, 2));
+    let epoch = h2.nodes[1].status().epoch.unwrap();
+    let from_outside = PeerMsg::Mutex {
+        epoch,
+        name: "x".into(),
+        token: 0,
+        msg: crate::wire::encode(&Msg::Request { sn: 1 }),
+    };
+    h2.on(1, |n| n.on_event(Event::Peer(NodeId(0), from_outside)));
+    assert_eq!(h2.nodes[1].dropped.total, 1);
+}
