@@ -117,6 +117,12 @@ pub enum PeerMsg {
         /// The round answered.
         seq: u64,
     },
+    /// To every peer when the link comes up and whenever it rises: the sender's epoch mark.
+    /// Epochs from others are believed only within a bound of what a majority has seen.
+    Mark {
+        /// The highest epoch the sender has seen.
+        seen: Epoch,
+    },
 }
 
 /// A client's request to the node it is connected to.

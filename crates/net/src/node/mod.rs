@@ -298,6 +298,8 @@ struct Node {
     todo: Vec<Todo>,
     /// Peer messages dropped, logged at a bounded rate.
     dropped: dropped::Dropped,
+    /// The mark last told to every peer (`Mark`).
+    marked: Epoch,
 }
 
 impl Node {
@@ -329,7 +331,8 @@ impl Node {
             last_view: 0,
             no_view_since: None,
             last_join: None,
-            epochs: EpochMark::new(id),
+            epochs: EpochMark::new(id, cluster.peers.len()),
+            marked: 0,
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),
@@ -383,6 +386,11 @@ impl Node {
                     .last_heard
                     .insert(from, now)
                     .is_some_and(|t| now.duration_since(t) < limit);
+                if !was_live {
+                    // A node came (back) up: tell it this node's mark.
+                    let seen = self.epochs.seen;
+                    self.send(from, PeerMsg::Mark { seen });
+                }
                 self.on_peer(from, msg);
                 if !was_live {
                     // A node came (back) up: the leader need not wait for its tick to let it in.
@@ -415,6 +423,7 @@ impl Node {
     fn on_tick(&mut self) {
         let now = Instant::now();
         self.dropped.flush(now);
+        self.check_mark();
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {
             let limit = self.timeouts().heartbeat_timeout * 3;
@@ -496,7 +505,11 @@ impl Node {
             } => self.on_commit(from, epoch, members, holders),
             PeerMsg::Reacquired { epoch, name } => self.on_reacquired(epoch, name),
             PeerMsg::Open { epoch } => self.on_open(epoch),
-            PeerMsg::Stale { seen } => self.on_stale(seen),
+            PeerMsg::Stale { seen } => self.on_stale(from, seen),
+            PeerMsg::Mark { seen } => {
+                self.epochs.claim(from, seen);
+                self.check_mark();
+            }
             PeerMsg::Join => self.on_join(from),
             PeerMsg::Renew { epoch, seq } => self.on_renew(from, epoch, seq),
             PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),

@@ -208,6 +208,7 @@ impl Harness {
                                     | PeerMsg::Renewed { .. }
                                     | PeerMsg::Confirm { .. }
                                     | PeerMsg::Confirmed { .. }
+                                    | PeerMsg::Mark { .. }
                             ) {
                                 self.log.push((i, j, msg.clone()));
                             }
@@ -901,4 +902,81 @@ async fn a_malformed_mutex_message_from_a_peer_is_dropped_not_a_panic() {
     };
     h2.on(1, |n| n.on_event(Event::Peer(NodeId(0), from_outside)));
     assert_eq!(h2.nodes[1].dropped.total, 1);
+}
+
+/// Reported: one forged `Stale { seen: u32::MAX }` with the node key raised the leader's mark to
+/// the top, and no view change could be numbered above it any more: the cluster was wedged for
+/// good. A Stale (and a Prepare, and a Commit) whose epoch is more than `LEAP_ROUNDS` rounds
+/// above what a majority has seen is dropped instead.
+#[tokio::test(start_paused = true)]
+async fn a_forged_stale_or_prepare_at_the_top_epoch_does_not_wedge_the_views() {
+    let dir = marks_dir("forged-stale");
+    let mut h = Harness::with_marks(FILE, &dir);
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+    let e0 = h.nodes[2].status().epoch.unwrap();
+    // As node 0, to the leader: the largest epoch there is.
+    h.on(2, |n| {
+        n.on_event(Event::Peer(NodeId(0), PeerMsg::Stale { seen: u32::MAX }))
+    });
+    // As node 0, to node 1: a Prepare at the last round, naming node 0 as its leader.
+    let top = ((1u32 << 22) - 1) << 10;
+    h.on(1, |n| {
+        n.on_event(Event::Peer(NodeId(0), PeerMsg::Prepare { epoch: top }))
+    });
+    h.on(1, |n| {
+        n.on_event(Event::Peer(
+            NodeId(0),
+            PeerMsg::Commit {
+                epoch: top,
+                members: vec![NodeId(0), NodeId(1)],
+                holders: vec![],
+            },
+        ))
+    });
+    assert_eq!(h.nodes[2].dropped.total + h.nodes[1].dropped.total, 3);
+    assert!(mark(&dir, 1) < 1 << 20 && mark(&dir, 2) < 1 << 20);
+    // Node 0 crashes: the leader must number a new view, and can.
+    h.up[0] = false;
+    h.run(2000).await;
+    assert!(
+        h.open_everywhere(2, 2),
+        "node 2 leads a view of nodes 1 and 2"
+    );
+    let e1 = h.nodes[2].status().epoch.unwrap();
+    assert!(e1 > e0 && e1 >> 10 == (e0 >> 10) + 1, "{e0} then {e1}");
+    h.client(1, 1, lock());
+    assert!(granted(&h.replies(1)).is_some_and(|t| t >> 32 == e1 as u64));
+}
+
+/// Recovery from a bad mark on disk (forged before the bound existed, or corrupt): node 2, the
+/// bully leader, starts with its mark at the top. Once it has heard the marks of a majority it
+/// takes its own for what it is, lowers it to the highest epoch a majority vouches for (logged),
+/// and numbers its views above that again; the lowered mark is what a restart reads back.
+#[tokio::test(start_paused = true)]
+async fn a_mark_far_above_a_majoritys_is_lowered_and_the_views_go_on() {
+    let dir = marks_dir("bad-mark");
+    {
+        let mut s = crate::persist::EpochStore::open(&dir, NodeId(2)).unwrap();
+        s.raise(u32::MAX).unwrap();
+        let mut s = crate::persist::EpochStore::open(&dir, NodeId(1)).unwrap();
+        s.raise(7 << 10 | 1).unwrap();
+    }
+    let mut h = Harness::with_marks(FILE, &dir);
+    h.run(1500).await;
+    assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+    let e = h.nodes[2].status().epoch.unwrap();
+    assert_eq!(
+        e >> 10,
+        8,
+        "numbered above the highest mark a majority vouches for: {e}"
+    );
+    assert_eq!(mark(&dir, 2), e);
+    h.client(0, 1, lock());
+    assert!(granted(&h.replies(1)).is_some());
+    // Down and up in place: the mark read back is the lowered one, and views go on above it.
+    h.restart(2, &dir);
+    h.run(2000).await;
+    assert!(h.open_everywhere(2, 3));
+    assert!(h.nodes[2].status().epoch.unwrap() > e);
 }

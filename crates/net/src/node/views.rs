@@ -38,6 +38,39 @@ pub fn next_epoch(seen: Epoch, leader: NodeId) -> Option<Epoch> {
     (round < 1 << 22).then_some((round << 10) | (leader.0 & 1023))
 }
 
+/// Why an epoch from another node is not believed (see `epochs`).
+fn implausible(what: &str, epoch: Epoch, mark: &super::epochs::EpochMark) -> String {
+    format!(
+        "{what} at epoch {epoch} (round {}) is more than {} rounds above what a majority has seen ({})",
+        epoch >> 10,
+        super::epochs::LEAP_ROUNDS,
+        mark.quorum().unwrap_or(mark.seen),
+    )
+}
+
+impl Node {
+    /// Judges this node's own mark against what a majority has seen (lowering a forged or
+    /// corrupt one), and tells every peer when the mark has changed.
+    pub(super) fn check_mark(&mut self) {
+        if let Some((was, now)) = self.epochs.lower_if_implausible() {
+            tracing::error!(
+                node = %self.id,
+                was,
+                now,
+                "the epoch mark was more than {} rounds above what a majority has seen: forged or corrupt; lowered",
+                super::epochs::LEAP_ROUNDS
+            );
+        }
+        let seen = self.epochs.seen;
+        if seen != self.marked {
+            self.marked = seen;
+            for p in self.cluster.peers.ids().to_vec() {
+                self.send(p, PeerMsg::Mark { seen });
+            }
+        }
+    }
+}
+
 /// The view this node is in.
 pub(super) struct View {
     pub epoch: Epoch,
@@ -184,7 +217,15 @@ impl Node {
         self.maybe_commit();
     }
 
-    pub(super) fn on_stale(&mut self, seen: Epoch) {
+    pub(super) fn on_stale(&mut self, from: NodeId, seen: Epoch) {
+        if !self.epochs.plausible(seen) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Stale", seen, &self.epochs)),
+            );
+            return;
+        }
+        self.epochs.claim(from, seen);
         if seen <= self.epochs.seen {
             return;
         }
@@ -317,6 +358,13 @@ impl Node {
             warn!(node = %self.id, from = %from, epoch, "a prepare whose epoch names another leader; ignored");
             return;
         }
+        if !self.epochs.plausible(epoch) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Prepare", epoch, &self.epochs)),
+            );
+            return;
+        }
         if epoch <= self.epochs.seen {
             debug!(node = %self.id, epoch, "stale prepare refused");
             self.send(
@@ -358,6 +406,13 @@ impl Node {
             || self.view.as_ref().is_some_and(|v| v.epoch >= epoch)
             || epoch & 1023 != from.0 & 1023
         {
+            return;
+        }
+        if !self.epochs.plausible(epoch) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Commit", epoch, &self.epochs)),
+            );
             return;
         }
         if epoch > self.epochs.seen {
