@@ -28,6 +28,7 @@ pub mod config;
 pub mod connection;
 pub mod files;
 pub mod frame;
+pub mod lease;
 pub mod local;
 pub mod lock_client;
 pub mod machine;

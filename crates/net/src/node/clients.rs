@@ -17,6 +17,15 @@ impl Node {
     pub(super) fn on_client(&mut self, c: u64, req: ClientRequest) {
         match req {
             ClientRequest::Ping => self.reply(c, ClientReply::Pong),
+            ClientRequest::Renew => {
+                let now = tokio::time::Instant::now();
+                let ms = self
+                    .leases
+                    .until
+                    .filter(|&u| now < u)
+                    .map_or(0, |u| u.duration_since(now).as_millis() as u64);
+                self.reply(c, ClientReply::Lease { ms });
+            }
             ClientRequest::Status => {
                 let s = self.status();
                 self.reply(c, ClientReply::Status(s));
