@@ -435,6 +435,11 @@ impl Node {
             }
         }
         self.renew_leases(now);
+        if !self.locks.parked.is_empty() {
+            // Requests wait for room in the name table: ask again (at most once per timeout)
+            // for the view change that frees idle names.
+            self.ask_to_free_names();
+        }
         // A member whose lease has lapsed for a timeout cannot confirm its view: its leader
         // no longer answers for it (it was left out while paused or cut off). Ask to rejoin.
         let lapsed = self.view.as_ref().and_then(|v| {

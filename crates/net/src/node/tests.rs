@@ -980,3 +980,92 @@ async fn a_mark_far_above_a_majoritys_is_lowered_and_the_views_go_on() {
     assert!(h.open_everywhere(2, 3));
     assert!(h.nodes[2].status().epoch.unwrap() > e);
 }
+
+/// Reported: a client key could exhaust the lock-name table: 2,048 names taken and released,
+/// and every node refused new names for good (a full table never asked for the view change that
+/// frees idle names). Now a request for a new name that finds the table full waits for that
+/// view change and is granted after it.
+#[tokio::test(start_paused = true)]
+async fn names_taken_and_released_do_not_block_new_names() {
+    use super::locks::{HARD_MAX_LOCKS, MAX_LOCKS};
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    let mut granted = 0;
+    // Faster than the view changes that free names (at most one per heartbeat timeout): the
+    // first one, asked for at 1,024 names, has not opened when the table fills up.
+    for i in 0..HARD_MAX_LOCKS + MAX_LOCKS {
+        let name = format!("n{i}");
+        h.client(0, 1, ClientRequest::Lock { name: name.clone() });
+        h.client(0, 1, ClientRequest::Unlock { name });
+        granted += h
+            .replies(1)
+            .iter()
+            .filter(|r| matches!(r, ClientReply::Granted { .. }))
+            .count();
+    }
+    assert!(granted >= MAX_LOCKS, "{granted} granted at once");
+    h.client(0, 1, ClientRequest::Lock { name: "new".into() });
+    assert_eq!(
+        (
+            h.nodes[0].locks.by_name.len(),
+            h.nodes[0].locks.parked.len()
+        ),
+        (HARD_MAX_LOCKS, 1),
+        "the table is full and the request waits for room"
+    );
+    h.run(2000).await;
+    let replies = h.replies(1);
+    assert!(
+        replies
+            .iter()
+            .any(|r| matches!(r, ClientReply::Granted { name, .. } if name == "new")),
+        "the new name is granted once the idle ones are freed: {:?}",
+        &replies[replies.len().saturating_sub(3)..]
+    );
+}
+
+/// One client connection holds or waits for at most `MAX_LOCKS_PER_CLIENT` locks; another
+/// client is not affected.
+#[tokio::test(start_paused = true)]
+async fn one_client_cannot_take_more_than_its_quota_of_names() {
+    use super::locks::MAX_LOCKS_PER_CLIENT;
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    let mut n = 0;
+    for i in 0..MAX_LOCKS_PER_CLIENT {
+        h.client(
+            0,
+            1,
+            ClientRequest::Lock {
+                name: format!("q{i}"),
+            },
+        );
+        n += h
+            .replies(1)
+            .iter()
+            .filter(|r| matches!(r, ClientReply::Granted { .. }))
+            .count();
+    }
+    assert_eq!(n, MAX_LOCKS_PER_CLIENT);
+    h.client(
+        0,
+        1,
+        ClientRequest::Lock {
+            name: "one-more".into(),
+        },
+    );
+    let r = h.replies(1);
+    assert!(
+        matches!(&r[..], [ClientReply::Refused { reason }] if reason.contains("per-client quota")),
+        "{r:?}"
+    );
+    h.client(
+        0,
+        2,
+        ClientRequest::Lock {
+            name: "one-more".into(),
+        },
+    );
+    assert!(granted(&h.replies(2)).is_some(), "another client is served");
+}

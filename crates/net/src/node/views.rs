@@ -504,5 +504,6 @@ impl Node {
         for name in self.locks.names() {
             self.pump(&name);
         }
+        self.unpark();
     }
 }
