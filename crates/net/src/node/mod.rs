@@ -95,6 +95,7 @@ pub async fn run_notify(
             cluster.peers.ids()
         ))
     })?;
+    raise_descriptor_limit(id);
     // Started by `cluster up`, the node is handed the socket held for it since its port was
     // chosen (crate::local::HeldPorts); otherwise it binds the address itself.
     let inherited = crate::local::take_inherited_tcp(addr).map(|l| {
@@ -193,6 +194,27 @@ pub async fn run_notify(
         }
     }
     Ok(())
+}
+
+/// Raises the soft limit on open descriptors to the hard one where the system allows, so
+/// that connections (bounded per address before they authenticate, `peer`) reach the limit the
+/// administrator set rather than the default soft one (often 1,024).
+fn raise_descriptor_limit(id: NodeId) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= lim.rlim_max {
+            return;
+        }
+        let was = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+            debug!(node = %id, from = was, to = lim.rlim_max, "descriptor limit raised");
+        }
+    }
 }
 
 /// A task aborted when its handle is dropped (a node's future dropped before it returned stops
