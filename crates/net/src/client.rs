@@ -1,9 +1,11 @@
 //! The client side of the client protocol: connect to a node, take a lock (following redirects),
 //! run a command while holding it, ask nodes who leads.
 //!
-//! A client keeps its connection alive with a `Ping` every heartbeat; a node closes a client
+//! A client keeps its connection alive with a `Renew` every heartbeat; a node closes a client
 //! connection that stays silent for three heartbeat timeouts and releases what it held, so a
-//! client that dies (or whose machine does) loses its lock instead of blocking everyone.
+//! client that dies (or whose machine does) loses its lock instead of blocking everyone. The
+//! answers (`Lease`) run the client's own lease clock ([`crate::lease`]): when it lapses the
+//! command is stopped.
 
 use crate::auth::Role;
 use crate::config::Cluster;

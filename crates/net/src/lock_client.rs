@@ -14,9 +14,11 @@
 //! the next `lock` goes out in one write (which lets a node configured with `[locks] handoff`
 //! hand the lock from one request to the next without the algorithm).
 //!
-//! While the program holds locks and does other work, a keep-alive task pings the node every
-//! heartbeat (a node releases the locks of a client silent for three heartbeat timeouts) and
-//! notes what the node announced: a lock revoked by a failover shows in [`Guard::lost`]. If the
+//! While the program holds locks and does other work, a keep-alive task renews with the node
+//! every heartbeat (a node releases the locks of a client silent for three heartbeat timeouts)
+//! and notes what the node announced: a lock revoked by a failover shows in [`Guard::lost`], and
+//! so does a lapse of the client's own lease clock ([`crate::lease`]), counted from the send time
+//! of the last renewal the node answered, which ends before anyone else can be granted the lock. If the
 //! connection drops, every guard of it is lost (the node released them) and the next request
 //! connects again (when no guard of the old connection is still alive).
 //!

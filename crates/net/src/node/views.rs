@@ -17,7 +17,8 @@
 //! its epoch is on disk before anyone acts on it (`epochs`).
 //!
 //! A node that has seen a higher epoch answers a Prepare with `Stale`, and the leader starts
-//! again above it. A node without a view (restarted within the timeout, or left out) asks the
+//! again above it. A `Stale`, `Prepare` or `Commit` whose epoch is far above what a majority has
+//! seen is dropped (`epochs`: one forged message must not use up the epochs). A node without a view (restarted within the timeout, or left out) asks the
 //! leader to `Join` when a message of an unknown view reaches it or after `heartbeat_timeout`.
 
 use super::Node;
