@@ -387,6 +387,8 @@ impl LockClient {
                 }
                 shared.take_unlocks();
                 *slot = Some(open_any(&self.cluster, first).await?);
+                // Renewals in flight on the dead connection will never be answered.
+                *shared.lease.lock().unwrap_or_else(|e| e.into_inner()) = LeaseClock::default();
             }
             let conn = slot.as_mut().expect("connected");
             let node = conn.node;
