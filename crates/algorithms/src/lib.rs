@@ -18,3 +18,4 @@ pub mod registry;
 mod site_bits;
 pub mod snapshot;
 pub mod state;
+pub mod validate;

@@ -6,6 +6,7 @@
 //! types the mutual-exclusion, election, multicast and snapshot visitors hand out are
 //! [`Explorable`], as the checker needs, so it keeps no table of its own.
 
+use crate::validate::Validate;
 use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
 use distsync_core::multicast::Multicast;
@@ -113,11 +114,14 @@ pub struct Entry {
 pub trait MutexVisitor {
     /// What the visit produces.
     type Output;
-    /// Called with the algorithm type registered under the name.
+    /// Called with the algorithm type registered under the name. Its messages can be checked
+    /// field by field ([`Validate`]), as the network runtime does with what peers send.
     fn visit<A: MutualExclusion + Serialize + Explorable>(
         self,
         entry: &'static Entry,
-    ) -> Self::Output;
+    ) -> Self::Output
+    where
+        <A as Process>::Msg: Validate;
 }
 
 macro_rules! mutex_algorithms {
@@ -172,8 +176,11 @@ mutex_algorithms! {
 pub trait ElectionVisitor {
     /// What the visit produces.
     type Output;
-    /// Called with the algorithm type registered under the name.
-    fn visit<A: Election + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output;
+    /// Called with the algorithm type registered under the name. Its messages can be checked
+    /// field by field ([`Validate`]), as the network runtime does with what peers send.
+    fn visit<A: Election + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output
+    where
+        <A as Process>::Msg: Validate;
 }
 
 macro_rules! election_algorithms {

@@ -77,6 +77,7 @@ pub fn elect(args: ElectArgs) -> Result<Outcome, InputError> {
         heartbeat: cluster.file.timeouts.heartbeat,
         watchdog: true,
         stop_on_loss: Some(args.grace),
+        lapse_grace: args.grace,
     };
     let result = rt.block_on(async {
         let held = client::acquire(&cluster, node, &lock, args.timeout).await?;

@@ -38,10 +38,13 @@ and SIGHUP sent to `lock` are passed on to the command's process group; `lock` t
 and releases. If `lock` is killed with -9, the command is killed too (and, through a forked
 watchdog, its whole process group); the lock is released when the node sees the connection drop.
 
-While the command runs, `lock` keeps the lock alive with a ping every heartbeat; a node that
+While the command runs, `lock` keeps the lock alive with a renewal every heartbeat; a node that
 hears nothing for 3 x heartbeat_timeout (a paused or cut-off client) releases it. If the lock is
 lost that way or revoked by a failover, `lock` says so at once and at the end, naming the lock
-and the token reached since, and exits 123 whatever the command's status.
+and the token reached since, and exits 123 whatever the command's status. `lock` also keeps its
+own lease clock, counted from when it sent its last renewal the node answered: when that lapses
+(the node is paused or cut off) it stops the command (SIGTERM, SIGKILL after one heartbeat)
+before anyone else can be granted the lock, and exits 123.
 
 Exit status: the command's (128+N if signal N ended it); 123 lock lost while the command ran;
 124 not acquired within -w / -n (change with -E); 125 the lock service failed (no node
@@ -52,7 +55,8 @@ With --stdin, `lock` keeps one connection and reads requests from stdin, answeri
 one line on stdout: `lock NAME [TIME]` -> `granted NAME TOKEN HOLDER` or `timeout NAME`;
 `trylock NAME` -> `granted ...` or `busy NAME`; `unlock NAME` -> `released NAME` or `lost NAME:
 WHY` (the lock was lost while held); a failed request -> `error NAME: WHY`, a bad line -> `error:
-line N: WHY`. At end of input every lock still held is released and `lock` exits 0.
+line N: WHY`. A held lock that is lost (revoked, the connection failed, the lease clock lapsed)
+is reported at once, unasked: `lost NAME: WHY`. At end of input every lock still held is released and `lock` exits 0.
 
 Examples: distsync lock backup -- ./backup.sh
           DISTSYNC_CLUSTER=/etc/distsync/cluster.toml distsync lock -w 10 deploy -c 'make deploy'")]
@@ -158,6 +162,8 @@ pub fn lock(args: LockArgs) -> Result<Outcome, InputError> {
         heartbeat: cluster.file.timeouts.heartbeat,
         watchdog: true,
         stop_on_loss: None,
+        // The client's own lease lapsed: the lock may go to someone else any moment now.
+        lapse_grace: cluster.file.timeouts.heartbeat,
     };
     let result = rt.block_on(async {
         let held = match client::acquire(&cluster, node, &name, wait).await {
@@ -271,10 +277,24 @@ fn serve_stdin(path: PathBuf, node: Option<NodeId>) -> Result<Outcome, InputErro
         }
         .map_err(|e| e.to_string())?;
         let mut held: HashMap<String, Guard> = HashMap::new();
+        // A lock lost while held (revoked, the connection failed, or this client's own lease
+        // clock lapsed) is reported at once, on a line of its own: `lost NAME: WHY`.
+        let mut watch = client.loss_watch();
+        let every = (cluster.file.timeouts.heartbeat / 4).max(Duration::from_millis(10));
+        let watcher = distsync_net::tokio::spawn(async move {
+            let mut tick = distsync_net::tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                for (name, why) in watch.newly_lost() {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "lost {name}: {why}").and_then(|()| out.flush());
+                }
+            }
+        });
+        let _stop_watcher = AbortOnDrop(watcher);
         // Reading stdin blocks this thread only: it runs nothing but this loop (the connection's
         // keep-alive task runs on the runtime's workers).
         let stdin = std::io::stdin();
-        let mut out = std::io::stdout().lock();
         let mut number = 0u64;
         for line in stdin.lock().lines() {
             let line = line.map_err(|e| format!("stdin: {e}"))?;
@@ -321,6 +341,7 @@ fn serve_stdin(path: PathBuf, node: Option<NodeId>) -> Result<Outcome, InputErro
                     Err(e) => format!("error {n}: {e}"),
                 },
             };
+            let mut out = std::io::stdout().lock();
             writeln!(out, "{answer}")
                 .and_then(|()| out.flush())
                 .map_err(|e| format!("stdout: {e}"))?;
@@ -336,6 +357,15 @@ fn serve_stdin(path: PathBuf, node: Option<NodeId>) -> Result<Outcome, InputErro
             eprintln!("distsync: lock --stdin: {e}");
             Ok(Outcome::Code(EXIT_SERVICE))
         }
+    }
+}
+
+/// A task aborted when dropped.
+struct AbortOnDrop(distsync_net::tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

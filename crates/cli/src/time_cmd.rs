@@ -100,6 +100,11 @@ struct ServeArgs {
     /// One more request allowed per this long; beyond, a Kiss-o'-Death RATE.
     #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration_arg)]
     rate_interval: Duration,
+    /// As chrony's `ratelimit ... leak L`: one in 2^L requests past the limit is answered
+    /// anyway, so a flood spoofing a client's address cannot starve it (0: none; at most 32).
+    #[arg(long, value_name = "L", default_value_t = RateLimit::default().leak,
+          value_parser = clap::value_parser!(u32).range(0..=32))]
+    rate_leak: u32,
     /// A chrony key file (`ID SHA256|SHA512 HEX:...`): requests signed with one of its keys
     /// are answered signed with it (RFC 5905 symmetric keys).
     #[arg(long, value_name = "FILE")]
@@ -204,6 +209,7 @@ fn serve(a: ServeArgs) -> Result<Outcome, InputError> {
         rate: RateLimit {
             burst: a.rate_burst,
             interval_ns: a.rate_interval.as_nanos() as u64,
+            leak: a.rate_leak,
         },
         keys: match &a.keys {
             Some(path) => read_keys(path, "--keys")?,

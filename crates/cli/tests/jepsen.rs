@@ -34,9 +34,11 @@ use std::time::{Duration, Instant};
 const CLIENTS: usize = 8;
 const ROUNDS: usize = 5;
 
-/// $1 counter file, $2 log of accepted writes, $3 events.
+/// $1 counter file, $2 log of accepted writes, $3 events. A command stopped by `lock` (its
+/// lease lapsed) notes its end when the SIGTERM comes, so its interval closes where it did.
 const COUNTER: &str = r#"
 f="$1"; log="$2"; ev="$3"; t="$DISTSYNC_FENCING_TOKEN"
+trap 'echo "end $t" >> "$ev"; exit 143' TERM
 echo "$t"
 exec 9>>"$f.lk"
 flock 9

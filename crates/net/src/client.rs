@@ -1,13 +1,16 @@
 //! The client side of the client protocol: connect to a node, take a lock (following redirects),
 //! run a command while holding it, ask nodes who leads.
 //!
-//! A client keeps its connection alive with a `Ping` every heartbeat; a node closes a client
+//! A client keeps its connection alive with a `Renew` every heartbeat; a node closes a client
 //! connection that stays silent for three heartbeat timeouts and releases what it held, so a
-//! client that dies (or whose machine does) loses its lock instead of blocking everyone.
+//! client that dies (or whose machine does) loses its lock instead of blocking everyone. The
+//! answers (`Lease`) run the client's own lease clock ([`crate::lease`]): when it lapses the
+//! command is stopped.
 
 use crate::auth::Role;
 use crate::config::Cluster;
 use crate::connection::{self, ConnError, Reader, Writer};
+use crate::lease::LeaseClock;
 use crate::wire::{ClientReply, ClientRequest, NodeStatus};
 use distsync_core::NodeId;
 use std::fmt;
@@ -156,6 +159,8 @@ pub struct Held {
     pub token: u64,
     /// The node holding it for us.
     pub holder: NodeId,
+    /// This client's own lease clock on the lock ([`crate::lease`]).
+    pub lease: LeaseClock,
 }
 
 /// Takes lock `name`, trying `first` (or a random node) then the others, following redirects.
@@ -215,20 +220,50 @@ async fn acquire_inner(
             errors.push(e.to_string());
             continue;
         }
+        // Every keep-alive asks for the node's lease (the first interval tick is at once, so
+        // a lock granted at once has its lease in the next reply).
+        let mut lease = LeaseClock::default();
         let mut beat = tokio::time::interval(heartbeat);
         let outcome = loop {
             tokio::select! {
                 r = client.recv() => match r {
                     Ok(ClientReply::Pong) => {}
+                    Ok(ClientReply::Lease { ms }) => lease.answered(ms),
                     r => break r,
                 },
-                _ = beat.tick() => if let Err(e) = client.send(&ClientRequest::Ping).await {
-                    break Err(e);
-                },
+                _ = beat.tick() => {
+                    lease.sent(tokio::time::Instant::now());
+                    if let Err(e) = client.send(&ClientRequest::Renew).await {
+                        break Err(e);
+                    }
+                }
             }
         };
         match outcome {
             Ok(ClientReply::Granted { token, holder, .. }) => {
+                // The grant came with a lease or its answer is on the way (the node grants only
+                // while its own lease runs).
+                // The renewals answered before the grant may all predate it (a grant after a
+                // view change, when the node had no lease): renew until one answer gives a lease.
+                let limit = cluster.file.timeouts.heartbeat_timeout;
+                let _ = tokio::time::timeout(limit, async {
+                    while lease.lapsed(tokio::time::Instant::now()) {
+                        tokio::select! {
+                            r = client.recv() => match r {
+                                Ok(ClientReply::Lease { ms }) => lease.answered(ms),
+                                Ok(_) => {}
+                                Err(_) => return,
+                            },
+                            _ = beat.tick() => {
+                                lease.sent(tokio::time::Instant::now());
+                                if client.send(&ClientRequest::Renew).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                })
+                .await;
                 return Ok(Held {
                     client,
                     cluster: cluster.clone(),
@@ -236,7 +271,8 @@ async fn acquire_inner(
                     name: name.to_string(),
                     token,
                     holder,
-                })
+                    lease,
+                });
             }
             Ok(ClientReply::Redirect { node: to, reason }) if redirects < MAX_REDIRECTS => {
                 redirects += 1;
@@ -294,6 +330,9 @@ pub struct RunOptions {
     /// then SIGKILL after this grace period. `None`: let it run on (`distsync lock`, like
     /// flock(1); the fencing token protects the resource).
     pub stop_on_loss: Option<Duration>,
+    /// When this client's own lease clock lapses ([`crate::lease`]) the command is stopped
+    /// even without `stop_on_loss`: SIGTERM, then SIGKILL after this long.
+    pub lapse_grace: Duration,
 }
 
 fn is_terminal_stdin() -> bool {
@@ -389,10 +428,12 @@ pub async fn run_locked(
         }
     };
     let mut lost: Option<String> = None;
+    let mut lapsed = false;
     let mut beat = tokio::time::interval(opts.heartbeat);
     let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
     let mut kill_at = far;
     let status = loop {
+        let lease_end = held.lease.until().unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
             s = child.wait() => break s.map_err(|e| ClientError::Spawn(e.to_string()))?,
             _ = tokio::time::sleep_until(kill_at), if kill_at != far => {
@@ -404,11 +445,22 @@ pub async fn run_locked(
             _ = int.recv() => if own_group { forward(libc::SIGINT) },
             r = held.client.recv(), if lost.is_none() => match r {
                 Ok(ClientReply::Revoked { reason, .. }) => lost = Some(format!("revoked: {reason}")),
+                Ok(ClientReply::Lease { ms }) => held.lease.answered(ms),
                 Ok(_) => {}
                 Err(e) => lost = Some(e.to_string()),
             },
+            // This client's own lease clock: nobody else can be granted the lock before it
+            // runs out, and nothing says it was not once it has.
+            _ = tokio::time::sleep_until(lease_end), if lost.is_none() => {
+                let now = tokio::time::Instant::now();
+                if held.lease.lapsed(now) {
+                    lost = Some(held.lease.why(now));
+                    lapsed = true;
+                }
+            }
             _ = beat.tick(), if lost.is_none() => {
-                if let Err(e) = held.client.send(&ClientRequest::Ping).await {
+                held.lease.sent(tokio::time::Instant::now());
+                if let Err(e) = held.client.send(&ClientRequest::Renew).await {
                     lost = Some(e.to_string());
                 }
             }
@@ -419,7 +471,14 @@ pub async fn run_locked(
                     "distsync: warning: lock {:?} lost while the command runs ({why}); its fencing token {} is stale",
                     held.name, held.token
                 );
-                if let Some(grace) = opts.stop_on_loss {
+                // A lapsed lease stops the command whatever the options: the lock may be
+                // granted to someone else as soon as the node's lease has run out too.
+                let grace = match opts.stop_on_loss {
+                    Some(g) => Some(g),
+                    None if lapsed => Some(opts.lapse_grace),
+                    None => None,
+                };
+                if let Some(grace) = grace {
                     eprintln!("distsync: stopping the command (SIGTERM, SIGKILL after {grace:?})");
                     forward(libc::SIGTERM);
                     kill_at = tokio::time::Instant::now() + grace;

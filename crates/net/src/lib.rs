@@ -28,6 +28,7 @@ pub mod config;
 pub mod connection;
 pub mod files;
 pub mod frame;
+pub mod lease;
 pub mod local;
 pub mod lock_client;
 pub mod machine;
@@ -43,6 +44,7 @@ pub use config::{
     ClockSettings, Cluster, ClusterFile, ConfigError, LockSettings, NodeEntry, Timeouts,
 };
 pub use node::run;
+pub use peer::{MAX_PREAUTH, MAX_PREAUTH_PER_ADDR};
 
 /// The tokio the runtime uses, for callers that drive it (the CLI).
 pub use tokio;

@@ -14,9 +14,11 @@
 //! the next `lock` goes out in one write (which lets a node configured with `[locks] handoff`
 //! hand the lock from one request to the next without the algorithm).
 //!
-//! While the program holds locks and does other work, a keep-alive task pings the node every
-//! heartbeat (a node releases the locks of a client silent for three heartbeat timeouts) and
-//! notes what the node announced: a lock revoked by a failover shows in [`Guard::lost`]. If the
+//! While the program holds locks and does other work, a keep-alive task renews with the node
+//! every heartbeat (a node releases the locks of a client silent for three heartbeat timeouts)
+//! and notes what the node announced: a lock revoked by a failover shows in [`Guard::lost`], and
+//! so does a lapse of the client's own lease clock ([`crate::lease`]), counted from the send time
+//! of the last renewal the node answered, which ends before anyone else can be granted the lock. If the
 //! connection drops, every guard of it is lost (the node released them) and the next request
 //! connects again (when no guard of the old connection is still alive).
 //!
@@ -45,6 +47,7 @@
 use crate::auth::Role;
 use crate::config::Cluster;
 use crate::connection::{self, Reader, Writer};
+use crate::lease::LeaseClock;
 use crate::wire::{ClientReply, ClientRequest, MAX_NAME};
 use distsync_core::NodeId;
 use std::collections::HashMap;
@@ -146,6 +149,8 @@ struct Shared {
     wake: Notify,
     /// Per lock name: the token held through this connection and, once lost, why.
     held: StdMutex<HashMap<String, (u64, Option<String>)>>,
+    /// This client's own lease clock ([`crate::lease`]): every keep-alive is a `Renew`.
+    lease: StdMutex<LeaseClock>,
 }
 
 impl Shared {
@@ -156,8 +161,38 @@ impl Shared {
             .remove(name);
     }
 
+    /// A `Renew` goes out now.
+    fn renewing(&self) {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sent(tokio::time::Instant::now());
+    }
+
+    /// Why lock `name` is lost, if it is: the node said so, the connection failed, or this
+    /// client's lease clock has lapsed.
+    fn lost(&self, name: &str) -> Option<String> {
+        let said = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|h| h.1.clone())?;
+        said.or_else(|| {
+            let now = tokio::time::Instant::now();
+            let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+            lease.lapsed(now).then(|| lease.why(now))
+        })
+    }
+
     /// Notes a node's notice or a reply nobody waits for.
     fn note(&self, reply: &ClientReply) {
+        if let ClientReply::Lease { ms } = reply {
+            self.lease
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .answered(*ms);
+        }
         if let ClientReply::Revoked { name, reason } = reply {
             if let Some(h) = self
                 .held
@@ -258,12 +293,22 @@ impl LockClient {
             unlock: StdMutex::new(Vec::new()),
             wake: Notify::new(),
             held: StdMutex::new(HashMap::new()),
+            lease: StdMutex::new(LeaseClock::default()),
         });
         tokio::spawn(keep_alive(Arc::downgrade(&shared)));
         Ok(LockClient {
             cluster: cluster.clone(),
             shared,
         })
+    }
+
+    /// A watch on the locks held through this client, to learn of a loss without polling
+    /// every guard: the node revoked one, the connection failed, or the lease clock lapsed.
+    pub fn loss_watch(&self) -> LossWatch {
+        LossWatch {
+            shared: Arc::downgrade(&self.shared),
+            told: HashMap::new(),
+        }
     }
 
     /// The node this client is connected to (`None` after the connection failed).
@@ -342,6 +387,8 @@ impl LockClient {
                 }
                 shared.take_unlocks();
                 *slot = Some(open_any(&self.cluster, first).await?);
+                // Renewals in flight on the dead connection will never be answered.
+                *shared.lease.lock().unwrap_or_else(|e| e.into_inner()) = LeaseClock::default();
             }
             let conn = slot.as_mut().expect("connected");
             let node = conn.node;
@@ -349,6 +396,9 @@ impl LockClient {
             msgs.push(ClientRequest::Lock {
                 name: name.to_string(),
             });
+            // Answered right after a grant that comes at once: the guard's lease.
+            msgs.push(ClientRequest::Renew);
+            shared.renewing();
             if let Err(e) = conn.writer.send_many(&msgs).await {
                 let why = e.to_string();
                 *slot = None;
@@ -358,6 +408,15 @@ impl LockClient {
             let outcome = wait_grant(conn, &shared, name, deadline).await;
             match outcome {
                 Ok(Some(ClientReply::Granted { token, holder, .. })) => {
+                    // The node grants only while its own lease runs: the answer to a renewal
+                    // in flight gives this client's lease.
+                    let limit = self.cluster.file.timeouts.heartbeat_timeout;
+                    let conn = slot.as_mut().expect("connected");
+                    if let Err(why) = settle_lease(conn, &shared, limit).await {
+                        *slot = None;
+                        shared.broken(&why);
+                        return Err(LockError::Connection { node, why });
+                    }
                     shared
                         .held
                         .lock()
@@ -462,11 +521,51 @@ async fn wait_grant(
                 if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                     return Ok(None);
                 }
-                conn.writer.send(&ClientRequest::Ping).await.map_err(|e| e.to_string())?;
+                shared.renewing();
+                conn.writer.send(&ClientRequest::Renew).await.map_err(|e| e.to_string())?;
                 next_ping = tokio::time::Instant::now() + shared.heartbeat;
             }
         }
     }
+}
+
+/// After a grant: reads until this client's lease runs, at most `limit`, renewing every
+/// heartbeat meanwhile (the renewals answered before the grant may all predate it: a grant
+/// after a view change, when the node had no lease).
+async fn settle_lease(conn: &mut Conn, shared: &Shared, limit: Duration) -> Result<(), String> {
+    let lapsed = || {
+        shared
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lapsed(tokio::time::Instant::now())
+    };
+    if !lapsed() {
+        return Ok(());
+    }
+    let r = tokio::time::timeout(limit, async {
+        let mut beat = tokio::time::interval(shared.heartbeat);
+        beat.tick().await;
+        while lapsed() {
+            tokio::select! {
+                r = conn.reader.recv::<ClientReply>() => match r {
+                    Ok(Some(reply)) => shared.note(&reply),
+                    Ok(None) => return Err("the node closed the connection".to_string()),
+                    Err(e) => return Err(e.to_string()),
+                },
+                _ = beat.tick() => {
+                    shared.renewing();
+                    conn.writer
+                        .send(&ClientRequest::Renew)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        Ok(())
+    })
+    .await;
+    r.unwrap_or(Ok(()))
 }
 
 /// Withdraws a `Lock` request for `name` that timed out and reads until the node confirms.
@@ -606,7 +705,8 @@ async fn keep_alive(shared: Weak<Shared>) {
         let Some(conn) = slot.as_mut() else { continue };
         let mut msgs = s.take_unlocks();
         if !woken {
-            msgs.push(ClientRequest::Ping);
+            s.renewing();
+            msgs.push(ClientRequest::Renew);
         }
         let mut failed = conn
             .writer
@@ -626,6 +726,45 @@ async fn keep_alive(shared: Weak<Shared>) {
             *slot = None;
             s.broken(&why);
         }
+    }
+}
+
+/// Which locks of a [`LockClient`] were lost ([`LockClient::loss_watch`]).
+pub struct LossWatch {
+    shared: Weak<Shared>,
+    /// Locks already reported, with the token of the grant reported (a lock taken again is
+    /// reported again when that grant is lost).
+    told: HashMap<String, u64>,
+}
+
+impl LossWatch {
+    /// The locks held through the client that were lost since the last call (each grant
+    /// reported once), with why; empty once the client is gone.
+    pub fn newly_lost(&mut self) -> Vec<(String, String)> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Vec::new();
+        };
+        let held: Vec<(String, u64)> = shared
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(n, h)| (n.clone(), h.0))
+            .collect();
+        self.told
+            .retain(|n, t| held.iter().any(|(h, token)| h == n && token == t));
+        let mut out = Vec::new();
+        for (name, token) in held {
+            if self.told.contains_key(&name) {
+                continue;
+            }
+            if let Some(why) = shared.lost(&name) {
+                self.told.insert(name.clone(), token);
+                out.push((name, why));
+            }
+        }
+        out.sort();
+        out
     }
 }
 
@@ -657,13 +796,14 @@ impl Guard {
 
     /// Why the lock was lost (revoked by a failover, the connection failed), if it was, as far
     /// as this client has heard: the keep-alive task reads the node's notices every heartbeat.
+    ///
+    /// It also says so as soon as this client's own lease clock lapses ([`crate::lease`]):
+    /// every keep-alive asks the node how long its lease on its view still runs, counted from
+    /// when the request was sent, and until that time nobody else can be granted the lock. A
+    /// guard whose lease has lapsed may still be held (the node may just be slow to answer),
+    /// but nothing says so any more: act as if it were lost.
     pub fn lost(&self) -> Option<String> {
-        self.shared
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&self.name)
-            .and_then(|h| h.1.clone())
+        self.shared.lost(&self.name)
     }
 
     /// Releases the lock and waits for the node to confirm.

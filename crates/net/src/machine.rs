@@ -11,6 +11,7 @@
 use crate::wire::{self, DecodeError};
 use distsync_algorithms::election::Detector;
 use distsync_algorithms::registry::{self, ElectionVisitor, Entry, MutexVisitor};
+use distsync_algorithms::validate::Validate;
 use distsync_core::election::{self as el, Election};
 use distsync_core::mutex::{self as mx, MutualExclusion};
 use distsync_core::{Ctx, Effect, EffectOf, NodeId, ParamError, Params, Peers, Process, Time};
@@ -60,7 +61,9 @@ pub enum Out<O> {
 /// One algorithm instance with encoded messages and timers.
 pub trait Machine<I, O> {
     /// Calls the handler for `event`, appending its effects to `out`. A message that does not
-    /// decode is an error and reaches no handler.
+    /// decode, or whose fields are out of range for the membership
+    /// ([`Validate`]), is an error and reaches no
+    /// handler.
     fn handle(
         &mut self,
         env: Env<'_>,
@@ -102,13 +105,28 @@ impl<A: Process> Erased<A> {
     }
 }
 
-impl<A: Process> Machine<A::Input, A::Output> for Erased<A> {
+impl<A: Process> Machine<A::Input, A::Output> for Erased<A>
+where
+    A::Msg: Validate,
+{
     fn handle(
         &mut self,
         env: Env<'_>,
         event: Event<'_, A::Input>,
         out: &mut Vec<Out<A::Output>>,
     ) -> Result<(), DecodeError> {
+        // Peer input is hostile input: a message is decoded and its fields checked against the
+        // membership (a short vector, a stranger's id, an overflowing counter) before any
+        // handler runs; what fails reaches none.
+        let mut msg = match &event {
+            Event::Message(_, bytes) => {
+                let msg: A::Msg = wire::decode(bytes)?;
+                msg.validate(env.peers)
+                    .map_err(|e| DecodeError(e.to_string()))?;
+                Some(msg)
+            }
+            _ => None,
+        };
         let mut effects = std::mem::take(&mut self.effects);
         {
             let mut ctx = Ctx::new(
@@ -122,9 +140,10 @@ impl<A: Process> Machine<A::Input, A::Output> for Erased<A> {
             match event {
                 Event::Start => self.inner.on_start(&mut ctx),
                 Event::Input(i) => self.inner.on_input(i, &mut ctx),
-                Event::Message(from, bytes) => {
-                    let msg: A::Msg = wire::decode(bytes)?;
-                    self.inner.on_message(from, msg, &mut ctx)
+                Event::Message(from, _) => {
+                    if let Some(msg) = msg.take() {
+                        self.inner.on_message(from, msg, &mut ctx)
+                    }
                 }
                 Event::Timer(key) => {
                     // A timer cancelled or replaced after the runtime queued its expiry is gone.
@@ -157,13 +176,19 @@ impl<A: Process> Machine<A::Input, A::Output> for Erased<A> {
     }
 }
 
-impl<A: MutualExclusion + Send> MutexMachine for Erased<A> {
+impl<A: MutualExclusion + Send> MutexMachine for Erased<A>
+where
+    A::Msg: Validate,
+{
     fn in_critical_section(&self) -> bool {
         self.inner.in_critical_section()
     }
 }
 
-impl<A: Election + Send> ElectionMachine for Erased<A> {
+impl<A: Election + Send> ElectionMachine for Erased<A>
+where
+    A::Msg: Validate,
+{
     fn leader(&self) -> Option<NodeId> {
         self.inner.leader()
     }
@@ -201,7 +226,10 @@ fn new_mutex<A: MutualExclusion + Send + 'static>(
     id: NodeId,
     peers: &Peers,
     params: &Params,
-) -> Box<dyn MutexMachine> {
+) -> Box<dyn MutexMachine>
+where
+    A::Msg: Validate,
+{
     Box::new(Erased::new(A::new(id, peers, params)))
 }
 
@@ -209,7 +237,10 @@ fn new_election<A: Election + Send + 'static>(
     id: NodeId,
     peers: &Peers,
     params: &Params,
-) -> Box<dyn ElectionMachine> {
+) -> Box<dyn ElectionMachine>
+where
+    A::Msg: Validate,
+{
     Box::new(Erased::new(<Detector<A> as distsync_core::Algorithm>::new(
         id, peers, params,
     )))
@@ -218,7 +249,10 @@ fn new_election<A: Election + Send + 'static>(
 struct MutexKindOf;
 impl MutexVisitor for MutexKindOf {
     type Output = MutexKind;
-    fn visit<A: MutualExclusion + Send + 'static>(self, entry: &'static Entry) -> MutexKind {
+    fn visit<A: MutualExclusion + Send + 'static>(self, entry: &'static Entry) -> MutexKind
+    where
+        A::Msg: Validate,
+    {
         MutexKind {
             entry,
             validate: A::validate,
@@ -231,7 +265,10 @@ impl MutexVisitor for MutexKindOf {
 struct ElectionKindOf;
 impl ElectionVisitor for ElectionKindOf {
     type Output = ElectionKind;
-    fn visit<A: Election + Send + 'static>(self, entry: &'static Entry) -> ElectionKind {
+    fn visit<A: Election + Send + 'static>(self, entry: &'static Entry) -> ElectionKind
+    where
+        A::Msg: Validate,
+    {
         ElectionKind {
             entry,
             validate: <Detector<A> as distsync_core::Algorithm>::validate,

@@ -132,6 +132,63 @@ pub fn spawn_link(
     });
 }
 
+/// Connections from one address that have not finished their handshake yet: past this many,
+/// more from that address are closed at once (each handshake must end within
+/// [`connection::HANDSHAKE_TIMEOUT`] anyway), so one outsider cannot hold every descriptor.
+pub const MAX_PREAUTH_PER_ADDR: usize = 64;
+/// The same, over all addresses.
+pub const MAX_PREAUTH: usize = 512;
+
+/// The connections still in their handshake, by source address.
+#[derive(Default)]
+struct Preauth {
+    by_addr: HashMap<String, usize>,
+    total: usize,
+}
+
+/// One connection counted in [`Preauth`] until dropped (its handshake ended, either way).
+struct Counted {
+    table: Arc<std::sync::Mutex<Preauth>>,
+    addr: String,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        t.total = t.total.saturating_sub(1);
+        if let Some(n) = t.by_addr.get_mut(&self.addr) {
+            *n -= 1;
+            if *n == 0 {
+                t.by_addr.remove(&self.addr);
+            }
+        }
+    }
+}
+
+/// Counts a new connection from `addr` (`ip:port`; the port is left out) in its handshake, or
+/// says why it is refused.
+fn admit(table: &Arc<std::sync::Mutex<Preauth>>, addr: &str) -> Result<Counted, String> {
+    let ip = addr.rsplit_once(':').map_or(addr, |(ip, _)| ip).to_string();
+    let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
+    let n = t.by_addr.get(&ip).copied().unwrap_or(0);
+    if n >= MAX_PREAUTH_PER_ADDR {
+        return Err(format!(
+            "{MAX_PREAUTH_PER_ADDR} connections from this address are still in their handshake"
+        ));
+    }
+    if t.total >= MAX_PREAUTH {
+        return Err(format!(
+            "{MAX_PREAUTH} connections are still in their handshake"
+        ));
+    }
+    t.total += 1;
+    *t.by_addr.entry(ip.clone()).or_default() += 1;
+    Ok(Counted {
+        table: table.clone(),
+        addr: ip,
+    })
+}
+
 /// Connections refused before they authenticated are logged one line each up to this many per
 /// window; the rest are counted and reported in one summary line at the end of the window, so
 /// that nobody can fill the disk by connecting.
@@ -198,6 +255,7 @@ pub async fn serve(
         })
     };
     let _stop_flusher = AbortOnDrop(flusher);
+    let preauth = Arc::new(std::sync::Mutex::new(Preauth::default()));
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r.map(|(s, a)| (Stream::Tcp(s), a.to_string())),
@@ -211,6 +269,22 @@ pub async fn serve(
                 continue;
             }
         };
+        // Over TCP, a bounded number of handshakes per address (the Unix socket is reachable
+        // only through the cluster's private directory).
+        let counted = match &stream {
+            Stream::Tcp(_) => match admit(&preauth, &addr) {
+                Ok(c) => Some(c),
+                Err(why) => {
+                    refusals
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .note(&addr, &why);
+                    drop(stream);
+                    continue;
+                }
+            },
+            _ => None,
+        };
         let pokes = pokes.clone();
         let (events, secret, client_secret, cluster, next_client, refusals) = (
             events.clone(),
@@ -221,17 +295,18 @@ pub async fn serve(
             refusals.clone(),
         );
         tokio::spawn(async move {
-            let (role, mut reader, writer) =
-                match connection::respond(stream, &secret, &client_secret).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        refusals
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .note(&addr, &e.to_string());
-                        return;
-                    }
-                };
+            let handshake = connection::respond(stream, &secret, &client_secret).await;
+            drop(counted);
+            let (role, mut reader, writer) = match handshake {
+                Ok(c) => c,
+                Err(e) => {
+                    refusals
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .note(&addr, &e.to_string());
+                    return;
+                }
+            };
             match role {
                 Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
                     warn!(%addr, "refused connection: node {id} is not a peer of node {me}");
@@ -346,5 +421,32 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An outsider opening connections and never finishing the handshake holds at most
+    /// `MAX_PREAUTH_PER_ADDR` of them; other addresses still get in, and a slot comes back
+    /// when a handshake ends.
+    #[test]
+    fn handshakes_in_progress_are_bounded_per_address() {
+        let table = Arc::new(std::sync::Mutex::new(Preauth::default()));
+        let mut held: Vec<Counted> = (0..MAX_PREAUTH_PER_ADDR)
+            .map(|p| admit(&table, &format!("10.0.0.9:{}", 4000 + p)).unwrap())
+            .collect();
+        let e = admit(&table, "10.0.0.9:5000").err().unwrap();
+        assert!(e.contains("still in their handshake"), "{e}");
+        let other = admit(&table, "10.0.0.7:4000").unwrap();
+        held.pop();
+        held.push(admit(&table, "10.0.0.9:5001").unwrap());
+        assert!(admit(&table, "10.0.0.9:5002").is_err());
+        drop(other);
+        drop(held);
+        assert_eq!(table.lock().unwrap().total, 0);
+        // IPv6 addresses keep their colons; only the port is cut off.
+        assert!(admit(&table, "[::1]:80").is_ok());
     }
 }

@@ -197,6 +197,24 @@ impl EpochStore {
         Ok(())
     }
 
+    /// Lowers the mark to `epoch` (no-op if it is not lower), durably: both slots rewritten, the
+    /// one not holding the mark first, so that a crash in between leaves the old mark (the
+    /// higher slot wins), never a torn lower one. Only for a mark known to be forged or corrupt
+    /// (see `node::epochs`): a mark otherwise only rises.
+    pub fn lower(&mut self, epoch: u32) -> io::Result<()> {
+        if epoch >= self.stored {
+            return Ok(());
+        }
+        self.wait_synced()?;
+        for slot in [(self.slot + 1) % SLOTS, self.slot] {
+            let at = (slot * RECORD_LEN) as u64;
+            self.file.write_all_at(record(epoch).as_bytes(), at)?;
+            self.file.sync_data()?;
+        }
+        self.stored = epoch;
+        Ok(())
+    }
+
     /// Makes every later write fail as on a full disk (`ENOSPC`), for the tests of what a node
     /// does when it cannot store its mark: the mark's file keeps what it held.
     #[cfg(test)]
@@ -226,6 +244,27 @@ mod tests {
         fs::write(epoch_path(&dir, NodeId(4)), "garbage").unwrap();
         let e = EpochStore::open(&dir, NodeId(4)).unwrap_err().to_string();
         assert!(e.contains("node-4.epoch") && e.contains("epoch N"), "{e}");
+        tmp.close().unwrap();
+    }
+
+    /// A mark known to be bad is lowered in both slots, so reopening reads the lower one; a
+    /// raise after it works as before.
+    #[test]
+    fn a_lowered_mark_is_what_reopening_reads() {
+        let tmp = tempfile::TempDir::with_prefix("distsync-persist-").unwrap();
+        let dir = tmp.path().to_path_buf();
+        let mut s = EpochStore::open(&dir, NodeId(1)).unwrap();
+        s.raise(3 << 10).unwrap();
+        s.raise(u32::MAX).unwrap();
+        s.lower(7 << 10 | 2).unwrap();
+        assert_eq!(s.stored(), 7 << 10 | 2);
+        let mut s = EpochStore::open(&dir, NodeId(1)).unwrap();
+        assert_eq!(s.stored(), 7 << 10 | 2);
+        s.raise(8 << 10 | 2).unwrap();
+        assert_eq!(
+            EpochStore::open(&dir, NodeId(1)).unwrap().stored(),
+            8 << 10 | 2
+        );
         tmp.close().unwrap();
     }
 

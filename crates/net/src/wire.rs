@@ -117,6 +117,12 @@ pub enum PeerMsg {
         /// The round answered.
         seq: u64,
     },
+    /// To every peer when the link comes up and whenever it rises: the sender's epoch mark.
+    /// Epochs from others are believed only within a bound of what a majority has seen.
+    Mark {
+        /// The highest epoch the sender has seen.
+        seen: Epoch,
+    },
 }
 
 /// A client's request to the node it is connected to.
@@ -142,6 +148,10 @@ pub enum ClientRequest {
         /// The lock.
         name: String,
     },
+    /// Keeps the connection alive like `Ping`, and asks how long the node's lease on its view
+    /// still runs; answered by `Lease`. A client counts its own lease on what it holds from
+    /// when it *sent* this (see docs/net.md, "Client-side leases").
+    Renew,
 }
 
 /// A node's reply or notice to a client.
@@ -187,6 +197,13 @@ pub enum ClientReply {
     Status(NodeStatus),
     /// Answer to Ping.
     Pong,
+    /// Answer to Renew: the node's lease on its view runs `ms` milliseconds more at most (0: it
+    /// holds none). Until its lease has run out no other node can be granted a lock this node
+    /// holds (a view that leaves this node out opens only after it).
+    Lease {
+        /// What is left of the node's lease.
+        ms: u64,
+    },
 }
 
 /// What a node knows, for `distsync leader` and `distsync cluster status`.

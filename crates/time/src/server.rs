@@ -54,15 +54,21 @@ pub struct RateLimit {
     pub burst: u32,
     /// One request more is allowed per this many nanoseconds.
     pub interval_ns: u64,
+    /// As chrony's `ratelimit ... leak L`: of the requests past the limit, one in 2^L at random
+    /// is answered anyway (0: none), so that a flood bearing a client's (spoofed) address
+    /// cannot starve that client: its own requests still get through, one in 2^L of them.
+    pub leak: u32,
 }
 
 impl Default for RateLimit {
     /// 16 at once, then one every 250ms: enough for `time query --samples 8` and for chronyd's
-    /// iburst, while a flood is answered with RATE.
+    /// iburst, while a flood is answered with RATE; one in four requests past the limit leaks
+    /// through (chrony's default `leak 2`).
     fn default() -> Self {
         RateLimit {
             burst: 16,
             interval_ns: 250_000_000,
+            leak: 2,
         }
     }
 }
@@ -112,6 +118,9 @@ pub struct Stats {
     pub kissed: u64,
     /// Datagrams dropped: malformed, wrong mode, zero transmit, or rate-limited past the kiss.
     pub dropped: u64,
+    /// Requests past the rate limit answered anyway ([`RateLimit::leak`]; counted in
+    /// `answered` too).
+    pub leaked: u64,
 }
 
 /// The server's state: the rate limiter's buckets and counters.
@@ -121,6 +130,8 @@ pub struct Server {
     buckets: HashMap<IpAddr, Bucket>,
     /// Counters.
     pub stats: Stats,
+    /// The leak's random draws (splitmix64).
+    draws: u64,
 }
 
 impl Server {
@@ -130,6 +141,7 @@ impl Server {
             limit,
             buckets: HashMap::new(),
             stats: Stats::default(),
+            draws: 0x9e37_79b9_7f4a_7c15,
         }
     }
 
@@ -172,6 +184,14 @@ impl Server {
             reply.reference_ts = Timestamp::ZERO;
         }
         match self.admit(from, mono_ns) {
+            Admit::Leak => {
+                self.stats.leaked += 1;
+                self.stats.answered += 1;
+                Decision::Reply(Reply {
+                    packet: reply,
+                    kiss: false,
+                })
+            }
             Admit::Yes => {
                 self.stats.answered += 1;
                 Decision::Reply(Reply {
@@ -200,7 +220,11 @@ impl Server {
 
     /// Rule 3.
     fn admit(&mut self, from: IpAddr, now: u64) -> Admit {
-        let RateLimit { burst, interval_ns } = self.limit;
+        let RateLimit {
+            burst,
+            interval_ns,
+            leak,
+        } = self.limit;
         if !self.buckets.contains_key(&from) && self.buckets.len() >= MAX_CLIENTS {
             // Forget the clients idle longest.
             let mut ats: Vec<u64> = self.buckets.values().map(|b| b.at).collect();
@@ -208,6 +232,8 @@ impl Server {
             let cut = ats[ats.len() / 2];
             self.buckets.retain(|_, b| b.at > cut);
         }
+        // Drawn for every request (cheap), so that the draws do not depend on the buckets.
+        let leaks = leak > 0 && leak < 64 && self.draw() & ((1u64 << leak.min(63)) - 1) == 0;
         let b = self.buckets.entry(from).or_insert(Bucket {
             tokens: burst as f64,
             at: now,
@@ -219,6 +245,8 @@ impl Server {
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
             Admit::Yes
+        } else if leaks {
+            Admit::Leak
         } else if b
             .last_kiss
             .is_none_or(|k| now.saturating_sub(k) >= interval_ns)
@@ -233,8 +261,21 @@ impl Server {
 
 enum Admit {
     Yes,
+    /// Past the limit, answered anyway (the leak).
+    Leak,
     Kiss,
     No,
+}
+
+impl Server {
+    /// The next random draw (splitmix64: the leak needs no more than an even spread).
+    fn draw(&mut self) -> u64 {
+        self.draws = self.draws.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.draws;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +333,7 @@ mod tests {
         let mut s = Server::new(RateLimit {
             burst: 1,
             interval_ns: 1_000,
+            leak: 0,
         });
         let good = Packet::request(Timestamp(1)).encode();
         let mut server_mode = good;
@@ -359,6 +401,7 @@ mod tests {
         let mut s = Server::new(RateLimit {
             burst: 3,
             interval_ns: 1_000,
+            leak: 0,
         });
         let req = Packet::request(Timestamp(9)).encode();
         let mut kinds = Vec::new();
@@ -384,8 +427,62 @@ mod tests {
             Stats {
                 answered: 5,
                 kissed: 1,
-                dropped: 2
+                dropped: 2,
+                leaked: 0
             }
         );
+    }
+
+    /// Reported: 200 spoofed requests a second bearing a client's address starved that client
+    /// completely. With chrony's `leak 2`, about one in four requests past the limit is
+    /// answered anyway: the client's own requests, mixed into the flood, still get answers.
+    #[test]
+    fn a_flood_under_a_clients_address_does_not_starve_it() {
+        let limit = RateLimit::default();
+        assert_eq!(limit.leak, 2);
+        let mut s = Server::new(limit);
+        let flood = Packet::request(Timestamp(5)).encode();
+        let mine = Packet::request(Timestamp(7)).encode();
+        let mut answered_mine = 0;
+        // 60 s: 200 spoofed requests a second, and the client's own one every 2 s.
+        for ms in 0..60_000u64 {
+            let now = ms * 1_000_000;
+            if ms % 5 == 0 {
+                let _ = s.handle(&flood, ME, Timestamp(1 << 32), now, &clock());
+            }
+            if ms % 2000 == 1 && ms > 1000 {
+                if let Decision::Reply(r) = s.handle(&mine, ME, Timestamp(1 << 32), now, &clock()) {
+                    if !r.kiss {
+                        answered_mine += 1;
+                    }
+                }
+            }
+        }
+        // 29 requests of the client's own once the burst is used up, each answered with
+        // probability about 1/4.
+        assert!(answered_mine >= 3, "{answered_mine} of 29 answered");
+        let leaked = s.stats.leaked as f64;
+        let over = (12_000 + 29 - s.stats.answered + s.stats.leaked) as f64;
+        assert!(
+            (leaked / over - 0.25).abs() < 0.03,
+            "{leaked} of {over} past the limit leaked"
+        );
+        // Without the leak, the same flood answers none of the client's requests.
+        let mut s = Server::new(RateLimit { leak: 0, ..limit });
+        let mut none = 0;
+        for ms in 0..60_000u64 {
+            let now = ms * 1_000_000;
+            if ms % 5 == 0 {
+                let _ = s.handle(&flood, ME, Timestamp(1 << 32), now, &clock());
+            }
+            if ms % 2000 == 1 && ms > 1000 {
+                if let Decision::Reply(r) = s.handle(&mine, ME, Timestamp(1 << 32), now, &clock()) {
+                    if !r.kiss {
+                        none += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(none, 0);
     }
 }

@@ -106,6 +106,7 @@ async fn a_client_asking_too_fast_gets_a_rate_kiss() {
         rate: RateLimit {
             burst: 3,
             interval_ns: 3_600_000_000_000,
+            leak: 0,
         },
         ..local()
     })

@@ -2,7 +2,7 @@
 //! and `Release` give it up, `Status` tells what the node knows; a client whose connection
 //! drops leaves every queue and lets go of every lock it held.
 
-use super::locks::{Holder, Room, HARD_MAX_LOCKS};
+use super::locks::{Holder, Room, HARD_MAX_LOCKS, MAX_LOCKS_PER_CLIENT};
 use super::Node;
 use crate::wire::{ClientReply, ClientRequest, NodeStatus, MAX_NAME};
 use tracing::info;
@@ -17,6 +17,15 @@ impl Node {
     pub(super) fn on_client(&mut self, c: u64, req: ClientRequest) {
         match req {
             ClientRequest::Ping => self.reply(c, ClientReply::Pong),
+            ClientRequest::Renew => {
+                let now = tokio::time::Instant::now();
+                let ms = self
+                    .leases
+                    .until
+                    .filter(|&u| now < u)
+                    .map_or(0, |u| u.duration_since(now).as_millis() as u64);
+                self.reply(c, ClientReply::Lease { ms });
+            }
             ClientRequest::Status => {
                 let s = self.status();
                 self.reply(c, ClientReply::Status(s));
@@ -31,13 +40,34 @@ impl Node {
                     );
                     return;
                 }
+                let known = self.locks.by_name.contains_key(&name);
+                if self.locks.by_name.len() >= MAX_LOCKS_PER_CLIENT
+                    && self.locks.held_or_wanted_by(c) >= MAX_LOCKS_PER_CLIENT
+                {
+                    self.reply(
+                        c,
+                        ClientReply::Refused {
+                            reason: format!(
+                                "this connection already holds or waits for {MAX_LOCKS_PER_CLIENT} locks (the per-client quota)"
+                            ),
+                        },
+                    );
+                    return;
+                }
                 match self.locks.room(&name) {
+                    Room::Full if !known && self.locks.parked.len() < HARD_MAX_LOCKS => {
+                        // The names of released locks are freed by the view change asked for
+                        // here; the request waits for it instead of failing.
+                        self.ask_to_free_names();
+                        self.locks.parked.push((c, name));
+                        return;
+                    }
                     Room::Full => {
                         self.reply(
                             c,
                             ClientReply::Refused {
                                 reason: format!(
-                                    "this node already serves {HARD_MAX_LOCKS} locks; idle ones are freed at the next view change"
+                                    "this node already serves {HARD_MAX_LOCKS} locks and as many requests wait for room; idle ones are freed at the next view change"
                                 ),
                             },
                         );
@@ -71,6 +101,7 @@ impl Node {
 
     /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.
     pub(super) fn unlock(&mut self, c: u64, name: &str) {
+        self.locks.parked.retain(|(p, n)| !(*p == c && n == name));
         let Some(lock) = self.locks.by_name.get_mut(name) else {
             return;
         };
@@ -80,8 +111,19 @@ impl Node {
         }
     }
 
+    /// Serves again the requests that found the name table full (a view just opened: the
+    /// view change freed the idle names).
+    pub(super) fn unpark(&mut self) {
+        for (c, name) in std::mem::take(&mut self.locks.parked) {
+            if self.clients.contains_key(&c) {
+                self.on_client(c, ClientRequest::Lock { name });
+            }
+        }
+    }
+
     pub(super) fn on_client_gone(&mut self, c: u64) {
         self.clients.remove(&c);
+        self.locks.parked.retain(|(p, _)| *p != c);
         for name in self.locks.names() {
             let lock = self.locks.by_name.get_mut(&name).expect("listed");
             lock.waiting.retain(|&w| w != c);

@@ -8,7 +8,7 @@ use crate::timers::TimerKey;
 use crate::wire::PeerMsg;
 use distsync_core::election as el;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::info;
 
 impl Node {
     /// A node process cannot tell its first start from a restart after a crash, so its election
@@ -27,8 +27,15 @@ impl Node {
             recovered,
             rng: &mut self.rng,
         };
+        let from = match ev {
+            MEvent::Message(from, _) => Some(from),
+            _ => None,
+        };
         if let Err(e) = self.election.handle(env, ev, &mut out) {
-            warn!("dropped an election message that does not decode: {e}");
+            // Only a message can fail (a peer's, decoded and checked field by field).
+            if let Some(from) = from {
+                self.drop_peer_msg(from, format_args!("election: {e}"));
+            }
             return;
         }
         for o in out {

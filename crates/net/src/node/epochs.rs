@@ -8,10 +8,27 @@
 //! committed nothing in that view, and the members that answered stored it: a later view is
 //! numbered above it. A node that cannot store its mark stops: going on could reuse tokens
 //! after a restart.
+//!
+//! An epoch from another node is believed only within [`LEAP_ROUNDS`] rounds of what a majority
+//! of the cluster has seen: every node tells every peer its mark (`Mark`, when a link comes up
+//! and whenever the mark rises), and a node takes the majority-th highest of the marks it knows
+//! (its own included) as what a majority vouches for. A `Stale`, `Prepare` or `Commit` above
+//! that bound is dropped, so that one forged message cannot raise the mark to the last round
+//! and leave no epoch for the next view. A node whose own mark is above the bound (a mark forged
+//! before the bound existed, or corrupt) lowers it, on disk too, to the highest mark within the
+//! bound, once it knows the marks of a majority.
 
 use crate::persist::EpochStore;
 use crate::wire::Epoch;
 use distsync_core::NodeId;
+use std::collections::HashMap;
+
+/// How many rounds above what a majority has seen an epoch from another node may be. Honest
+/// epochs rise one round per view change attempt, and every committed view's epoch is stored by
+/// its members, so a leader gets this far ahead of a majority only after a thousand failed view
+/// changes in a row; a forger needs 4,096 such steps, each one stored by a majority, to use up
+/// the 2^22 rounds.
+pub const LEAP_ROUNDS: u32 = 1024;
 
 /// A node's highest epoch seen, and its mark on disk.
 pub(super) struct EpochMark {
@@ -26,6 +43,10 @@ pub(super) struct EpochMark {
     /// could reuse tokens after a restart. The in-process tests crash the node there instead
     /// (a panic they catch), to see what it had sent before the store and what it had not.
     pub stop: fn() -> !,
+    /// The cluster's size.
+    nodes: usize,
+    /// The latest mark each other node said it has (`Mark`, `Stale`).
+    claims: HashMap<NodeId, Epoch>,
 }
 
 /// A node that cannot store its epoch mark stops at once (see [`EpochMark::stop`]).
@@ -35,14 +56,75 @@ fn stop_now() -> ! {
 
 impl EpochMark {
     /// Node `node`'s mark, at 0 and kept in memory only until [`EpochMark::attach`].
-    pub fn new(node: NodeId) -> EpochMark {
+    pub fn new(node: NodeId, nodes: usize) -> EpochMark {
         EpochMark {
             node,
             seen: 0,
             store: None,
             unstored: false,
             stop: stop_now,
+            nodes,
+            claims: HashMap::new(),
         }
+    }
+
+    /// Node `from` says its mark is `epoch` (its latest word replaces the earlier one: an
+    /// honest mark only rises).
+    pub fn claim(&mut self, from: NodeId, epoch: Epoch) {
+        if from != self.node {
+            self.claims.insert(from, epoch);
+        }
+    }
+
+    /// The highest epoch a majority of the cluster has seen, as far as this node knows: the
+    /// majority-th highest of its own mark and the marks it was told. `None` until it knows the
+    /// marks of a majority.
+    pub fn quorum(&self) -> Option<Epoch> {
+        let majority = self.nodes / 2 + 1;
+        let mut marks: Vec<Epoch> = self.claims.values().copied().collect();
+        marks.push(self.seen);
+        if marks.len() < majority {
+            return None;
+        }
+        marks.sort_unstable_by(|a, b| b.cmp(a));
+        Some(marks[majority - 1])
+    }
+
+    /// Whether an epoch from another node is within [`LEAP_ROUNDS`] rounds of what a majority
+    /// has seen (or of this node's own mark, while it does not know a majority's).
+    pub fn plausible(&self, epoch: Epoch) -> bool {
+        let base = self.seen.max(self.quorum().unwrap_or(0));
+        epoch >> 10 <= (base >> 10) + LEAP_ROUNDS
+    }
+
+    /// Lowers this node's own mark when it is more than [`LEAP_ROUNDS`] rounds above what a
+    /// majority has seen (forged or corrupt: an honest mark is stored by a view's members
+    /// before the view is used), to the highest mark it knows within the bound; on disk too.
+    /// Returns the mark it had and the one it has now.
+    pub fn lower_if_implausible(&mut self) -> Option<(Epoch, Epoch)> {
+        let quorum = self.quorum()?;
+        let bound = (quorum >> 10) + LEAP_ROUNDS;
+        if self.seen >> 10 <= bound {
+            return None;
+        }
+        let to = self
+            .claims
+            .values()
+            .copied()
+            .filter(|&e| e >> 10 <= bound)
+            .max()
+            .unwrap_or(quorum)
+            .max(quorum);
+        let was = self.seen;
+        if let Some(store) = &mut self.store {
+            if let Err(e) = store.lower(to) {
+                tracing::error!(node = %self.node, epoch = to, "cannot store the lowered epoch mark: {e}; stopping");
+                (self.stop)();
+            }
+        }
+        self.seen = to;
+        self.unstored = false;
+        Some((was, to))
     }
 
     /// Keeps the mark in `store` from now on, starting from the epoch stored there.

@@ -30,8 +30,12 @@ use tracing::{debug, info, warn};
 /// node forgets the locks nobody holds or waits for (their instances are rebuilt, the same at
 /// every node, when next used; tokens are per node, not per name, so they stay monotonic).
 pub const MAX_LOCKS: usize = 1024;
-/// Past this many names a node refuses new ones until the view change has freed idle ones.
+/// Past this many names a node takes no new ones until the view change has freed idle ones: a
+/// client's request for a new name waits (parked) until then.
 pub const HARD_MAX_LOCKS: usize = 2 * MAX_LOCKS;
+/// One client connection may hold or wait for this many locks at once, so that one client
+/// cannot take the whole name table.
+pub const MAX_LOCKS_PER_CLIENT: usize = MAX_LOCKS / 4;
 
 /// The fencing token of the next grant after `highest` in view `epoch`; `None` if the view's
 /// 32 bits of tokens are used up.
@@ -98,6 +102,9 @@ pub(super) struct LockTable {
     pub handoffs: u64,
     /// When this node last asked the leader to free idle lock names.
     last_compact: Option<Instant>,
+    /// Requests for new names that found the table full, served again when a view opens (the
+    /// view change frees the idle names). At most [`HARD_MAX_LOCKS`].
+    pub parked: Vec<(u64, String)>,
 }
 
 impl LockTable {
@@ -110,7 +117,20 @@ impl LockTable {
             released: Vec::new(),
             handoffs: 0,
             last_compact: None,
+            parked: Vec::new(),
         }
+    }
+
+    /// How many locks client `c` holds or waits for here (parked requests included).
+    pub fn held_or_wanted_by(&self, c: u64) -> usize {
+        let here = self
+            .by_name
+            .values()
+            .filter(|l| {
+                matches!(l.holder, Some((Holder::Client(h), _)) if h == c) || l.waiting.contains(&c)
+            })
+            .count();
+        here + self.parked.iter().filter(|(p, _)| *p == c).count()
     }
 
     /// Whether lock `name` can be served here.
@@ -187,7 +207,19 @@ impl Node {
         };
         let epoch = self.view.as_ref().map_or(0, |v| v.epoch);
         if token >> 32 > epoch as u64 {
-            warn!(node = %self.id, from = %from, token, epoch, "a token above its view's epoch; message dropped");
+            self.drop_peer_msg(
+                from,
+                format_args!("lock {name:?}: token {token} above its view's epoch {epoch}"),
+            );
+            return;
+        }
+        // Only the view's members run its instances: the algorithm would take a stranger for
+        // one of its sites (or index past its vectors).
+        if !self.view.as_ref().is_some_and(|v| v.members.contains(from)) {
+            self.drop_peer_msg(
+                from,
+                format_args!("lock {name:?}: the sender is not a member of view {epoch}"),
+            );
             return;
         }
         self.locks.max_token = self.locks.max_token.max(token);
@@ -212,6 +244,7 @@ impl Node {
         match self.locks.room(name) {
             Room::Full => {
                 warn!(node = %self.id, "too many locks; {name:?} refused");
+                self.ask_to_free_names();
                 return false;
             }
             Room::Crowded => self.ask_to_free_names(),
@@ -278,8 +311,15 @@ impl Node {
             recovered: false,
             rng: &mut self.rng,
         };
+        let from = match ev {
+            MEvent::Message(from, _) => Some(from),
+            _ => None,
+        };
         if let Err(e) = instance.handle(env, ev, &mut out) {
-            warn!(node = %self.id, lock = name, "dropped a mutex message that does not decode: {e}");
+            // Only a message can fail (a peer's, decoded and checked field by field).
+            if let Some(from) = from {
+                self.drop_peer_msg(from, format_args!("lock {name:?}: {e}"));
+            }
             return;
         }
         for o in out {

@@ -22,6 +22,7 @@
 //! What it cannot survive is in docs/net.md.
 
 mod clients;
+mod dropped;
 mod election;
 mod epochs;
 mod leases;
@@ -94,6 +95,7 @@ pub async fn run_notify(
             cluster.peers.ids()
         ))
     })?;
+    raise_descriptor_limit(id);
     // Started by `cluster up`, the node is handed the socket held for it since its port was
     // chosen (crate::local::HeldPorts); otherwise it binds the address itself.
     let inherited = crate::local::take_inherited_tcp(addr).map(|l| {
@@ -192,6 +194,27 @@ pub async fn run_notify(
         }
     }
     Ok(())
+}
+
+/// Raises the soft limit on open descriptors to the hard one where the system allows, so
+/// that connections (bounded per address before they authenticate, `peer`) reach the limit the
+/// administrator set rather than the default soft one (often 1,024).
+fn raise_descriptor_limit(id: NodeId) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= lim.rlim_max {
+            return;
+        }
+        let was = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+            debug!(node = %id, from = was, to = lim.rlim_max, "descriptor limit raised");
+        }
+    }
 }
 
 /// A task aborted when its handle is dropped (a node's future dropped before it returned stops
@@ -295,6 +318,10 @@ struct Node {
     epochs: EpochMark,
     leases: Leases,
     todo: Vec<Todo>,
+    /// Peer messages dropped, logged at a bounded rate.
+    dropped: dropped::Dropped,
+    /// The mark last told to every peer (`Mark`).
+    marked: Epoch,
 }
 
 impl Node {
@@ -326,9 +353,11 @@ impl Node {
             last_view: 0,
             no_view_since: None,
             last_join: None,
-            epochs: EpochMark::new(id),
+            epochs: EpochMark::new(id, cluster.peers.len()),
+            marked: 0,
             leases: Leases::default(),
             todo: Vec::new(),
+            dropped: dropped::Dropped::default(),
             cluster,
         }
     }
@@ -379,6 +408,11 @@ impl Node {
                     .last_heard
                     .insert(from, now)
                     .is_some_and(|t| now.duration_since(t) < limit);
+                if !was_live {
+                    // A node came (back) up: tell it this node's mark.
+                    let seen = self.epochs.seen;
+                    self.send(from, PeerMsg::Mark { seen });
+                }
                 self.on_peer(from, msg);
                 if !was_live {
                     // A node came (back) up: the leader need not wait for its tick to let it in.
@@ -410,6 +444,8 @@ impl Node {
 
     fn on_tick(&mut self) {
         let now = Instant::now();
+        self.dropped.flush(now);
+        self.check_mark();
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {
             let limit = self.timeouts().heartbeat_timeout * 3;
@@ -421,6 +457,11 @@ impl Node {
             }
         }
         self.renew_leases(now);
+        if !self.locks.parked.is_empty() {
+            // Requests wait for room in the name table: ask again (at most once per timeout)
+            // for the view change that frees idle names.
+            self.ask_to_free_names();
+        }
         // A member whose lease has lapsed for a timeout cannot confirm its view: its leader
         // no longer answers for it (it was left out while paused or cut off). Ask to rejoin.
         let lapsed = self.view.as_ref().and_then(|v| {
@@ -491,7 +532,11 @@ impl Node {
             } => self.on_commit(from, epoch, members, holders),
             PeerMsg::Reacquired { epoch, name } => self.on_reacquired(epoch, name),
             PeerMsg::Open { epoch } => self.on_open(epoch),
-            PeerMsg::Stale { seen } => self.on_stale(seen),
+            PeerMsg::Stale { seen } => self.on_stale(from, seen),
+            PeerMsg::Mark { seen } => {
+                self.epochs.claim(from, seen);
+                self.check_mark();
+            }
             PeerMsg::Join => self.on_join(from),
             PeerMsg::Renew { epoch, seq } => self.on_renew(from, epoch, seq),
             PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),

@@ -208,6 +208,7 @@ impl Harness {
                                     | PeerMsg::Renewed { .. }
                                     | PeerMsg::Confirm { .. }
                                     | PeerMsg::Confirmed { .. }
+                                    | PeerMsg::Mark { .. }
                             ) {
                                 self.log.push((i, j, msg.clone()));
                             }
@@ -852,4 +853,219 @@ async fn the_run_loop_stores_a_leaders_new_epoch_at_the_end_of_the_turn_it_sent_
     );
     stop.send(()).unwrap();
     looping.await.unwrap();
+}
+
+/// Peer input is hostile input: a suzuki-kasami token one entry short (which indexed past its
+/// vector and killed the node) and a mutex message from a node outside the view are dropped and
+/// counted; the node goes on serving.
+#[tokio::test(start_paused = true)]
+async fn a_malformed_mutex_message_from_a_peer_is_dropped_not_a_panic() {
+    use distsync_algorithms::mutex::suzuki_kasami::{Msg, Token};
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"suzuki-kasami\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    let epoch = h.nodes[1].status().epoch.unwrap();
+    // Node 1's client asks: it waits for the token (held at node 0, the first member).
+    h.client(1, 1, lock());
+    let short = crate::wire::encode(&Msg::Token(Token {
+        ln: vec![0],
+        q: Default::default(),
+    }));
+    let forged = PeerMsg::Mutex {
+        epoch,
+        name: "x".into(),
+        token: 0,
+        msg: short,
+    };
+    h.on(1, |n| n.on_event(Event::Peer(NodeId(0), forged.clone())));
+    assert_eq!(h.nodes[1].dropped.total, 1);
+    // The client got the lock through the real token, not the forged one.
+    h.run(100).await;
+    let t = granted(&h.replies(1)).expect("granted");
+    h.client(1, 1, ClientRequest::Unlock { name: "x".into() });
+    h.run(100).await;
+    // Leaving the critical section (rule 5 reads every LN entry) is where the short token
+    // crashed the node.
+    assert!(h.nodes[1].status().holding.is_empty());
+    assert!(t >> 32 == epoch as u64);
+    // A member of the cluster that is not in the view (here: a view of nodes 1 and 2 only).
+    let mut h2 = Harness::with(&FILE.replace("\"central\"", "\"suzuki-kasami\""));
+    h2.up[0] = false;
+    h2.run(1500).await;
+    assert!(h2.open_everywhere(2, 2));
+    let epoch = h2.nodes[1].status().epoch.unwrap();
+    let from_outside = PeerMsg::Mutex {
+        epoch,
+        name: "x".into(),
+        token: 0,
+        msg: crate::wire::encode(&Msg::Request { sn: 1 }),
+    };
+    h2.on(1, |n| n.on_event(Event::Peer(NodeId(0), from_outside)));
+    assert_eq!(h2.nodes[1].dropped.total, 1);
+}
+
+/// Reported: one forged `Stale { seen: u32::MAX }` with the node key raised the leader's mark to
+/// the top, and no view change could be numbered above it any more: the cluster was wedged for
+/// good. A Stale (and a Prepare, and a Commit) whose epoch is more than `LEAP_ROUNDS` rounds
+/// above what a majority has seen is dropped instead.
+#[tokio::test(start_paused = true)]
+async fn a_forged_stale_or_prepare_at_the_top_epoch_does_not_wedge_the_views() {
+    let dir = marks_dir("forged-stale");
+    let mut h = Harness::with_marks(FILE, &dir);
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+    let e0 = h.nodes[2].status().epoch.unwrap();
+    // As node 0, to the leader: the largest epoch there is.
+    h.on(2, |n| {
+        n.on_event(Event::Peer(NodeId(0), PeerMsg::Stale { seen: u32::MAX }))
+    });
+    // As node 0, to node 1: a Prepare at the last round, naming node 0 as its leader.
+    let top = ((1u32 << 22) - 1) << 10;
+    h.on(1, |n| {
+        n.on_event(Event::Peer(NodeId(0), PeerMsg::Prepare { epoch: top }))
+    });
+    h.on(1, |n| {
+        n.on_event(Event::Peer(
+            NodeId(0),
+            PeerMsg::Commit {
+                epoch: top,
+                members: vec![NodeId(0), NodeId(1)],
+                holders: vec![],
+            },
+        ))
+    });
+    assert_eq!(h.nodes[2].dropped.total + h.nodes[1].dropped.total, 3);
+    assert!(mark(&dir, 1) < 1 << 20 && mark(&dir, 2) < 1 << 20);
+    // Node 0 crashes: the leader must number a new view, and can.
+    h.up[0] = false;
+    h.run(2000).await;
+    assert!(
+        h.open_everywhere(2, 2),
+        "node 2 leads a view of nodes 1 and 2"
+    );
+    let e1 = h.nodes[2].status().epoch.unwrap();
+    assert!(e1 > e0 && e1 >> 10 == (e0 >> 10) + 1, "{e0} then {e1}");
+    h.client(1, 1, lock());
+    assert!(granted(&h.replies(1)).is_some_and(|t| t >> 32 == e1 as u64));
+}
+
+/// Recovery from a bad mark on disk (forged before the bound existed, or corrupt): node 2, the
+/// bully leader, starts with its mark at the top. Once it has heard the marks of a majority it
+/// takes its own for what it is, lowers it to the highest epoch a majority vouches for (logged),
+/// and numbers its views above that again; the lowered mark is what a restart reads back.
+#[tokio::test(start_paused = true)]
+async fn a_mark_far_above_a_majoritys_is_lowered_and_the_views_go_on() {
+    let dir = marks_dir("bad-mark");
+    {
+        let mut s = crate::persist::EpochStore::open(&dir, NodeId(2)).unwrap();
+        s.raise(u32::MAX).unwrap();
+        let mut s = crate::persist::EpochStore::open(&dir, NodeId(1)).unwrap();
+        s.raise(7 << 10 | 1).unwrap();
+    }
+    let mut h = Harness::with_marks(FILE, &dir);
+    h.run(1500).await;
+    assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+    let e = h.nodes[2].status().epoch.unwrap();
+    assert_eq!(
+        e >> 10,
+        8,
+        "numbered above the highest mark a majority vouches for: {e}"
+    );
+    assert_eq!(mark(&dir, 2), e);
+    h.client(0, 1, lock());
+    assert!(granted(&h.replies(1)).is_some());
+    // Down and up in place: the mark read back is the lowered one, and views go on above it.
+    h.restart(2, &dir);
+    h.run(2000).await;
+    assert!(h.open_everywhere(2, 3));
+    assert!(h.nodes[2].status().epoch.unwrap() > e);
+}
+
+/// Reported: a client key could exhaust the lock-name table: 2,048 names taken and released,
+/// and every node refused new names for good (a full table never asked for the view change that
+/// frees idle names). Now a request for a new name that finds the table full waits for that
+/// view change and is granted after it.
+#[tokio::test(start_paused = true)]
+async fn names_taken_and_released_do_not_block_new_names() {
+    use super::locks::{HARD_MAX_LOCKS, MAX_LOCKS};
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    let mut granted = 0;
+    // Faster than the view changes that free names (at most one per heartbeat timeout): the
+    // first one, asked for at 1,024 names, has not opened when the table fills up.
+    for i in 0..HARD_MAX_LOCKS + MAX_LOCKS {
+        let name = format!("n{i}");
+        h.client(0, 1, ClientRequest::Lock { name: name.clone() });
+        h.client(0, 1, ClientRequest::Unlock { name });
+        granted += h
+            .replies(1)
+            .iter()
+            .filter(|r| matches!(r, ClientReply::Granted { .. }))
+            .count();
+    }
+    assert!(granted >= MAX_LOCKS, "{granted} granted at once");
+    h.client(0, 1, ClientRequest::Lock { name: "new".into() });
+    assert_eq!(
+        (
+            h.nodes[0].locks.by_name.len(),
+            h.nodes[0].locks.parked.len()
+        ),
+        (HARD_MAX_LOCKS, 1),
+        "the table is full and the request waits for room"
+    );
+    h.run(2000).await;
+    let replies = h.replies(1);
+    assert!(
+        replies
+            .iter()
+            .any(|r| matches!(r, ClientReply::Granted { name, .. } if name == "new")),
+        "the new name is granted once the idle ones are freed: {:?}",
+        &replies[replies.len().saturating_sub(3)..]
+    );
+}
+
+/// One client connection holds or waits for at most `MAX_LOCKS_PER_CLIENT` locks; another
+/// client is not affected.
+#[tokio::test(start_paused = true)]
+async fn one_client_cannot_take_more_than_its_quota_of_names() {
+    use super::locks::MAX_LOCKS_PER_CLIENT;
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    let mut n = 0;
+    for i in 0..MAX_LOCKS_PER_CLIENT {
+        h.client(
+            0,
+            1,
+            ClientRequest::Lock {
+                name: format!("q{i}"),
+            },
+        );
+        n += h
+            .replies(1)
+            .iter()
+            .filter(|r| matches!(r, ClientReply::Granted { .. }))
+            .count();
+    }
+    assert_eq!(n, MAX_LOCKS_PER_CLIENT);
+    h.client(
+        0,
+        1,
+        ClientRequest::Lock {
+            name: "one-more".into(),
+        },
+    );
+    let r = h.replies(1);
+    assert!(
+        matches!(&r[..], [ClientReply::Refused { reason }] if reason.contains("per-client quota")),
+        "{r:?}"
+    );
+    h.client(
+        0,
+        2,
+        ClientRequest::Lock {
+            name: "one-more".into(),
+        },
+    );
+    assert!(granted(&h.replies(2)).is_some(), "another client is served");
 }

@@ -17,7 +17,8 @@
 //! its epoch is on disk before anyone acts on it (`epochs`).
 //!
 //! A node that has seen a higher epoch answers a Prepare with `Stale`, and the leader starts
-//! again above it. A node without a view (restarted within the timeout, or left out) asks the
+//! again above it. A `Stale`, `Prepare` or `Commit` whose epoch is far above what a majority has
+//! seen is dropped (`epochs`: one forged message must not use up the epochs). A node without a view (restarted within the timeout, or left out) asks the
 //! leader to `Join` when a message of an unknown view reaches it or after `heartbeat_timeout`.
 
 use super::Node;
@@ -36,6 +37,39 @@ pub(super) const MAX_FUTURE: usize = 16384;
 pub fn next_epoch(seen: Epoch, leader: NodeId) -> Option<Epoch> {
     let round = (seen >> 10).checked_add(1)?;
     (round < 1 << 22).then_some((round << 10) | (leader.0 & 1023))
+}
+
+/// Why an epoch from another node is not believed (see `epochs`).
+fn implausible(what: &str, epoch: Epoch, mark: &super::epochs::EpochMark) -> String {
+    format!(
+        "{what} at epoch {epoch} (round {}) is more than {} rounds above what a majority has seen ({})",
+        epoch >> 10,
+        super::epochs::LEAP_ROUNDS,
+        mark.quorum().unwrap_or(mark.seen),
+    )
+}
+
+impl Node {
+    /// Judges this node's own mark against what a majority has seen (lowering a forged or
+    /// corrupt one), and tells every peer when the mark has changed.
+    pub(super) fn check_mark(&mut self) {
+        if let Some((was, now)) = self.epochs.lower_if_implausible() {
+            tracing::error!(
+                node = %self.id,
+                was,
+                now,
+                "the epoch mark was more than {} rounds above what a majority has seen: forged or corrupt; lowered",
+                super::epochs::LEAP_ROUNDS
+            );
+        }
+        let seen = self.epochs.seen;
+        if seen != self.marked {
+            self.marked = seen;
+            for p in self.cluster.peers.ids().to_vec() {
+                self.send(p, PeerMsg::Mark { seen });
+            }
+        }
+    }
 }
 
 /// The view this node is in.
@@ -184,7 +218,15 @@ impl Node {
         self.maybe_commit();
     }
 
-    pub(super) fn on_stale(&mut self, seen: Epoch) {
+    pub(super) fn on_stale(&mut self, from: NodeId, seen: Epoch) {
+        if !self.epochs.plausible(seen) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Stale", seen, &self.epochs)),
+            );
+            return;
+        }
+        self.epochs.claim(from, seen);
         if seen <= self.epochs.seen {
             return;
         }
@@ -317,6 +359,13 @@ impl Node {
             warn!(node = %self.id, from = %from, epoch, "a prepare whose epoch names another leader; ignored");
             return;
         }
+        if !self.epochs.plausible(epoch) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Prepare", epoch, &self.epochs)),
+            );
+            return;
+        }
         if epoch <= self.epochs.seen {
             debug!(node = %self.id, epoch, "stale prepare refused");
             self.send(
@@ -358,6 +407,13 @@ impl Node {
             || self.view.as_ref().is_some_and(|v| v.epoch >= epoch)
             || epoch & 1023 != from.0 & 1023
         {
+            return;
+        }
+        if !self.epochs.plausible(epoch) {
+            self.drop_peer_msg(
+                from,
+                format_args!("{}", implausible("Commit", epoch, &self.epochs)),
+            );
             return;
         }
         if epoch > self.epochs.seen {
@@ -449,5 +505,6 @@ impl Node {
         for name in self.locks.names() {
             self.pump(&name);
         }
+        self.unpark();
     }
 }
