@@ -13,6 +13,8 @@
 //! - `leases`: a node grants only while its lease on the view runs;
 //! - `locks`: the lock table, the mutual-exclusion instances, their queues of local clients,
 //!   fencing tokens, grants and hand-offs;
+//! - `apps`: the replicated store (the cluster file's multicast algorithm) and the snapshot
+//!   bank (Chandy-Lamport), instances over every node of the file, beside the locks;
 //! - `clients`: the client protocol (lock, unlock, status) and clients that leave;
 //! - `epochs`: the epoch high-water mark kept on disk ([`crate::persist`]).
 //!
@@ -21,6 +23,7 @@
 //! picked by an election; a crashed process is taken out of the permission sets) made concrete.
 //! What it cannot survive is in docs/net.md.
 
+mod apps;
 mod clients;
 mod election;
 mod epochs;
@@ -295,6 +298,7 @@ struct Node {
     epochs: EpochMark,
     leases: Leases,
     todo: Vec<Todo>,
+    apps: apps::Apps,
 }
 
 impl Node {
@@ -306,6 +310,7 @@ impl Node {
         let election = (ek.new)(id, &cluster.peers, &params);
         let mut seed = [0u8; 8];
         getrandom::getrandom(&mut seed).expect("the operating system has no randomness source");
+        let apps = apps::Apps::new(id, &cluster, &params);
         Node {
             id,
             params,
@@ -329,6 +334,7 @@ impl Node {
             epochs: EpochMark::new(id),
             leases: Leases::default(),
             todo: Vec::new(),
+            apps,
             cluster,
         }
     }
@@ -421,6 +427,7 @@ impl Node {
             }
         }
         self.renew_leases(now);
+        self.expire_snapshots(now);
         // A member whose lease has lapsed for a timeout cannot confirm its view: its leader
         // no longer answers for it (it was left out while paused or cut off). Ask to rejoin.
         let lapsed = self.view.as_ref().and_then(|v| {
@@ -497,6 +504,10 @@ impl Node {
             PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),
             PeerMsg::Confirm { epoch, seq } => self.on_confirm(from, epoch, seq),
             PeerMsg::Confirmed { epoch, seq } => self.on_confirmed(from, epoch, seq),
+            PeerMsg::Snapshot(_)
+            | PeerMsg::Part(_)
+            | PeerMsg::Update { .. }
+            | PeerMsg::Multicast(_) => self.on_app_peer(from, msg),
         }
     }
 }
