@@ -236,6 +236,11 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
                 cluster.file.election
             )));
         }
+        // Every node starts at once: every store replica begins empty together, a new store
+        // (the nodes' own accounts are kept).
+        for &id in cluster.peers.ids() {
+            let _ = std::fs::remove_file(distsync_net::node::store_path(&dir, id));
+        }
         println!(
             "restarting the cluster of {} in place (same keys and addresses)",
             file_path.display()

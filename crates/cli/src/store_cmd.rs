@@ -305,6 +305,8 @@ struct ReplicaView {
     #[serde(skip_serializing_if = "Option::is_none")]
     balance: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    restarted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     log: Option<Vec<u64>>,
 }
 
@@ -313,6 +315,7 @@ struct ReplicaView {
 struct StatusView {
     multicast: String,
     answered: usize,
+    compared: usize,
     agreed: bool,
     digests: usize,
     replicas: Vec<ReplicaView>,
@@ -339,17 +342,21 @@ fn status(
         }
         out
     });
-    let mut digests: Vec<u64> = answers
+    // A replica that lost its updates in a restart is shown, not compared.
+    let compared: Vec<&ReplicaStatus> = answers
         .iter()
-        .filter_map(|(_, r)| r.as_ref().ok().map(|r| r.digest))
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .filter(|r| !r.lost)
         .collect();
+    let mut digests: Vec<u64> = compared.iter().map(|r| r.digest).collect();
     digests.sort_unstable();
     digests.dedup();
     let answered = answers.iter().filter(|(_, r)| r.is_ok()).count();
-    let agreed = answered > 0 && digests.len() == 1;
+    let agreed = !compared.is_empty() && digests.len() == 1;
     let view = StatusView {
         multicast: cluster.file.store.multicast.clone(),
         answered,
+        compared: compared.len(),
         agreed,
         digests: digests.len(),
         replicas: answers
@@ -371,6 +378,7 @@ fn status(
                     pending: Some(r.pending),
                     missing: Some(r.missing),
                     balance: Some(r.balance),
+                    restarted: Some(r.lost),
                     log: log.then(|| r.log.clone()),
                 },
                 Err(e) => ReplicaView {
@@ -384,6 +392,7 @@ fn status(
                     pending: None,
                     missing: None,
                     balance: None,
+                    restarted: None,
                     log: None,
                 },
             })
@@ -415,35 +424,39 @@ fn status(
                         .map(|(a, b)| format!("{a}={b}"))
                         .collect();
                     println!(
-                        "{:<5} {:>8} {:>8} {:<16} {:>12}  {}",
+                        "{:<5} {:>8} {:>8} {:<16} {:>12}  {}{}",
                         r.node.to_string(),
                         r.applied.unwrap_or(0),
                         r.pending.unwrap_or(0),
                         r.digest.as_deref().unwrap_or(""),
                         r.total.unwrap_or(0),
-                        accounts.join(" ")
+                        accounts.join(" "),
+                        if r.restarted == Some(true) {
+                            "  (restarted: lost its updates, not compared)"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }
         }
         if agreed {
             println!(
-                "agreed: every replica that answered has digest {}",
-                view.replicas
-                    .iter()
-                    .find_map(|r| r.digest.clone())
-                    .unwrap_or_default()
+                "agreed: every replica compared ({}) has digest {:016x}",
+                compared.len(),
+                digests[0]
             );
-        } else if answered == 0 {
-            println!("no replica answered");
+        } else if compared.is_empty() {
+            println!("no replica to compare answered");
         } else {
             println!(
-                "DIVERGED: the {answered} replicas that answered hold {} different states",
+                "DIVERGED: the {} replicas compared hold {} different states",
+                compared.len(),
                 digests.len()
             );
         }
     }
-    Ok(if answered == 0 {
+    Ok(if compared.is_empty() {
         Outcome::Code(EXIT_SERVICE)
     } else if agreed {
         Outcome::Ok

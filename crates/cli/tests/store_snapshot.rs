@@ -304,7 +304,10 @@ fn total_order_replicas_agree_once_quiet_under_concurrent_updates() {
         .collect();
     assert!(logs.iter().all(|l| *l == logs[0]), "{v}");
     let text = ok(&c, &["store", "status"]);
-    assert!(text.contains("agreed: every replica"), "{text}");
+    assert!(
+        text.contains("agreed: every replica compared (3)"),
+        "{text}"
+    );
     assert_eq!(
         ok(&c, &["store", "get", "acct", "--node", "2"]).trim(),
         v["replicas"][0]["accounts"]["acct"].to_string()

@@ -134,6 +134,14 @@ pub enum PeerMsg {
     },
     /// A message of the store's multicast instance (encoded by the algorithm's own type).
     Multicast(Vec<u8>),
+    /// To a snapshot's initiator: this node's part has waited a heartbeat for the markers of
+    /// these nodes (so that a snapshot that times out names the silent node).
+    Waiting {
+        /// The snapshot.
+        snapshot: SnapshotId,
+        /// The nodes whose marker has not arrived.
+        on: Vec<NodeId>,
+    },
 }
 
 /// One node's part of a snapshot: what the Chandy-Lamport file recorded (its account's balance
@@ -191,6 +199,9 @@ pub struct ReplicaStatus {
     pub pending: u64,
     /// Updates delivered whose body never arrived (lost with a link that failed).
     pub missing: u64,
+    /// Whether the node restarted after its replica had applied updates (lost with the
+    /// restart): this replica is not comparable with the others and takes no updates.
+    pub lost: bool,
     /// The node's own account (the snapshot bank).
     pub balance: u64,
 }

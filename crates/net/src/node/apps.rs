@@ -27,9 +27,10 @@ use distsync_core::multicast as mc;
 use distsync_core::snapshot::{self as sn, SnapshotId};
 use distsync_core::{NodeId, Params};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// A snapshot's client waits this long at most.
 pub const MAX_SNAPSHOT_WAIT: Duration = Duration::from_secs(600);
@@ -43,9 +44,22 @@ struct Gathering {
     parts: BTreeMap<NodeId, Part>,
     /// The nodes whose marker of this snapshot reached this node.
     markers: BTreeSet<NodeId>,
+    /// What nodes reported waiting for: the markers that had not reached them.
+    waiting: BTreeMap<NodeId, Vec<NodeId>>,
     began: Instant,
     deadline: Instant,
 }
+
+/// A snapshot this node recorded its state for, until its part is complete.
+struct Recording {
+    since: Instant,
+    markers: BTreeSet<NodeId>,
+    reported: bool,
+}
+
+/// At most this many incomplete recordings are watched (a snapshot whose initiator or some
+/// node crashed never completes); beyond it, the oldest are forgotten.
+const MAX_WATCHED: usize = 1024;
 
 /// The two instances and what the node keeps around them.
 pub(super) struct Apps {
@@ -55,6 +69,9 @@ pub(super) struct Apps {
     gathering: BTreeMap<SnapshotId, Gathering>,
     /// The store replica as it was when this node recorded its state, per snapshot under way.
     cuts: HashMap<SnapshotId, ReplicaCut>,
+    /// Snapshots of other initiators this node has recorded and not completed: since when, the
+    /// nodes whose marker reached it, and whether it told the initiator what it waits for.
+    recording: HashMap<SnapshotId, Recording>,
     multicast: String,
     store: Box<dyn MulticastMachine>,
     replica: Replica,
@@ -64,6 +81,31 @@ pub(super) struct Apps {
     incarnation: u32,
     seq: u32,
     missing: u64,
+    /// Where this node keeps its own account's balance (`DIR/node-N.bank`), if on disk.
+    bank_file: Option<PathBuf>,
+    /// Where it notes that its replica has applied updates (`DIR/node-N.store`), if on disk.
+    store_file: Option<PathBuf>,
+    /// Whether the note is written.
+    noted: bool,
+    /// The updates its replica had applied before this node restarted (lost with it; 0: it
+    /// did not restart, or nothing was lost).
+    lost: u64,
+}
+
+/// The file holding node `id`'s own account in `dir`.
+pub fn bank_path(dir: &Path, id: NodeId) -> PathBuf {
+    dir.join(format!("node-{id}.bank"))
+}
+
+/// The file noting that node `id`'s store replica has applied updates, in `dir`.
+pub fn store_path(dir: &Path, id: NodeId) -> PathBuf {
+    dir.join(format!("node-{id}.store"))
+}
+
+/// The number after `key ` in `text`.
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 impl Apps {
@@ -72,8 +114,26 @@ impl Apps {
         let mk =
             crate::machine::multicast_kind(&settings.multicast).expect("checked with the file");
         let sk = crate::machine::snapshot_kind("chandy-lamport").expect("registered");
+        let bank_file = cluster.state_dir.as_deref().map(|d| bank_path(d, id));
+        let store_file = cluster.state_dir.as_deref().map(|d| store_path(d, id));
+        // A restarted node keeps its account: the balance it had, not the opening one.
+        let kept = bank_file
+            .as_deref()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|t| field(&t, "balance"));
+        if let Some(b) = kept {
+            info!(node = %id, balance = b, "own account kept from before the restart");
+        }
+        let lost = store_file
+            .as_deref()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|t| field(&t, "applied"))
+            .unwrap_or(0);
+        if lost > 0 {
+            warn!(node = %id, "this node restarted and its store replica lost what it had applied; it takes no updates (docs/store.md)");
+        }
         let bank_params = Params {
-            balance: Some(settings.balance),
+            balance: Some(kept.unwrap_or(settings.balance)),
             ..params.clone()
         };
         let mut r = [0u8; 4];
@@ -83,6 +143,7 @@ impl Apps {
             started: 0,
             gathering: BTreeMap::new(),
             cuts: HashMap::new(),
+            recording: HashMap::new(),
             multicast: settings.multicast.clone(),
             store: (mk.new)(id, &cluster.peers, params),
             replica: Replica::default(),
@@ -91,6 +152,33 @@ impl Apps {
             incarnation: u32::from_le_bytes(r),
             seq: 0,
             missing: 0,
+            bank_file,
+            store_file,
+            noted: lost > 0,
+            lost,
+        }
+    }
+
+    /// Writes the own account's balance (before anything the change sent leaves the node).
+    fn keep_balance(&self) {
+        if let Some(f) = &self.bank_file {
+            let text = format!("balance {}\n", self.bank.balance());
+            if let Err(e) = crate::files::write_private_unsynced(f, text.as_bytes()) {
+                warn!("cannot keep the account in {}: {e}", f.display());
+            }
+        }
+    }
+
+    /// Notes, once, that the replica has applied updates: a restart would lose them.
+    fn note_applied(&mut self) {
+        if self.noted {
+            return;
+        }
+        self.noted = true;
+        if let Some(f) = &self.store_file {
+            if let Err(e) = crate::files::write_private_unsynced(f, b"applied 1\n") {
+                warn!("cannot note the store in {}: {e}", f.display());
+            }
         }
     }
 
@@ -109,6 +197,7 @@ impl Apps {
 impl Node {
     /// Calls the snapshot instance and carries out its effects.
     fn call_bank(&mut self, ev: MEvent<'_, sn::Input>) {
+        let before = self.apps.bank.balance();
         let mut out = Vec::new();
         let env = Env {
             id: self.id,
@@ -121,6 +210,9 @@ impl Node {
             warn!("dropped a snapshot message that does not decode: {e}");
             return;
         }
+        if self.apps.bank.balance() != before {
+            self.apps.keep_balance();
+        }
         for o in out {
             match o {
                 Out::Send(to, bytes) => {
@@ -130,6 +222,7 @@ impl Node {
                         if !self.apps.cuts.contains_key(&snapshot) {
                             let cut = self.apps.cut();
                             self.apps.cuts.insert(snapshot, cut);
+                            self.watch(snapshot);
                         }
                     }
                     self.send(to, PeerMsg::Snapshot(bytes));
@@ -149,6 +242,7 @@ impl Node {
                         replica,
                     };
                     let initiator = part.local.id.initiator;
+                    self.apps.recording.remove(&part.local.id);
                     if initiator == self.id {
                         self.on_part(part);
                     } else {
@@ -193,6 +287,7 @@ impl Node {
             return;
         };
         self.apps.replica.apply(payload, &update);
+        self.apps.note_applied();
         debug!(node = %self.id, %origin, payload, %update, "applied");
         if let Some(c) = self.apps.waiting.remove(&payload) {
             let index = self.apps.replica.applied.len() as u64;
@@ -207,6 +302,17 @@ impl Node {
                 if let Ok(ClMsg::Marker { snapshot }) = wire::decode::<ClMsg>(&bytes) {
                     if let Some(g) = self.apps.gathering.get_mut(&snapshot) {
                         g.markers.insert(from);
+                    }
+                    // Before the call: the marker may be the one that records the state.
+                    self.watch(snapshot);
+                    let again = self.apps.recording.get_mut(&snapshot).and_then(|r| {
+                        r.markers.insert(from);
+                        r.reported.then(|| r.markers.clone())
+                    });
+                    // The initiator was told what this node waits for: tell it again.
+                    if let Some(markers) = again {
+                        let on = self.missing_markers(&markers);
+                        self.send(snapshot.initiator, PeerMsg::Waiting { snapshot, on });
                     }
                 }
                 self.call_bank(MEvent::Message(from, &bytes));
@@ -226,8 +332,51 @@ impl Node {
                 }
             }
             PeerMsg::Multicast(bytes) => self.call_store(MEvent::Message(from, &bytes)),
+            PeerMsg::Waiting { snapshot, on } => {
+                if let Some(g) = self.apps.gathering.get_mut(&snapshot) {
+                    // The latest report counts (a link keeps the order of a node's reports).
+                    g.waiting.insert(from, on);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// The other nodes whose marker is not among `markers`.
+    fn missing_markers(&self, markers: &BTreeSet<NodeId>) -> Vec<NodeId> {
+        self.cluster
+            .peers
+            .ids()
+            .iter()
+            .copied()
+            .filter(|&p| p != self.id && !markers.contains(&p))
+            .collect()
+    }
+
+    /// Starts watching snapshot `id` (of another initiator), if not yet.
+    fn watch(&mut self, id: SnapshotId) {
+        if id.initiator == self.id || self.apps.recording.contains_key(&id) {
+            return;
+        }
+        if self.apps.recording.len() >= MAX_WATCHED {
+            if let Some(oldest) = self
+                .apps
+                .recording
+                .iter()
+                .min_by_key(|(_, r)| r.since)
+                .map(|(&k, _)| k)
+            {
+                self.apps.recording.remove(&oldest);
+            }
+        }
+        self.apps.recording.insert(
+            id,
+            Recording {
+                since: Instant::now(),
+                markers: BTreeSet::new(),
+                reported: false,
+            },
+        );
     }
 
     fn on_part(&mut self, part: Part) {
@@ -294,6 +443,7 @@ impl Node {
                         client: c,
                         parts: BTreeMap::new(),
                         markers: BTreeSet::new(),
+                        waiting: BTreeMap::new(),
                         began: now,
                         deadline: now + wait,
                     },
@@ -301,6 +451,14 @@ impl Node {
                 self.call_bank(MEvent::Input(sn::Input::Snapshot));
             }
             R::Update(update) => {
+                if self.apps.lost > 0 {
+                    let reason = format!(
+                        "node {} restarted and its replica lost the updates it had applied; the store's multicast algorithms cannot bring it back, so it takes no updates (send them to another node; `cluster up` of the whole cluster starts a new store)",
+                        self.id
+                    );
+                    self.reply(c, ClientReply::Refused { reason });
+                    return;
+                }
                 if let Err(reason) = update.check() {
                     self.reply(c, ClientReply::Refused { reason });
                     return;
@@ -345,6 +503,7 @@ impl Node {
                     total: a.cut().total,
                     pending: a.waiting.len() as u64,
                     missing: a.missing,
+                    lost: a.lost > 0,
                     balance: a.bank.balance(),
                 };
                 self.reply(c, ClientReply::Replica(Box::new(status)));
@@ -355,6 +514,20 @@ impl Node {
 
     /// Snapshots whose client's timeout ran out: the client learns which nodes were silent.
     pub(super) fn expire_snapshots(&mut self, now: Instant) {
+        // A part incomplete for a heartbeat: tell its initiator which markers are missing, so
+        // that a snapshot that times out can name the silent node, not only the waiting ones.
+        let after = self.timeouts().heartbeat;
+        let mut reports = Vec::new();
+        for (id, r) in self.apps.recording.iter_mut() {
+            if !r.reported && now.duration_since(r.since) >= after {
+                r.reported = true;
+                reports.push((*id, r.markers.clone()));
+            }
+        }
+        for (snapshot, markers) in reports {
+            let on = self.missing_markers(&markers);
+            self.send(snapshot.initiator, PeerMsg::Waiting { snapshot, on });
+        }
         let expired: Vec<SnapshotId> = self
             .apps
             .gathering
@@ -372,11 +545,29 @@ impl Node {
                 .copied()
                 .filter(|&p| p != self.id)
                 .collect();
-            let no_marker: Vec<String> = others
+            // Silent: a node whose marker has not reached the initiator, or a node that some
+            // other node reported still waiting for.
+            let mut silent: BTreeSet<NodeId> = others
                 .iter()
+                .copied()
                 .filter(|p| !g.markers.contains(p))
-                .map(|p| p.to_string())
                 .collect();
+            for on in g.waiting.values() {
+                silent.extend(on.iter().copied());
+            }
+            let waiting_on_them: BTreeSet<NodeId> = g
+                .waiting
+                .iter()
+                .filter(|(_, on)| !on.is_empty())
+                .map(|(&w, _)| w)
+                .chain((others.iter().any(|p| !g.markers.contains(p))).then_some(self.id))
+                .collect();
+            let list = |s: &BTreeSet<NodeId>| {
+                s.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             let no_part: Vec<String> = self
                 .cluster
                 .peers
@@ -386,21 +577,21 @@ impl Node {
                 .map(|p| p.to_string())
                 .collect();
             let waited = now.duration_since(g.began);
-            let reason = if no_marker.is_empty() {
+            let reason = if silent.is_empty() {
                 format!(
-                    "snapshot {}#{} not complete after {waited:.1?}: every node's marker reached node {}, but no part came from node(s) {}",
+                    "snapshot {}#{} not complete after {waited:.1?}: every marker arrived, but no part came from node(s) {} (their links to node {} failed?)",
                     id.initiator,
                     id.number,
-                    self.id,
-                    no_part.join(", ")
+                    no_part.join(", "),
+                    self.id
                 )
             } else {
                 format!(
-                    "snapshot {}#{} not complete after {waited:.1?}: node(s) {} did not answer (no marker from them reached node {}); parts missing from node(s) {}",
+                    "snapshot {}#{} not complete after {waited:.1?}: node(s) {} did not answer (no marker from them reached node(s) {}); parts missing from node(s) {}",
                     id.initiator,
                     id.number,
-                    no_marker.join(", "),
-                    self.id,
+                    list(&silent),
+                    list(&waiting_on_them),
                     no_part.join(", ")
                 )
             };

@@ -31,6 +31,7 @@ mod leases;
 mod locks;
 mod views;
 
+pub use apps::{bank_path, store_path};
 pub use locks::{next_token, HARD_MAX_LOCKS, MAX_LOCKS};
 pub use views::next_epoch;
 
@@ -507,7 +508,8 @@ impl Node {
             PeerMsg::Snapshot(_)
             | PeerMsg::Part(_)
             | PeerMsg::Update { .. }
-            | PeerMsg::Multicast(_) => self.on_app_peer(from, msg),
+            | PeerMsg::Multicast(_)
+            | PeerMsg::Waiting { .. } => self.on_app_peer(from, msg),
         }
     }
 }
