@@ -208,7 +208,7 @@ fn text(v: &SnapshotView) -> String {
         v.micros as f64 / 1000.0
     );
     s += &format!(
-        "{:<5} {:>10}  {:<24} {:>8} {:<16}\n",
+        "{:<5} {:>10}  {:<24} {:>8} {}\n",
         "node", "balance", "in transit to it", "applied", "store digest"
     );
     for n in &v.nodes {
@@ -222,7 +222,7 @@ fn text(v: &SnapshotView) -> String {
             })
             .collect();
         s += &format!(
-            "{:<5} {:>10}  {:<24} {:>8} {:<16}\n",
+            "{:<5} {:>10}  {:<24} {:>8} {}\n",
             n.id.to_string(),
             n.balance,
             if transit.is_empty() {
