@@ -486,6 +486,11 @@ fn jepsen_store_and_snapshots_under_pause_and_kill() {
         assert_eq!(r.total, 4000, "the bank's transfers conserve its money");
     }
     let acked = sh.acked.lock().unwrap();
+    assert!(
+        acked.len() >= 5,
+        "only {} store updates acknowledged",
+        acked.len()
+    );
     let applied: BTreeSet<u64> = longest.iter().copied().collect();
     let lost: Vec<&u64> = acked.iter().filter(|p| !applied.contains(p)).collect();
     assert!(lost.is_empty(), "acknowledged updates missing: {lost:?}");
