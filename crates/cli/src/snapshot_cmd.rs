@@ -38,9 +38,9 @@ pub struct SnapshotArgs {
     /// The cluster file, instead of --dir.
     #[arg(long, value_name = "CLUSTER.toml")]
     cluster: Option<PathBuf>,
-    /// The node that starts the snapshot.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    via: u32,
+    /// The node that starts the snapshot (default: the cluster file's first).
+    #[arg(long, value_name = "N")]
+    via: Option<u32>,
     /// How long every node's part may take.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration_arg)]
     timeout: Duration,
@@ -150,7 +150,7 @@ pub fn snapshot(args: SnapshotArgs, dir: PathBuf) -> Result<Outcome, InputError>
         .clone()
         .unwrap_or_else(|| dir.join("cluster.toml"));
     let cluster = Cluster::load(&path)?;
-    let via = NodeId(args.via);
+    let via = args.via.map_or(cluster.peers.ids()[0], NodeId);
     if !cluster.peers.contains(via) {
         return Err(InputError(format!(
             "--via {via}: no node has that id (ids: {:?})",

@@ -18,17 +18,19 @@ pub const EXIT_SERVICE: u8 = 125;
 /// Arguments of `distsync store`.
 #[derive(clap::Args)]
 #[command(after_help = "\
-Every update goes to one node (--node, default 0), which multicasts it to every replica with
-the cluster file's [store] multicast algorithm (total-order-multicast, causal-broadcast or
-fifo-broadcast); the command returns once that node's own replica has applied it. With total
+Every update goes to one node (--node, default the file's first), which multicasts it to every
+replica with the cluster file's [store] multicast algorithm (total-order-multicast,
+causal-broadcast or fifo-broadcast); the command returns once that node's own replica has
+applied it. With total
 order every replica applies the same updates in the same order, so their digests agree
 whenever the cluster is quiet; with causal or FIFO order, concurrent `add` and `interest`
 updates can be applied in different orders and the replicas diverge (the notes' replicated
 database), which `store status` shows.
 
-Exit status: 0 done (status: every replica that answered has the same digest); 1 status: the
-replicas' digests differ; 125 the cluster could not serve the request (no answer within
---timeout, refused); 2 bad input.
+Exit status: 0 done (status: every replica compared has the same digest; a replica that lost
+its updates in a restart is shown, not compared); 1 status: the replicas' digests differ, or
+get: the replica has no such account; 125 the cluster could not serve the request (no answer
+within --timeout, refused); 2 bad input.
 
 Examples: distsync store put alice 1000
           distsync store add alice 100 --node 0 & distsync store interest 1% --node 1
