@@ -322,8 +322,11 @@ impl<V: ClockSyncVisitor> ElectionVisitor for BerkeleyWith<V> {
 pub trait MulticastVisitor {
     /// What the visit produces.
     type Output;
-    /// Called with the algorithm type registered under the name.
-    fn visit<A: Multicast + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output;
+    /// Called with the algorithm type registered under the name. Its messages can be checked
+    /// field by field ([`Validate`]), as the network runtime does with what peers send.
+    fn visit<A: Multicast + Serialize + Explorable>(self, entry: &'static Entry) -> Self::Output
+    where
+        <A as Process>::Msg: Validate;
 }
 
 macro_rules! multicast_algorithms {
@@ -360,11 +363,14 @@ multicast_algorithms! {
 pub trait SnapshotVisitor {
     /// What the visit produces.
     type Output;
-    /// Called with the algorithm type registered under the name.
+    /// Called with the algorithm type registered under the name. Its messages can be checked
+    /// field by field ([`Validate`]), as the network runtime does with what peers send.
     fn visit<A: GlobalSnapshot + Serialize + Explorable>(
         self,
         entry: &'static Entry,
-    ) -> Self::Output;
+    ) -> Self::Output
+    where
+        <A as Process>::Msg: Validate;
 }
 
 macro_rules! snapshot_algorithms {

@@ -9,8 +9,8 @@
 //! message after decoding and before the handler, and drops what it refuses. The handlers' rules
 //! are unchanged.
 //!
-//! What is checked, for every message type of the mutual-exclusion and election algorithms of
-//! the registry:
+//! What is checked, for every message type of the mutual-exclusion, election, multicast and
+//! snapshot algorithms of the registry:
 //! - every node id a message names is a member;
 //! - every per-site vector has one entry per member, and queues and id lists at most one entry
 //!   per member, without repeats;
@@ -26,10 +26,12 @@
 use crate::election::detector::DetectMsg;
 use crate::election::ring_link::LinkMsg;
 use crate::election::{bully, chang_roberts, peterson, ring, ring_active_list};
+use crate::multicast::{causal_broadcast, fifo_broadcast, total_order};
 use crate::mutex::{
     central, lamport, maekawa, maekawa_basic, majority_vote, raymond, ricart_agrawala,
     ricart_agrawala_token, singhal, singhal_token, suzuki_kasami, token_ring,
 };
+use crate::snapshot::chandy_lamport;
 use distsync_core::{NodeId, Peers};
 use std::fmt;
 
@@ -369,6 +371,53 @@ impl<M: Validate> Validate for DetectMsg<M> {
     }
 }
 
+impl Validate for total_order::Msg {
+    fn validate(&self, peers: &Peers) -> Result<(), Invalid> {
+        match *self {
+            total_order::Msg::Update { ts, payload } => {
+                counter(ts, "ts")?;
+                counter(payload, "payload")
+            }
+            total_order::Msg::Ack { update, ts } => {
+                member(peers, update.node, "update.node")?;
+                counter(update.time, "update.time")?;
+                counter(ts, "ts")
+            }
+        }
+    }
+}
+
+impl Validate for causal_broadcast::Msg {
+    fn validate(&self, peers: &Peers) -> Result<(), Invalid> {
+        let causal_broadcast::Msg::Message { ts, payload } = self;
+        per_site(peers, ts.entries().len(), "ts")?;
+        counters(ts.entries(), "ts")?;
+        counter(*payload, "payload")
+    }
+}
+
+impl Validate for fifo_broadcast::Msg {
+    fn validate(&self, _: &Peers) -> Result<(), Invalid> {
+        let fifo_broadcast::Msg::Message { seq, payload } = *self;
+        counter(seq, "seq")?;
+        counter(payload, "payload")
+    }
+}
+
+impl Validate for chandy_lamport::Msg {
+    fn validate(&self, peers: &Peers) -> Result<(), Invalid> {
+        match *self {
+            // An amount far below u64::MAX: a forged transfer can make money, never overflow
+            // a balance.
+            chandy_lamport::Msg::Transfer { amount } => counter(amount, "amount"),
+            chandy_lamport::Msg::Marker { snapshot } => {
+                member(peers, snapshot.initiator, "snapshot.initiator")?;
+                counter(snapshot.number, "snapshot.number")
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,5 +463,52 @@ mod tests {
             wrapped.validate(&peers).unwrap_err().to_string(),
             "uid names node 3, not a member"
         );
+    }
+
+    #[test]
+    fn multicast_and_snapshot_messages_are_checked_too() {
+        use distsync_core::snapshot::SnapshotId;
+        use distsync_core::{Stamp, VectorClock};
+        let peers = Peers::range(3);
+        let causal = |v: Vec<u64>| causal_broadcast::Msg::Message {
+            ts: VectorClock::from_entries(v),
+            payload: 1,
+        };
+        assert!(causal(vec![1, 0, 0]).validate(&peers).is_ok());
+        // A vector one entry short would index past the receiver's own clock.
+        assert_eq!(
+            causal(vec![1, 0]).validate(&peers).unwrap_err().to_string(),
+            "ts has 2 entries for 3 members"
+        );
+        assert!(causal(vec![0, u64::MAX, 0]).validate(&peers).is_err());
+        let ack = |node: u32| total_order::Msg::Ack {
+            update: Stamp {
+                time: 1,
+                node: NodeId(node),
+            },
+            ts: 2,
+        };
+        assert!(ack(2).validate(&peers).is_ok());
+        assert_eq!(
+            ack(9).validate(&peers).unwrap_err().to_string(),
+            "update.node names node 9, not a member"
+        );
+        assert!(fifo_broadcast::Msg::Message {
+            seq: u64::MAX,
+            payload: 0
+        }
+        .validate(&peers)
+        .is_err());
+        let marker = |initiator: u32| chandy_lamport::Msg::Marker {
+            snapshot: SnapshotId {
+                initiator: NodeId(initiator),
+                number: 1,
+            },
+        };
+        assert!(marker(0).validate(&peers).is_ok());
+        assert!(marker(3).validate(&peers).is_err());
+        assert!(chandy_lamport::Msg::Transfer { amount: u64::MAX }
+            .validate(&peers)
+            .is_err());
     }
 }

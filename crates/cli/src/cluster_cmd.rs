@@ -1,5 +1,5 @@
-//! `distsync cluster up|down|status|start|stop|restart`: a cluster of node processes on this
-//! machine.
+//! `distsync cluster up|down|status|start|stop|restart|snapshot`: a cluster of node processes
+//! on this machine.
 
 use crate::{InputError, Outcome};
 use distsync_core::{parse_duration, NodeId};
@@ -37,6 +37,9 @@ enum Action {
     Stop(IdArgs),
     /// Stop node N of DIR, start it again and wait until it answers.
     Restart(IdArgs),
+    /// Take a Chandy-Lamport snapshot of the running cluster: every node's account and store
+    /// replica, and the money in transit on every link; print it, check the money is conserved.
+    Snapshot(crate::snapshot_cmd::SnapshotArgs),
 }
 
 #[derive(clap::Args)]
@@ -86,6 +89,14 @@ struct UpArgs {
     /// a row, without the algorithm (`[locks] handoff`; 0: every grant goes through it).
     #[arg(long, value_name = "N", default_value_t = 0)]
     handoff: u32,
+    /// The multicast algorithm of the replicated store (`[store] multicast`:
+    /// total-order-multicast, causal-broadcast or fifo-broadcast; see `distsync store`).
+    #[arg(long, value_name = "ALGO", default_value = distsync_net::config::DEFAULT_MULTICAST)]
+    multicast: String,
+    /// The opening balance of every node's own account, which `cluster snapshot` records
+    /// (`[store] balance`).
+    #[arg(long, value_name = "AMOUNT", default_value_t = distsync_net::config::DEFAULT_BALANCE)]
+    balance: u64,
 }
 
 #[derive(clap::Args)]
@@ -112,6 +123,14 @@ struct InitArgs {
     /// a row, without the algorithm (`[locks] handoff`; 0: every grant goes through it).
     #[arg(long, value_name = "N", default_value_t = 0)]
     handoff: u32,
+    /// The multicast algorithm of the replicated store (`[store] multicast`:
+    /// total-order-multicast, causal-broadcast or fifo-broadcast; see `distsync store`).
+    #[arg(long, value_name = "ALGO", default_value = distsync_net::config::DEFAULT_MULTICAST)]
+    multicast: String,
+    /// The opening balance of every node's own account, which `cluster snapshot` records
+    /// (`[store] balance`).
+    #[arg(long, value_name = "AMOUNT", default_value_t = distsync_net::config::DEFAULT_BALANCE)]
+    balance: u64,
 }
 
 #[derive(clap::Args)]
@@ -173,6 +192,10 @@ pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
             stop_one(&dir, a.id)?;
             start(a)
         }
+        Action::Snapshot(a) => {
+            let dir = dir_of(a.dir.clone());
+            crate::snapshot_cmd::snapshot(a, dir)
+        }
     }
 }
 
@@ -213,6 +236,11 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
                 cluster.file.election
             )));
         }
+        // Every node starts at once: every store replica begins empty together, a new store
+        // (the nodes' own accounts are kept).
+        for &id in cluster.peers.ids() {
+            let _ = std::fs::remove_file(distsync_net::node::store_path(&dir, id));
+        }
         println!(
             "restarting the cluster of {} in place (same keys and addresses)",
             file_path.display()
@@ -239,6 +267,8 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
             local::cluster_file_holding(nodes, &mutex, &election, base_port, timeouts)?;
         held = ports;
         file.locks.handoff = a.handoff;
+        file.store.multicast = a.multicast.clone();
+        file.store.balance = a.balance;
         file.clock = a
             .clock
             .as_ref()
@@ -390,10 +420,15 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
     };
     let mut file = local::cluster_file_for(&a.addrs, &a.mutex, &a.election, timeouts);
     file.locks.handoff = a.handoff;
+    file.store.multicast = a.multicast.clone();
+    file.store.balance = a.balance;
     let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("node") => "addr".to_string(),
-            f => f.trim_start_matches("timeouts.").replace('_', "-"),
+            f => f
+                .trim_start_matches("timeouts.")
+                .trim_start_matches("store.")
+                .replace('_', "-"),
         };
         InputError(format!("--{flag}: {}", e.message))
     })?;

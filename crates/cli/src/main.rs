@@ -21,6 +21,8 @@ mod progress;
 mod run;
 mod scenario_cmd;
 mod shell_cmd;
+mod snapshot_cmd;
+mod store_cmd;
 mod stress_cmd;
 mod sweep_cmd;
 mod time_cmd;
@@ -85,6 +87,9 @@ enum Command {
     Leader(leader_cmd::LeaderArgs),
     /// Start, stop or inspect a cluster of node processes on this machine.
     Cluster(cluster_cmd::ClusterArgs),
+    /// The replicated bank of a running cluster (put, add, interest, transfer, get, status), every
+    /// update delivered through the cluster's multicast algorithm; and the nodes' own accounts.
+    Store(store_cmd::StoreArgs),
     /// NTP for real: serve time over UDP, query NTP servers, see a cluster's clocks.
     Time(time_cmd::TimeArgs),
     /// Serve the interactive page: step through a run, choose what happens next, inject faults,
@@ -178,6 +183,7 @@ fn main() -> ExitCode {
         Command::Elect(args) => elect_cmd::elect(args),
         Command::Leader(args) => leader_cmd::leader(args),
         Command::Cluster(args) => cluster_cmd::cluster(args),
+        Command::Store(args) => store_cmd::store(args),
         Command::Time(args) => time_cmd::time(args),
         Command::Web(args) => web_cmd::web(args),
         Command::Stress(args) => stress_cmd::stress_cmd(args),

@@ -69,8 +69,9 @@ fn distsync(dir: &Path, args: &[String]) -> Output {
 
 /// The verbs the README shows that start real node processes or serve until stopped:
 /// documented and tested in crates/net, crates/time, crates/web and crates/cli/tests
-/// (net_cluster, lock_service, jepsen, time_chrony, time_cluster, web_verb), not run from here.
-const REAL_PROCESSES: [&str; 6] = ["cluster", "lock", "leader", "elect", "time", "web"];
+/// (net_cluster, lock_service, jepsen, store_snapshot, store_jepsen, time_chrony,
+/// time_cluster, web_verb), not run from here.
+const REAL_PROCESSES: [&str; 7] = ["cluster", "lock", "leader", "elect", "store", "time", "web"];
 
 /// The `distsync` commands of a shell block: comments dropped, `&&` chains split, output
 /// redirections dropped (the output is checked instead), the README's placeholder SCENARIO.toml

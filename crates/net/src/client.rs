@@ -113,6 +113,41 @@ impl Client {
     }
 }
 
+/// Sends `req` to node `node` and waits for its answer (any reply but `Pong`) within
+/// `timeout`, pinging the node every heartbeat meanwhile so that it keeps the connection. A
+/// `Refused` answer is [`ClientError::Refused`].
+pub async fn ask(
+    cluster: &Cluster,
+    node: NodeId,
+    req: ClientRequest,
+    timeout: Duration,
+) -> Result<ClientReply, ClientError> {
+    let heartbeat = cluster.file.timeouts.heartbeat;
+    let work = async {
+        let mut c = Client::connect(cluster, node).await?;
+        c.send(&req).await?;
+        let mut beat = tokio::time::interval(heartbeat);
+        beat.tick().await;
+        loop {
+            tokio::select! {
+                r = c.recv() => match r? {
+                    ClientReply::Pong => {}
+                    ClientReply::Refused { reason } => return Err(ClientError::Refused(node, reason)),
+                    reply => return Ok(reply),
+                },
+                _ = beat.tick() => c.send(&ClientRequest::Ping).await?,
+            }
+        }
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ClientError::Unavailable(format!(
+                "node {node}: no answer within {timeout:?}"
+            )))
+        })
+}
+
 fn describe(e: ConnError) -> String {
     e.to_string()
 }

@@ -101,6 +101,50 @@ pub struct ClusterFile {
     /// How the nodes serve locks (`[locks]`).
     #[serde(default, skip_serializing_if = "LockSettings::is_default")]
     pub locks: LockSettings,
+    /// The replicated store and the snapshot bank (`[store]`).
+    #[serde(default, skip_serializing_if = "StoreSettings::is_default")]
+    pub store: StoreSettings,
+}
+
+/// The `[store]` table: the replicated bank every node keeps a replica of (`distsync store`),
+/// and the account each node holds for snapshots (`distsync cluster snapshot`).
+///
+/// ```toml
+/// [store]
+/// multicast = "total-order-multicast"   # or causal-broadcast, fifo-broadcast
+/// balance = 1000                        # each node's own account, moved by `store send`
+/// ```
+///
+/// Every update of the replicated bank is delivered through the multicast algorithm named here,
+/// the registry's own file; the nodes' own accounts are the bank of the Chandy-Lamport file,
+/// whose snapshots `cluster snapshot` takes (docs/store.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSettings {
+    /// A multicast algorithm of the registry.
+    pub multicast: String,
+    /// The opening balance of every node's own account.
+    pub balance: u64,
+}
+
+/// The multicast algorithm of a cluster file without one.
+pub const DEFAULT_MULTICAST: &str = "total-order-multicast";
+/// The opening balance of a node's own account in a cluster file without one.
+pub const DEFAULT_BALANCE: u64 = 1000;
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            multicast: DEFAULT_MULTICAST.into(),
+            balance: DEFAULT_BALANCE,
+        }
+    }
+}
+
+impl StoreSettings {
+    fn is_default(&self) -> bool {
+        *self == StoreSettings::default()
+    }
 }
 
 /// The `[locks]` table: how a node serves its clients.
@@ -362,6 +406,8 @@ impl Cluster {
                 ),
             ));
         }
+        family(&file.store.multicast, Family::Multicast)
+            .map_err(|m| err("store.multicast".into(), m))?;
         if let Some(c) = &file.clock {
             c.check()
                 .map_err(|(field, m)| err(format!("clock.{field}"), m))?;
@@ -519,6 +565,26 @@ addr = "127.0.0.1:7002"
             field_of(&GOOD.replace("\"300ms\"", "\"60ms\"")),
             "timeouts.heartbeat_timeout"
         );
+    }
+
+    #[test]
+    fn the_store_table_is_checked() {
+        let c = Cluster::from_toml(GOOD, "c.toml").unwrap();
+        assert_eq!(c.file.store, StoreSettings::default());
+        let with = format!("{GOOD}\n[store]\nmulticast = \"causal-broadcast\"\nbalance = 5\n");
+        let c = Cluster::from_toml(&with, "c.toml").unwrap();
+        assert_eq!(c.file.store.multicast, "causal-broadcast");
+        assert_eq!(c.file.store.balance, 5);
+        assert_eq!(
+            field_of(&with.replace("causal-broadcast", "bully")),
+            "store.multicast"
+        );
+        assert_eq!(
+            field_of(&with.replace("causal-broadcast", "casual-broadcast")),
+            "store.multicast"
+        );
+        let e = Cluster::from_toml(&with.replace("balance", "balanse"), "c.toml").unwrap_err();
+        assert!(e.message.contains("balanse"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - `peer`: links to the other nodes (connect, reconnect, heartbeats);
 //! - `timers`: the algorithms' timers as deadlines keyed by name with generations;
 //! - `node`: the node runtime (events in, algorithm handlers, effects out; views and failover);
+//! - [`store`]: the replicated bank the store's multicast keeps at every node;
 //! - [`persist`]: the epoch high-water mark each node keeps on disk;
 //! - [`colocated`]: central's coordinator and a competing client in one node;
 //! - `client`: the client side of the client protocol (the `lock` and `leader` verbs);
@@ -36,12 +37,14 @@ pub mod node;
 mod peer;
 pub mod persist;
 pub mod shutdown;
+pub mod store;
 pub mod timers;
 pub mod transport;
 pub mod wire;
 
 pub use config::{
-    ClockSettings, Cluster, ClusterFile, ConfigError, LockSettings, NodeEntry, Timeouts,
+    ClockSettings, Cluster, ClusterFile, ConfigError, LockSettings, NodeEntry, StoreSettings,
+    Timeouts,
 };
 pub use node::run;
 pub use peer::{MAX_PREAUTH, MAX_PREAUTH_PER_ADDR};

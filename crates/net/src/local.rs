@@ -132,6 +132,7 @@ pub fn cluster_file_holding(
         timeouts,
         clock: None,
         locks: Default::default(),
+        store: Default::default(),
         nodes: (0..n)
             .map(|i| NodeEntry {
                 id: NodeId(i),
@@ -231,6 +232,7 @@ pub fn cluster_file_for(
         timeouts,
         clock: None,
         locks: Default::default(),
+        store: Default::default(),
         nodes: addrs
             .iter()
             .enumerate()

@@ -10,10 +10,14 @@
 
 use crate::wire::{self, DecodeError};
 use distsync_algorithms::election::Detector;
-use distsync_algorithms::registry::{self, ElectionVisitor, Entry, MutexVisitor};
+use distsync_algorithms::registry::{
+    self, ElectionVisitor, Entry, Explorable, MulticastVisitor, MutexVisitor, SnapshotVisitor,
+};
 use distsync_algorithms::validate::Validate;
 use distsync_core::election::{self as el, Election};
+use distsync_core::multicast::{self as mc, Multicast};
 use distsync_core::mutex::{self as mx, MutualExclusion};
+use distsync_core::snapshot::{self as sn, GlobalSnapshot};
 use distsync_core::{Ctx, Effect, EffectOf, NodeId, ParamError, Params, Peers, Process, Time};
 use rand_core::RngCore;
 use std::collections::HashMap;
@@ -84,6 +88,18 @@ pub trait ElectionMachine: Machine<el::Input, el::Output> + Send {
     fn leader(&self) -> Option<NodeId>;
     /// Whether it takes part in an election whose result it has not learned.
     fn electing(&self) -> bool;
+}
+
+/// A multicast instance (the store's).
+pub trait MulticastMachine: Machine<mc::Input, mc::Output> + Send {
+    /// How many multicasts it has made.
+    fn multicasts(&self) -> u64;
+}
+
+/// A snapshot instance with its bank account (the node's own).
+pub trait SnapshotMachine: Machine<sn::Input, sn::Output> + Send {
+    /// The account's balance now.
+    fn balance(&self) -> u64;
 }
 
 /// An algorithm value and the timers it has set, by encoding.
@@ -197,6 +213,44 @@ where
     }
 }
 
+impl<A: Multicast + Send> MulticastMachine for Erased<A>
+where
+    A::Msg: Validate,
+{
+    fn multicasts(&self) -> u64 {
+        self.inner.multicasts()
+    }
+}
+
+impl<A: GlobalSnapshot + Send> SnapshotMachine for Erased<A>
+where
+    A::Msg: Validate,
+{
+    fn balance(&self) -> u64 {
+        self.inner.balance()
+    }
+}
+
+/// How to build instances of one multicast algorithm.
+#[derive(Clone, Copy)]
+pub struct MulticastKind {
+    /// Its registry entry.
+    pub entry: &'static Entry,
+    /// A fresh instance.
+    pub new: fn(NodeId, &Peers, &Params) -> Box<dyn MulticastMachine>,
+}
+
+/// How to build instances of one snapshot algorithm.
+#[derive(Clone, Copy)]
+pub struct SnapshotKind {
+    /// Its registry entry.
+    pub entry: &'static Entry,
+    /// Checks parameters against a membership.
+    pub validate: fn(&Params, &Peers) -> Result<(), ParamError>,
+    /// A fresh instance.
+    pub new: fn(NodeId, &Peers, &Params) -> Box<dyn SnapshotMachine>,
+}
+
 /// How to build and check instances of one mutual-exclusion algorithm.
 #[derive(Clone, Copy)]
 pub struct MutexKind {
@@ -244,6 +298,73 @@ where
     Box::new(Erased::new(<Detector<A> as distsync_core::Algorithm>::new(
         id, peers, params,
     )))
+}
+
+fn new_multicast<A: Multicast + Explorable>(
+    id: NodeId,
+    peers: &Peers,
+    params: &Params,
+) -> Box<dyn MulticastMachine>
+where
+    A::Msg: Validate,
+{
+    Box::new(Erased::new(A::new(id, peers, params)))
+}
+
+fn new_snapshot<A: GlobalSnapshot + Explorable>(
+    id: NodeId,
+    peers: &Peers,
+    params: &Params,
+) -> Box<dyn SnapshotMachine>
+where
+    A::Msg: Validate,
+{
+    Box::new(Erased::new(A::new(id, peers, params)))
+}
+
+struct MulticastKindOf;
+impl MulticastVisitor for MulticastKindOf {
+    type Output = MulticastKind;
+    fn visit<A: Multicast + serde::Serialize + Explorable>(
+        self,
+        entry: &'static Entry,
+    ) -> MulticastKind
+    where
+        A::Msg: Validate,
+    {
+        MulticastKind {
+            entry,
+            new: new_multicast::<A>,
+        }
+    }
+}
+
+struct SnapshotKindOf;
+impl SnapshotVisitor for SnapshotKindOf {
+    type Output = SnapshotKind;
+    fn visit<A: GlobalSnapshot + serde::Serialize + Explorable>(
+        self,
+        entry: &'static Entry,
+    ) -> SnapshotKind
+    where
+        A::Msg: Validate,
+    {
+        SnapshotKind {
+            entry,
+            validate: A::validate,
+            new: new_snapshot::<A>,
+        }
+    }
+}
+
+/// The multicast algorithm called `name`.
+pub fn multicast_kind(name: &str) -> Option<MulticastKind> {
+    registry::visit_multicast(name, MulticastKindOf)
+}
+
+/// The snapshot algorithm called `name`.
+pub fn snapshot_kind(name: &str) -> Option<SnapshotKind> {
+    registry::visit_snapshot(name, SnapshotKindOf)
 }
 
 struct MutexKindOf;
@@ -379,6 +500,12 @@ mod tests {
             }
             if e.family == registry::Family::Election {
                 assert!(election_kind(e.name).is_some(), "{}", e.name);
+            }
+            if e.family == registry::Family::Multicast {
+                assert!(multicast_kind(e.name).is_some(), "{}", e.name);
+            }
+            if e.family == registry::Family::Snapshot {
+                assert!(snapshot_kind(e.name).is_some(), "{}", e.name);
             }
         }
     }

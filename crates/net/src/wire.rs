@@ -2,7 +2,9 @@
 //! encoding (bincode, bounded by the frame size, trailing bytes refused).
 
 use crate::frame::MAX_FRAME;
+use crate::store::Update;
 use bincode::Options;
+use distsync_core::snapshot::{LocalSnapshot, SnapshotId};
 use distsync_core::NodeId;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -123,6 +125,91 @@ pub enum PeerMsg {
         /// The highest epoch the sender has seen.
         seen: Epoch,
     },
+    /// A message of the Chandy-Lamport instance: money between the nodes' own accounts, or a
+    /// marker (encoded by the algorithm's own type).
+    Snapshot(Vec<u8>),
+    /// A node's complete part of a snapshot, for the snapshot's initiator.
+    Part(Part),
+    /// The body of a store update the sender is about to multicast: it travels ahead of the
+    /// algorithm's messages on the same (FIFO) link, so that it is here before its delivery.
+    Update {
+        /// The multicast payload that stands for it.
+        payload: u64,
+        /// The update.
+        update: Update,
+    },
+    /// A message of the store's multicast instance (encoded by the algorithm's own type).
+    Multicast(Vec<u8>),
+    /// To a snapshot's initiator: this node's part has waited a heartbeat for the markers of
+    /// these nodes (so that a snapshot that times out names the silent node).
+    Waiting {
+        /// The snapshot.
+        snapshot: SnapshotId,
+        /// The nodes whose marker has not arrived.
+        on: Vec<NodeId>,
+    },
+}
+
+/// One node's part of a snapshot: what the Chandy-Lamport file recorded (its account's balance
+/// and its incoming channels), and its replica of the store at the same instant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    /// The node.
+    pub node: NodeId,
+    /// The algorithm's record.
+    pub local: LocalSnapshot,
+    /// The store replica when the node recorded its state.
+    pub replica: ReplicaCut,
+}
+
+/// A store replica as a snapshot records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaCut {
+    /// How many updates it had applied.
+    pub applied: u64,
+    /// Its digest then.
+    pub digest: u64,
+    /// The money in its accounts then.
+    pub total: i64,
+}
+
+/// A complete global snapshot, as its initiator assembled it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalState {
+    /// Which snapshot.
+    pub id: SnapshotId,
+    /// Every node's part, in cluster-file order.
+    pub parts: Vec<Part>,
+    /// From the initiator's recording to the last part's arrival, in microseconds.
+    pub micros: u64,
+}
+
+/// A replica of the store, as `store status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaStatus {
+    /// The node.
+    pub node: NodeId,
+    /// The multicast algorithm.
+    pub multicast: String,
+    /// The accounts.
+    pub accounts: Vec<(String, i64)>,
+    /// How many updates it has applied.
+    pub applied: u64,
+    /// The payload ids of the updates applied, in order (when asked for).
+    pub log: Vec<u64>,
+    /// The digest of the accounts.
+    pub digest: u64,
+    /// The money in the accounts.
+    pub total: i64,
+    /// Updates multicast here and not yet applied here.
+    pub pending: u64,
+    /// Updates delivered whose body never arrived (lost with a link that failed).
+    pub missing: u64,
+    /// Whether the node restarted after its replica had applied updates (lost with the
+    /// restart): this replica is not comparable with the others and takes no updates.
+    pub lost: bool,
+    /// The node's own account (the snapshot bank).
+    pub balance: u64,
 }
 
 /// A client's request to the node it is connected to.
@@ -152,6 +239,27 @@ pub enum ClientRequest {
     /// still runs; answered by `Lease`. A client counts its own lease on what it holds from
     /// when it *sent* this (see docs/net.md, "Client-side leases").
     Renew,
+    /// Send `amount` from this node's own account to node `to`'s; answered by `Sent` or
+    /// `Refused`.
+    Send {
+        /// The receiving node.
+        to: NodeId,
+        /// How much.
+        amount: u64,
+    },
+    /// Start a Chandy-Lamport snapshot here; answered by `Snapshot` once every node's part has
+    /// arrived, or `Refused` naming the silent nodes after `timeout_ms`.
+    Snapshot {
+        /// How long to wait for the parts.
+        timeout_ms: u64,
+    },
+    /// Multicast this store update; answered by `Applied` once this node's replica applied it.
+    Update(Update),
+    /// This node's replica; answered by `Replica`.
+    Replica {
+        /// Include the payload ids of every update applied.
+        log: bool,
+    },
 }
 
 /// A node's reply or notice to a client.
@@ -204,6 +312,22 @@ pub enum ClientReply {
         /// What is left of the node's lease.
         ms: u64,
     },
+    /// The money left: the balance of the node's own account after the send.
+    Sent {
+        /// The balance.
+        balance: u64,
+    },
+    /// The snapshot asked for.
+    Snapshot(Box<GlobalState>),
+    /// The update was applied at this node's replica.
+    Applied {
+        /// Its multicast payload id.
+        payload: u64,
+        /// Its position among the updates this replica applied (from 1).
+        index: u64,
+    },
+    /// This node's replica.
+    Replica(Box<ReplicaStatus>),
 }
 
 /// What a node knows, for `distsync leader` and `distsync cluster status`.

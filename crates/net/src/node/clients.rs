@@ -96,6 +96,10 @@ impl Node {
                 self.reply(c, ClientReply::Released { name });
             }
             ClientRequest::Release { name } => self.unlock(c, &name),
+            req @ (ClientRequest::Send { .. }
+            | ClientRequest::Snapshot { .. }
+            | ClientRequest::Update(_)
+            | ClientRequest::Replica { .. }) => self.on_app_client(c, req),
         }
     }
 
@@ -124,6 +128,7 @@ impl Node {
     pub(super) fn on_client_gone(&mut self, c: u64) {
         self.clients.remove(&c);
         self.locks.parked.retain(|(p, _)| *p != c);
+        self.forget_app_client(c);
         for name in self.locks.names() {
             let lock = self.locks.by_name.get_mut(&name).expect("listed");
             lock.waiting.retain(|&w| w != c);

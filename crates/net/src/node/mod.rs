@@ -13,6 +13,8 @@
 //! - `leases`: a node grants only while its lease on the view runs;
 //! - `locks`: the lock table, the mutual-exclusion instances, their queues of local clients,
 //!   fencing tokens, grants and hand-offs;
+//! - `apps`: the replicated store (the cluster file's multicast algorithm) and the snapshot
+//!   bank (Chandy-Lamport), instances over every node of the file, beside the locks;
 //! - `clients`: the client protocol (lock, unlock, status) and clients that leave;
 //! - `epochs`: the epoch high-water mark kept on disk ([`crate::persist`]).
 //!
@@ -21,6 +23,7 @@
 //! picked by an election; a crashed process is taken out of the permission sets) made concrete.
 //! What it cannot survive is in docs/net.md.
 
+mod apps;
 mod clients;
 mod dropped;
 mod election;
@@ -29,6 +32,7 @@ mod leases;
 mod locks;
 mod views;
 
+pub use apps::{bank_path, store_path};
 pub use locks::{next_token, HARD_MAX_LOCKS, MAX_LOCKS};
 pub use views::next_epoch;
 
@@ -322,6 +326,7 @@ struct Node {
     dropped: dropped::Dropped,
     /// The mark last told to every peer (`Mark`).
     marked: Epoch,
+    apps: apps::Apps,
 }
 
 impl Node {
@@ -333,6 +338,7 @@ impl Node {
         let election = (ek.new)(id, &cluster.peers, &params);
         let mut seed = [0u8; 8];
         getrandom::getrandom(&mut seed).expect("the operating system has no randomness source");
+        let apps = apps::Apps::new(id, &cluster, &params);
         Node {
             id,
             params,
@@ -358,6 +364,7 @@ impl Node {
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),
+            apps,
             cluster,
         }
     }
@@ -462,6 +469,7 @@ impl Node {
             // for the view change that frees idle names.
             self.ask_to_free_names();
         }
+        self.expire_snapshots(now);
         // A member whose lease has lapsed for a timeout cannot confirm its view: its leader
         // no longer answers for it (it was left out while paused or cut off). Ask to rejoin.
         let lapsed = self.view.as_ref().and_then(|v| {
@@ -542,6 +550,11 @@ impl Node {
             PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),
             PeerMsg::Confirm { epoch, seq } => self.on_confirm(from, epoch, seq),
             PeerMsg::Confirmed { epoch, seq } => self.on_confirmed(from, epoch, seq),
+            PeerMsg::Snapshot(_)
+            | PeerMsg::Part(_)
+            | PeerMsg::Update { .. }
+            | PeerMsg::Multicast(_)
+            | PeerMsg::Waiting { .. } => self.on_app_peer(from, msg),
         }
     }
 }
