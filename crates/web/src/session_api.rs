@@ -90,7 +90,19 @@ pub fn view_json(session: &Session, window: Window) -> Value {
             session.view_window(from, to)
         }
     };
-    serde_json::to_value(view).expect("a view is plain data")
+    let mut json = serde_json::to_value(&view).expect("a view is plain data");
+    if !view.violations.is_empty() {
+        // Say why: each violation's cause, read off the whole trace so far.
+        let all = session.view_window(0, usize::MAX).log;
+        if let Some(vs) = json.get_mut("violations").and_then(Value::as_array_mut) {
+            for (x, v) in vs.iter_mut().zip(&view.violations) {
+                if let Some(cause) = crate::cause::explain(v, &all) {
+                    x["cause"] = serde_json::to_value(cause).expect("plain data");
+                }
+            }
+        }
+    }
+    json
 }
 
 fn session_error(e: impl std::fmt::Display) -> ApiError {
@@ -345,6 +357,39 @@ pub(crate) fn svg(
             .map_err(|e| ApiError::bad("from_ns", e.to_string()))?;
         Ok(text_response("image/svg+xml; charset=utf-8", svg))
     }
+}
+
+/// The report `distsync run --json` gives for the run so far (a copy of it finished with the
+/// family's final checks): the page's outcome panel (clock values, the assembled snapshots,
+/// the delivery orders and balances, the metrics) reads it.
+pub(crate) fn report(State(state): State, Path(id): Path<&str>) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, |o| Ok(Json(report_json(&o.session))))
+}
+
+/// The session's report as JSON; for multicast, with `delivery_order`: each process's
+/// deliveries so far, in order ("3 from P1": payload 3, multicast by 1).
+pub fn report_json(session: &Session) -> Value {
+    let report = session.report();
+    let multicast = report.multicast.is_some();
+    let mut json = serde_json::to_value(report).expect("a report is plain data");
+    if multicast {
+        let mut order = serde_json::Map::new();
+        for p in session.view_window(0, 0).processes {
+            order.insert(p.id.to_string(), json!([]));
+        }
+        for e in session.view_window(0, usize::MAX).log {
+            let (Some(node), Some(out)) = (e.line.get("node"), e.line.pointer("/output/Deliver"))
+            else {
+                continue;
+            };
+            let words = format!("{} from P{}", out["payload"], out["origin"]);
+            if let Some(Value::Array(list)) = order.get_mut(&node.to_string()) {
+                list.push(Value::String(words));
+            }
+        }
+        json["delivery_order"] = Value::Object(order);
+    }
+    json
 }
 
 pub(crate) fn scenario(State(state): State, Path(id): Path<&str>) -> Result<Response, ApiError> {
