@@ -389,10 +389,13 @@ function drawTopology(v) {
   svg.append(defs);
   const geo = geometry(v);
   svg.setAttribute("viewBox", `0 0 ${geo.W} ${geo.H}`);
-  svg.classList.toggle("t-many", geo.r < 16);
+  const many = (v.processes || []).length > 24;
+  svg.classList.toggle("t-many", many);
+  // Many processes: the drawing takes the whole width, the Pending table goes below it.
+  $("#topo-panel").parentNode.classList.toggle("many", many);
   const pos = layout(v);
   // The label boxes placed so far: a label that would overlap one is moved further out.
-  const placed = [];
+  const placed = Object.values(pos).map((q) => ({ x: q.x - geo.r, y: q.y - geo.r, w: 2 * geo.r, h: 2 * geo.r }));
   const overlaps = (b) => placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h);
   const ids = nodeIds(v);
   // Links: the tree's edges, the ring's successor links, or nothing drawn for "everyone talks".
@@ -429,12 +432,16 @@ function drawTopology(v) {
     const label = p.what || `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
     const w = 6.2 * label.length + 10;
     let x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
-    // Move the label out along the normal, then along the link, until it overlaps none placed.
-    for (let tries = 0; tries < 24 && overlaps({ x: x - w / 2, y: y - 8, w, h: 16 }); tries++) {
-      off += 17;
-      const along = tries % 2 ? 0.1 * Math.ceil(tries / 6) : 0;
-      x = a.x + dx * (t - along) + nx * off;
-      y = a.y + dy * (t - along) + ny * off;
+    // Move the label along the link, then out along the normal (either side), until it
+    // overlaps none placed.
+    search: for (let ring = 0; ring < 12 && overlaps({ x: x - w / 2, y: y - 8, w, h: 16 }); ring++) {
+      for (const side of [1, -1]) {
+        for (const tt of [0.55, 0.45, 0.65, 0.35, 0.75, 0.25, 0.85]) {
+          const o = side * (off + 17 * ring);
+          const cx = a.x + dx * tt + nx * o, cy = a.y + dy * tt + ny * o;
+          if (!overlaps({ x: cx - w / 2, y: cy - 8, w, h: 16 })) { x = cx; y = cy; break search; }
+        }
+      }
     }
     placed.push({ x: x - w / 2, y: y - 8, w, h: 16 });
     const text = svgEl("text", { x, y });
@@ -573,7 +580,14 @@ function renderValue(v, depth = 0) {
   if (typeof v !== "object") return document.createTextNode(String(v));
   if (Array.isArray(v)) {
     if (!v.length) return el("span", { class: "null" }, "[]");
-    if (v.every((x) => x === null || typeof x !== "object")) return document.createTextNode("[" + v.map((x) => (x === null ? "–" : x)).join(", ") + "]");
+    if (v.every((x) => x === null || typeof x !== "object")) {
+      const text = "[" + v.map((x) => (x === null ? "–" : x)).join(", ") + "]";
+      if (v.length <= 16) return document.createTextNode(text);
+      // A long array (one entry per process at 64 processes) is summarised, the whole on demand.
+      const trues = v.filter((x) => x === true).length;
+      const what = v.every((x) => typeof x === "boolean") ? `${v.length} values, ${trues} true` : `${v.length} values: [${v.slice(0, 6).join(", ")}, …]`;
+      return el("details", { class: "long" }, el("summary", {}, what), text);
+    }
     if (depth > 3) return document.createTextNode(short(v, 60));
     // An array of records with the same keys: one row each.
     const keys = v.every((x) => x && typeof x === "object" && !Array.isArray(x)) ? [...new Set(v.flatMap(Object.keys))] : null;
