@@ -1217,8 +1217,8 @@ fn the_layout_fits_a_phone_a_large_screen_and_64_processes() {
         );
         assert_eq!(one_column, Value::Bool(width < 800), "{width} px");
         let wide = page.js(
-            "document.documentElement.scrollWidth <= window.innerWidth + 1 ? [] : \
-             [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('#diagram, #log-wrap, #pending-panel')).slice(0, 8).map(e => e.tagName + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))",
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth ? [] : \
+             [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth && !e.closest('#diagram, #log-wrap, #pending-panel')).slice(0, 8).map(e => e.tagName + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))",
         );
         assert_eq!(
             wide,
@@ -1257,7 +1257,7 @@ fn the_layout_fits_a_phone_a_large_screen_and_64_processes() {
     );
     assert_eq!(overlaps[2], Value::Array(vec![]), "{overlaps}");
     assert_eq!(
-        page.js("document.documentElement.scrollWidth <= window.innerWidth + 1"),
+        page.js("document.documentElement.scrollWidth <= document.documentElement.clientWidth"),
         Value::Bool(true),
         "64 processes: the page is wider than the screen"
     );
