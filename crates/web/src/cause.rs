@@ -85,18 +85,28 @@ fn events(log: &[LogEntry]) -> Vec<Ev<'_>> {
 /// The cause of `violation` in the run whose whole trace is `log` (every line, with its step),
 /// or `None` when the trace says nothing more than the violation's own detail.
 pub fn explain(violation: &Violation, log: &[LogEntry]) -> Option<Cause> {
-    let evs = events(log);
-    match violation.property.as_str() {
-        "mutual-exclusion" => {
-            mutual_exclusion(violation, &evs).or_else(|| triggers(violation, &evs))
-        }
-        "deadlock" | "starvation" => waits(&evs).or_else(|| triggers(violation, &evs)),
-        _ => triggers(violation, &evs),
-    }
+    explain_all(std::slice::from_ref(violation), log)
+        .pop()
+        .flatten()
 }
 
+/// The causes of `violations` (in their order), reading the trace once for all of them.
+pub fn explain_all(violations: &[Violation], log: &[LogEntry]) -> Vec<Option<Cause>> {
+    let evs = events(log);
+    let ix = Index::of(&evs);
+    violations
+        .iter()
+        .map(|v| match v.property.as_str() {
+            "mutual-exclusion" => mutual_exclusion(v, &evs, &ix).or_else(|| triggers(v, &evs, &ix)),
+            "deadlock" | "starvation" => waits(&evs).or_else(|| triggers(v, &evs, &ix)),
+            _ => triggers(v, &evs, &ix),
+        })
+        .collect()
+}
+
+/// The position of the line `seq` (the lines come in `seq` order).
 fn at(evs: &[Ev<'_>], seq: u64) -> Option<usize> {
-    evs.iter().position(|e| e.seq == seq)
+    evs.binary_search_by_key(&seq, |e| e.seq).ok()
 }
 
 /// The event a step applied: the first line the step wrote.
@@ -133,7 +143,7 @@ fn cause_words(e: &Ev<'_>) -> String {
 }
 
 /// Any property: what made each of the violation's events happen (or the step that found it).
-fn triggers(violation: &Violation, evs: &[Ev<'_>]) -> Option<Cause> {
+fn triggers(violation: &Violation, evs: &[Ev<'_>], ix: &Index) -> Option<Cause> {
     let mut seqs: Vec<u64> = violation.events.clone();
     if seqs.is_empty() {
         // The violation's own line in the trace.
@@ -144,7 +154,6 @@ fn triggers(violation: &Violation, evs: &[Ev<'_>]) -> Option<Cause> {
         })?;
         seqs.push(line.seq);
     }
-    let ix = Index::of(evs);
     let mut parts = Vec::new();
     let mut marked = BTreeSet::new();
     let mut messages = BTreeSet::new();
@@ -193,7 +202,7 @@ fn triggers(violation: &Violation, evs: &[Ev<'_>]) -> Option<Cause> {
         parts.push(format!("at step {}{node}, {what}{on}", evs[i].step));
         seen.insert(t.seq);
         if t.event == "deliver" {
-            for (older, end) in overtaken(evs, &ix, t) {
+            for (older, end) in overtaken(evs, ix, t) {
                 let fate = match end {
                     Some(e) => format!("delivered only at step {}", evs[e].step),
                     None => "still on its way".to_string(),
@@ -315,12 +324,11 @@ impl Index {
     }
 }
 
-fn mutual_exclusion(v: &Violation, evs: &[Ev<'_>]) -> Option<Cause> {
+fn mutual_exclusion(v: &Violation, evs: &[Ev<'_>], ix: &Index) -> Option<Cause> {
     let (&[b, a], &[eb_seq, ea_seq]) = (v.nodes.as_slice(), v.events.as_slice()) else {
         return None;
     };
     let (eb, ea) = (at(evs, eb_seq)?, at(evs, ea_seq)?);
-    let ix = Index::of(evs);
     let send_of = |id: u64| ix.send.get(&id).copied();
     let end_of = |id: u64| ix.end.get(&id).copied();
     let ra = request_of(evs, a, ea);

@@ -94,9 +94,10 @@ pub fn view_json(session: &Session, window: Window) -> Value {
     if !view.violations.is_empty() {
         // Say why: each violation's cause, read off the whole trace so far.
         let all = session.view_window(0, usize::MAX).log;
+        let causes = crate::cause::explain_all(&view.violations, &all);
         if let Some(vs) = json.get_mut("violations").and_then(Value::as_array_mut) {
-            for (x, v) in vs.iter_mut().zip(&view.violations) {
-                if let Some(cause) = crate::cause::explain(v, &all) {
+            for (x, cause) in vs.iter_mut().zip(causes) {
+                if let Some(cause) = cause {
                     x["cause"] = serde_json::to_value(cause).expect("plain data");
                 }
             }
