@@ -22,6 +22,11 @@ pub const MAX_SESSION_PROCESSES: usize = 64;
 /// 0.9 kB a step for 5 processes, docs/web.md), so this bounds one session's memory.
 pub const MAX_SESSION_STEPS: usize = 50_000;
 
+/// The most violations of a view that get their cause (`cause`): the first ones, which the
+/// later ones follow from; a run that goes on after many violations would otherwise spend each
+/// view explaining them all.
+pub const MAX_CAUSES: usize = 10;
+
 /// The most log lines one view carries (a window the page asks for is cut to this).
 pub const MAX_VIEW_LOG_LINES: usize = 2_000;
 
@@ -94,7 +99,8 @@ pub fn view_json(session: &Session, window: Window) -> Value {
     if !view.violations.is_empty() {
         // Say why: each violation's cause, read off the whole trace so far.
         let all = session.view_window(0, usize::MAX).log;
-        let causes = crate::cause::explain_all(&view.violations, &all);
+        let first = &view.violations[..view.violations.len().min(MAX_CAUSES)];
+        let causes = crate::cause::explain_all(first, &all);
         if let Some(vs) = json.get_mut("violations").and_then(Value::as_array_mut) {
             for (x, cause) in vs.iter_mut().zip(causes) {
                 if let Some(cause) = cause {
