@@ -46,6 +46,10 @@ pub trait Harness<P: Process> {
     fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, P>) {
         let _ = (action, ctl);
     }
+    /// An input is about to be given to the live process of `node` (it was pending until now).
+    fn on_input(&mut self, node: NodeId, input: &P::Input, ctl: &mut Control<'_, P>) {
+        let _ = (node, input, ctl);
+    }
     /// A node crashed (its state is gone).
     fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
         let _ = (node, ctl);
@@ -1249,6 +1253,13 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                     return; // the application on a crashed node asks nothing
                 }
                 let id = self.core.peers.ids()[pos];
+                self.harness.on_input(
+                    id,
+                    &input,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
                 if let Some(t) = self.core.tracer.as_mut() {
                     t.process_event(
                         self.core.now,

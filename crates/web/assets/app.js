@@ -304,6 +304,7 @@ function show(v) {
   showWarnings(v);
   drawLesson(v);
   scheduleSvg();
+  scheduleOutcome();
   $("#back").disabled = v.step === 0;
   $("#reset").disabled = v.step === 0;
   $("#step").disabled = (!!v.quiet && !(v.steps_recorded > v.step)) || $("#manual").checked;
@@ -315,9 +316,21 @@ const ENDED = { idle: "nothing is left to happen", done: "the workload is done",
 
 function nodeIds(v) { return (v.processes || []).map((p) => p.id); }
 
+// The drawing's size and its processes' radius: the drawing grows with the processes, and the
+// circles shrink, so that 64 processes on a ring neither overlap nor run off the picture.
+function geometry(v) {
+  const n = Math.max(1, (v.processes || []).length);
+  const scale = Math.max(1, Math.sqrt(n / 12));
+  const W = Math.round(520 * scale), H = Math.round(420 * scale);
+  const R = Math.min(W, H) / 2 - 50;
+  const r = Math.max(9, Math.min(22, (Math.PI * R) / n - 3));
+  return { W, H, R, r };
+}
+
 function layout(v) {
   const ids = nodeIds(v);
-  const W = 520, H = 420, cx = W / 2, cy = H / 2 + 6, R = Math.min(W, H) / 2 - 50;
+  const { W, H, R } = geometry(v);
+  const cx = W / 2, cy = H / 2 + 6;
   const pos = {};
   if (v.layout === "tree" && v.edges && v.edges.length) {
     // Layers by distance from the first process (the tree's root as the scenario lists it).
@@ -374,7 +387,16 @@ function drawTopology(v) {
   marker.append(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#9aa6b8" }));
   defs.append(marker);
   svg.append(defs);
+  const geo = geometry(v);
+  svg.setAttribute("viewBox", `0 0 ${geo.W} ${geo.H}`);
+  const many = (v.processes || []).length > 24;
+  svg.classList.toggle("t-many", many);
+  // Many processes: the drawing takes the whole width, the Pending table goes below it.
+  $("#topo-panel").parentNode.classList.toggle("many", many);
   const pos = layout(v);
+  // The label boxes placed so far: a label that would overlap one is moved further out.
+  const placed = Object.values(pos).map((q) => ({ x: q.x - geo.r, y: q.y - geo.r, w: 2 * geo.r, h: 2 * geo.r }));
+  const overlaps = (b) => placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h);
   const ids = nodeIds(v);
   // Links: the tree's edges, the ring's successor links, or nothing drawn for "everyone talks".
   const links = [];
@@ -403,15 +425,27 @@ function drawTopology(v) {
     const a = pos[p.from], b = pos[p.to];
     const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
     const nx = -dy / len, ny = dx / len; // offset to the right of the direction of travel
-    const off = 9 + 16 * k;
+    let off = 9 + 16 * k;
     const t = 0.55;
     const g = svgEl("g", { class: "t-msg", "data-id": p.id });
     g.append(svgEl("line", { class: "t-msg-line", x1: a.x + nx * 6, y1: a.y + ny * 6, x2: a.x + dx * 0.8 + nx * 6, y2: a.y + dy * 0.8 + ny * 6 }));
-    const x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
     const label = p.what || `${p.msg_kind || "msg"} ${short(payloadOf(p.msg), 16)}`.trim();
+    const w = 6.2 * label.length + 10;
+    let x = a.x + dx * t + nx * off, y = a.y + dy * t + ny * off;
+    // Move the label along the link, then out along the normal (either side), until it
+    // overlaps none placed.
+    search: for (let ring = 0; ring < 12 && overlaps({ x: x - w / 2, y: y - 8, w, h: 16 }); ring++) {
+      for (const side of [1, -1]) {
+        for (const tt of [0.55, 0.45, 0.65, 0.35, 0.75, 0.25, 0.85]) {
+          const o = side * (off + 17 * ring);
+          const cx = a.x + dx * tt + nx * o, cy = a.y + dy * tt + ny * o;
+          if (!overlaps({ x: cx - w / 2, y: cy - 8, w, h: 16 })) { x = cx; y = cy; break search; }
+        }
+      }
+    }
+    placed.push({ x: x - w / 2, y: y - 8, w, h: 16 });
     const text = svgEl("text", { x, y });
     text.textContent = label;
-    const w = 6.2 * label.length + 10;
     g.append(svgEl("rect", { x: x - w / 2, y: y - 8, width: w, height: 16 }));
     g.append(text);
     const title = svgEl("title");
@@ -430,7 +464,7 @@ function drawTopology(v) {
     if (bc === "leader") cls.push("t-leader");
     if (bad.has(p.id)) cls.push("t-bad");
     const g = svgEl("g", { class: cls.join(" "), "data-node": p.id });
-    g.append(svgEl("circle", { cx: q.x, cy: q.y, r: 22 }));
+    g.append(svgEl("circle", { cx: q.x, cy: q.y, r: geo.r }));
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
     g.append(t);
@@ -447,7 +481,7 @@ function drawTopology(v) {
       g.append(tk);
     }
     if (p.badge || !p.alive) {
-      const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + 32 });
+      const b = svgEl("text", { class: "t-badge", x: q.x, y: q.y + geo.r + 10 });
       b.textContent = p.alive ? p.badge : "crashed";
       g.append(b);
     }
@@ -485,6 +519,11 @@ function nodeMenu(p, ev) {
   else item("Recover P" + p.id, { do: "recover", node: p.id });
   if (fam === "mutex") item(`P${p.id} requests the critical section`, { do: "request", node: p.id });
   if (fam === "election") item(`P${p.id} starts an election`, { do: "elect", node: p.id });
+  // Each family's own inputs (the session refuses, saying why, one that does not apply here,
+  // e.g. a sync asked of Cristian's time server).
+  if (p.alive && fam === "clock-sync") item(`P${p.id} synchronizes now`, { do: "sync", node: p.id });
+  if (p.alive && fam === "multicast") item(`P${p.id} multicasts now`, { do: "multicast", node: p.id });
+  if (p.alive && fam === "snapshot") item(`P${p.id} starts a snapshot now`, { do: "snapshot", node: p.id });
   for (const d of p.inputs || []) item(d.label, { do: "input", node: p.id, input: d.input });
   m.hidden = false;
   menuAt(m, ev);
@@ -541,7 +580,14 @@ function renderValue(v, depth = 0) {
   if (typeof v !== "object") return document.createTextNode(String(v));
   if (Array.isArray(v)) {
     if (!v.length) return el("span", { class: "null" }, "[]");
-    if (v.every((x) => x === null || typeof x !== "object")) return document.createTextNode("[" + v.map((x) => (x === null ? "–" : x)).join(", ") + "]");
+    if (v.every((x) => x === null || typeof x !== "object")) {
+      const text = "[" + v.map((x) => (x === null ? "–" : x)).join(", ") + "]";
+      if (v.length <= 16) return document.createTextNode(text);
+      // A long array (one entry per process at 64 processes) is summarised, the whole on demand.
+      const trues = v.filter((x) => x === true).length;
+      const what = v.every((x) => typeof x === "boolean") ? `${v.length} values, ${trues} true` : `${v.length} values: [${v.slice(0, 6).join(", ")}, …]`;
+      return el("details", { class: "long" }, el("summary", {}, what), text);
+    }
     if (depth > 3) return document.createTextNode(short(v, 60));
     // An array of records with the same keys: one row each.
     const keys = v.every((x) => x && typeof x === "object" && !Array.isArray(x)) ? [...new Set(v.flatMap(Object.keys))] : null;
@@ -584,6 +630,7 @@ function drawLog(v) {
   tb.textContent = "";
   const badSeqs = new Set();
   for (const x of v.violations || []) for (const s of x.events || []) badSeqs.add(s);
+  const causeSeqs = causeEvents(v);
   const rows = (v.log || []).filter((e) => !e.link || showLink());
   // Steps that wrote no event (a scripted event turned into a pending input...) get a line too.
   const silent = [...(v.silent_steps || [])];
@@ -593,7 +640,7 @@ function drawLog(v) {
     while (silent.length && silent[0].before <= e.seq) silentRow(silent.shift());
     const what = e.label || e.event;
     const vec = Array.isArray(e.vector) ? "[" + e.vector.join(",") + "]" : "";
-    tb.append(el("tr", { class: (badSeqs.has(e.seq) ? "bad " : "") + "ev-" + e.event, "data-step": e.step, "data-seq": e.seq },
+    tb.append(el("tr", { class: (badSeqs.has(e.seq) ? "bad " : causeSeqs.has(e.seq) ? "cause " : "") + "ev-" + e.event, "data-step": e.step, "data-seq": e.seq },
       el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.node !== undefined && e.node !== null ? "P" + e.node : ""),
       el("td", {}, what), el("td", {}, e.lamport ?? ""), el("td", { class: "vec" }, vec)));
   }
@@ -611,7 +658,16 @@ function announce(v) {
   const box = $("#announce");
   box.textContent = "";
   if (!vs.length) { app.violationsSeen = 0; return; }
-  for (const x of vs) box.append(el("div", { class: "violation" }, "⚠ " + describe(x) + (x.time_ns !== undefined ? ` (at ${fmtNs(x.time_ns)})` : "")));
+  for (const x of vs) {
+    const c = x.cause;
+    // Say why: the cause in words, its events marked in the log and the diagram, and a way
+    // back to just before it (goto the step before its first decisive event).
+    const why = c ? el("div", { class: "cause" }, el("strong", {}, "Why: "), c.text,
+      c.back_to !== null && c.back_to !== undefined && c.back_to < v.step
+        ? el("button", { class: "back-before", type: "button", onclick: () => act("goto", { step: c.back_to }) },
+          `◀ back to just before it (step ${c.back_to})`) : null) : null;
+    box.append(el("div", { class: "violation" }, "⚠ " + describe(x) + (x.time_ns !== undefined ? ` (at ${fmtNs(x.time_ns)})` : ""), why));
+  }
   if (vs.length > app.violationsSeen) stopRunning();
   app.violationsSeen = vs.length;
 }
@@ -652,12 +708,150 @@ async function loadSvgNow() {
     $("#diagram").textContent = "(no diagram: " + e.message + ")";
   }
 }
+// The events and messages of the violations' causes (`cause.events`, `cause.messages`).
+function causeEvents(v) {
+  const s = new Set();
+  for (const x of v.violations || []) for (const q of (x.cause && x.cause.events) || []) s.add(q);
+  return s;
+}
+function causeMessages(v) {
+  const s = new Set();
+  for (const x of v.violations || []) for (const q of (x.cause && x.cause.messages) || []) s.add(q);
+  return s;
+}
 function highlightSvg(v) {
   const bad = violationNodes(v);
   if (!bad.size) return;
+  // The cause's events (their dots name their seq) and messages (their arrows name their id).
+  const seqs = causeEvents(v), msgs = causeMessages(v);
+  for (const t of document.querySelectorAll("#diagram title")) {
+    const text = t.textContent;
+    const m = /· seq (\d+) ·/.exec(text);
+    const k = /^\S+ #(\d+) P/.exec(text);
+    if ((m && seqs.has(Number(m[1]))) || (k && msgs.has(Number(k[1])))) t.parentNode.classList.add("cause-mark");
+  }
   for (const g of document.querySelectorAll("#diagram .process")) {
     const label = g.querySelector(".label");
     if (label && bad.has(Number(label.textContent.replace(/^P/, "")))) label.setAttribute("fill", "#d1242f");
+  }
+}
+
+// ---------------------------------------------------------------- the outcome panel
+// Each family's outcome for the run so far, from the report `distsync run --json` gives
+// (GET /api/session/ID/report): clock values and offsets, the assembled snapshots with their
+// channels and total, the delivery order at each process and the replicas' balances, and the
+// mutual-exclusion metrics beside the notes' formula (ORACLES.md).
+const FORMULAS = {
+  // [light, heavy]: a function of N (and K, the quorum size) or words.
+  "lamport-mutex": [(n) => [3 * (n - 1), "3(N-1)"], (n) => [3 * (n - 1), "3(N-1)"]],
+  "ricart-agrawala": [(n) => [2 * (n - 1), "2(N-1)"], (n) => [2 * (n - 1), "2(N-1)"]],
+  central: [() => [3, "3"], () => [4, "4 with the queued reply"]],
+  "token-ring": [() => [null, "unbounded (the token circulates)"], () => [1, "1"]],
+  "suzuki-kasami": [(n) => [n, "N, or 0 if holding the idle token"], (n) => [n, "N"]],
+  "ricart-agrawala-token": [(n) => [n, "N, or 0 if holding the token"], (n) => [n, "N"]],
+  raymond: [() => [null, "2 x the distance to the holder"], (n) => [4 * (n - 1) / n, "about 4(N-1)/N"]],
+  maekawa: [(n, k) => [3 * (k - 1), "3(K-1)"], (n, k) => [5 * (k - 1), "up to 5(K-1)"]],
+  "maekawa-basic": [(n, k) => [3 * (k - 1), "3(K-1)"], (n, k) => [3 * (k - 1), "3(K-1)"]],
+  singhal: [(n) => [n - 1, "N-1 on average"], (n) => [2 * (n - 1), "2(N-1)"]],
+  "singhal-token": [(n) => [n / 2, "about N/2"], (n) => [n, "about N"]],
+  "majority-vote": [(n) => [2 * (n - 1), "about 2(N-1) plus the release"], () => [null, "not stated"]],
+};
+function formula(v, load) {
+  const f = FORMULAS[v.algorithm];
+  if (!f) return null;
+  const n = (v.processes || []).length;
+  // Maekawa's quorum size K: the request set in the first process's card.
+  const p0 = (v.processes || [])[0];
+  const k = p0 && p0.state && Array.isArray(p0.state.request_set) ? p0.state.request_set.length : null;
+  if (k === null && /maekawa/.test(v.algorithm)) return null;
+  const [value, words] = f[load === "saturated" ? 1 : 0](n, k);
+  return { value, words, load: load === "saturated" ? "heavy load" : "light load" };
+}
+function scheduleOutcome() {
+  if (app.outcomeTimer) return;
+  app.outcomeTimer = setTimeout(loadOutcome, app.running ? 800 : 60);
+}
+async function loadOutcome() {
+  app.outcomeTimer = null;
+  if (app.session === null || !app.view) return;
+  const v = app.view;
+  try {
+    const r = await api("GET", `/api/session/${app.session}/report`);
+    if (app.view !== v) return;
+    drawOutcome(v, r);
+  } catch (e) {
+    $("#outcome").textContent = "(no outcome: " + e.message + ")";
+  }
+}
+const kv = (rows) => el("table", { class: "kv outcome" }, ...rows.map(([k, ...cells]) => el("tr", {}, el("td", { class: "k" }, k), ...cells.map((c) => el("td", {}, c)))));
+function drawOutcome(v, r) {
+  const box = $("#outcome");
+  box.textContent = "";
+  box.dataset.family = v.family;
+  if (r.mutex) {
+    const m = r.mutex;
+    const load = (app.scenario && app.scenario.workload && app.scenario.workload.kind) || "light";
+    const f = formula(v, load);
+    const measured = m.entries ? m.messages_per_entry.toFixed(2) : "–";
+    box.append(kv([
+      ["entries", String(m.entries)],
+      ["messages per entry", el("strong", { id: "metric-mpe" }, measured),
+        f ? `the notes (${f.load}): ${f.words}${f.value !== null ? " = " + (+f.value.toFixed(2)) : ""}` : ""],
+      ["synchronization delay", m.sync_delay_ns.count ? fmtNs(Math.round(m.sync_delay_ns.mean)) + " mean" : "–", "the notes: T for most algorithms (2T central and Maekawa)"],
+      ["response time", m.response_time_ns.count ? fmtNs(Math.round(m.response_time_ns.mean)) + " mean" : "–", "light load: 2T + E for Lamport and Ricart-Agrawala"],
+      ["requests unserved", String(m.unserved_requests)],
+    ]));
+  }
+  if (r.election) {
+    const e = r.election;
+    box.append(kv(Object.entries(e).filter(([, x]) => typeof x !== "object" || x === null).map(([k, x]) => [k.replace(/_/g, " "), String(x)])));
+  }
+  if (r.clock) {
+    const c = r.clock;
+    box.append(kv([
+      ["rounds", String(c.rounds)], ["adjustments", String(c.adjustments)],
+      ["largest skew now", fmtNs(c.max_skew_ns)], ["largest error now", fmtNs(c.max_error_ns)],
+      ...(c.masters && c.masters.length ? [["masters", c.masters.map((x) => "P" + x).join(", ")]] : []),
+    ]));
+    box.append(el("table", { class: "kv outcome", id: "clock-values" },
+      el("tr", {}, el("th", {}, "process"), el("th", {}, "clock minus true time")),
+      ...(c.clocks || []).map((x) => el("tr", {}, el("td", {}, "P" + x.node),
+        el("td", {}, (x.error_ns < 0 ? "−" : "+") + fmtNs(Math.abs(x.error_ns)))))));
+  }
+  if (r.multicast) {
+    const m = r.multicast;
+    box.append(kv([
+      ["multicasts", String(m.multicasts)], ["deliveries", String(m.deliveries)],
+      ["messages per multicast", m.messages_per_multicast.toFixed(2)],
+      ["inversions (fifo, causal)", `${m.fifo_inversions}, ${m.causal_inversions}`],
+      ["order disagreements", String(m.order_disagreements)],
+    ]));
+    const order = r.delivery_order || {};
+    box.append(el("table", { class: "kv outcome", id: "delivery-order" },
+      el("tr", {}, el("th", {}, "process"), el("th", {}, "delivered, in order"), ...(Object.keys(m.balances || {}).length ? [el("th", {}, "balance")] : [])),
+      ...Object.keys(order).map((n) => el("tr", {}, el("td", {}, "P" + n), el("td", {}, order[n].join(" · ") || "–"),
+        ...(Object.keys(m.balances || {}).length ? [el("td", {}, String(m.balances[n] ?? "–"))] : [])))));
+  }
+  // Every family: each process's Lamport clock and vector clock now (as the trace stamps them).
+  const ps = (v.processes || []).filter((p) => p.lamport !== undefined && p.lamport !== null);
+  if (ps.length) {
+    box.append(el("details", { class: "outcome", id: "logical-clocks" }, el("summary", {}, "Lamport and vector clocks of each process"),
+      el("table", { class: "kv" }, el("tr", {}, el("th", {}, "process"), el("th", {}, "Lamport"), el("th", {}, "vector")),
+        ...ps.map((p) => el("tr", {}, el("td", {}, "P" + p.id), el("td", {}, String(p.lamport)),
+          el("td", { class: "vec" }, Array.isArray(p.vector) ? "[" + p.vector.join(", ") + "]" : ""))))));
+  }
+  if (r.snapshot) {
+    const s = r.snapshot;
+    box.append(kv([["money in the system", String(s.money)], ["snapshots completed", `${s.completed} of ${s.snapshots.length}`], ["markers", String(s.markers)]]));
+    for (const x of s.snapshots) {
+      const states = Object.entries(x.states).map(([n, b]) => `P${n}: ${b}`).join(", ");
+      const chans = x.channels.filter((c) => c.amounts.length).map((c) => `P${c.from}→P${c.to}: ${c.amounts.join(" + ")}`).join(", ");
+      box.append(el("div", { class: "snapshot" },
+        el("strong", {}, `snapshot ${x.number} of P${x.initiator}`), ` (started ${fmtNs(x.started_ns)}${x.completed_ns !== null && x.completed_ns !== undefined ? ", complete " + fmtNs(x.completed_ns) : ", not complete yet"}): `,
+        "states ", states || "–", "; in the channels ", chans || "nothing",
+        x.completed_ns !== null && x.completed_ns !== undefined ? el("span", { class: x.recorded_total === s.money ? "ok" : "bad-text" },
+          ` · total ${x.recorded_total} against the bank's ${s.money}: ${x.recorded_total === s.money ? "conserved" : "NOT conserved"}`) : ""));
+    }
   }
 }
 

@@ -123,6 +123,7 @@ pub fn handle(app: &AppState, req: &Request<'_>) -> Response {
                     session_api::svg(s, p, q!(session_api::SvgQuery)).into_response()
                 ),
                 "scenario" => only!("GET", session_api::scenario(s, p).into_response()),
+                "report" => only!("GET", session_api::report(s, p).into_response()),
                 "share" => only!("GET", session_api::share(s, p).into_response()),
                 _ => not_found(req.path),
             }

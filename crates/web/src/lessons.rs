@@ -13,9 +13,42 @@ pub const LESSONS: &[(&str, &str)] = &[
         include_str!("../lessons/bully-seed-002.toml"),
     ),
     (
+        "lamport-non-fifo",
+        include_str!("../lessons/lamport-non-fifo.toml"),
+    ),
+    (
+        "ricart-agrawala",
+        include_str!("../lessons/ricart-agrawala.toml"),
+    ),
+    (
+        "suzuki-kasami",
+        include_str!("../lessons/suzuki-kasami.toml"),
+    ),
+    (
         "maekawa-deadlock",
         include_str!("../lessons/maekawa-deadlock.toml"),
     ),
+    (
+        "chang-roberts",
+        include_str!("../lessons/chang-roberts.toml"),
+    ),
+    (
+        "peterson-example-4-21",
+        include_str!("../lessons/peterson-example-4-21.toml"),
+    ),
+    (
+        "chandy-lamport-bank",
+        include_str!("../lessons/chandy-lamport-bank.toml"),
+    ),
+    (
+        "causal-broadcast",
+        include_str!("../lessons/causal-broadcast.toml"),
+    ),
+    (
+        "total-order-database",
+        include_str!("../lessons/total-order-database.toml"),
+    ),
+    ("berkeley", include_str!("../lessons/berkeley.toml")),
 ];
 
 /// A lesson, as its file writes it.
@@ -53,6 +86,64 @@ pub struct LessonStep {
     /// A property the page announces as violated at this step (checked by a test).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_violation: Option<String>,
+    /// Words of a log line this step wrote ("3 receives Release(ts=68) from 1"; checked by a
+    /// test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_event: Option<String>,
+    /// How many log lines up to this step contain some words (checked by a test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_count: Option<ExpectCount>,
+    /// Values in processes' state cards at this step (checked by a test).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_state: Vec<ExpectState>,
+    /// Values of the outcome panel at this step: fields of the run's report so far, as `GET
+    /// /api/session/ID/report` gives it (`multicast.balances.0`, `snapshot.snapshots.0.recorded_total`;
+    /// checked by a test).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_report: Vec<ExpectReport>,
+}
+
+/// A value of the run's report so far.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectReport {
+    /// Where in the report: field names and list positions, joined by dots.
+    pub field: String,
+    /// What is there.
+    pub equals: serde_json::Value,
+}
+
+/// A value in a process's state card.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectState {
+    /// The process.
+    pub node: u32,
+    /// Where in its state: field names and list positions, joined by dots (`token.q`,
+    /// `vt.2`).
+    pub field: String,
+    /// What is there.
+    pub equals: serde_json::Value,
+}
+
+/// A number of log lines.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectCount {
+    /// The words the lines contain ("sends Election(").
+    pub words: String,
+    /// How many lines, from the start to this step.
+    pub equals: usize,
+}
+
+/// The value at `field` (dotted names and list positions) in a process's state.
+pub fn state_at<'a>(state: &'a serde_json::Value, field: &str) -> Option<&'a serde_json::Value> {
+    field
+        .split('.')
+        .try_fold(state, |v, k| match k.parse::<usize>() {
+            Ok(i) if v.is_array() => v.get(i),
+            _ => v.get(k),
+        })
 }
 
 /// A process and the badge it shows.
@@ -130,6 +221,52 @@ mod tests {
                         s.at,
                         s.text
                     );
+                }
+                if let Some(words) = &s.expect_event {
+                    let all = session.view_window(0, usize::MAX).log;
+                    let written: Vec<&str> = all
+                        .iter()
+                        .filter(|e| e.step == s.at)
+                        .map(|e| e.label.as_str())
+                        .collect();
+                    assert!(
+                        written.iter().any(|l| l.contains(words.as_str())),
+                        "{name}, step {}: no log line {words:?} in {written:?}",
+                        s.at
+                    );
+                }
+                if let Some(c) = &s.expect_count {
+                    let all = session.view_window(0, usize::MAX).log;
+                    let n = all.iter().filter(|e| e.label.contains(&c.words)).count();
+                    assert_eq!(
+                        n, c.equals,
+                        "{name}, step {}: lines with {:?}",
+                        s.at, c.words
+                    );
+                }
+                for x in &s.expect_state {
+                    let p = view.processes.iter().find(|p| p.id == x.node).unwrap();
+                    let state = serde_json::to_value(&p.state).unwrap();
+                    assert_eq!(
+                        state_at(&state, &x.field),
+                        Some(&x.equals),
+                        "{name}, step {}: P{} {} in {state}",
+                        s.at,
+                        x.node,
+                        x.field
+                    );
+                }
+                if !s.expect_report.is_empty() {
+                    let report = crate::session_api::report_json(&session);
+                    for x in &s.expect_report {
+                        assert_eq!(
+                            state_at(&report, &x.field),
+                            Some(&x.equals),
+                            "{name}, step {}: report {}",
+                            s.at,
+                            x.field
+                        );
+                    }
                 }
                 if let Some(v) = &s.expect_violation {
                     assert!(

@@ -20,6 +20,7 @@
 
 mod api;
 mod assets;
+pub mod cause;
 mod check_api;
 pub mod check_config;
 pub mod examples;

@@ -22,6 +22,11 @@ pub const MAX_SESSION_PROCESSES: usize = 64;
 /// 0.9 kB a step for 5 processes, docs/web.md), so this bounds one session's memory.
 pub const MAX_SESSION_STEPS: usize = 50_000;
 
+/// The most violations of a view that get their cause (`cause`): the first ones, which the
+/// later ones follow from; a run that goes on after many violations would otherwise spend each
+/// view explaining them all.
+pub const MAX_CAUSES: usize = 10;
+
 /// The most log lines one view carries (a window the page asks for is cut to this).
 pub const MAX_VIEW_LOG_LINES: usize = 2_000;
 
@@ -90,7 +95,21 @@ pub fn view_json(session: &Session, window: Window) -> Value {
             session.view_window(from, to)
         }
     };
-    serde_json::to_value(view).expect("a view is plain data")
+    let mut json = serde_json::to_value(&view).expect("a view is plain data");
+    if !view.violations.is_empty() {
+        // Say why: each violation's cause, read off the whole trace so far.
+        let all = session.view_window(0, usize::MAX).log;
+        let first = &view.violations[..view.violations.len().min(MAX_CAUSES)];
+        let causes = crate::cause::explain_all(first, &all);
+        if let Some(vs) = json.get_mut("violations").and_then(Value::as_array_mut) {
+            for (x, cause) in vs.iter_mut().zip(causes) {
+                if let Some(cause) = cause {
+                    x["cause"] = serde_json::to_value(cause).expect("plain data");
+                }
+            }
+        }
+    }
+    json
 }
 
 fn session_error(e: impl std::fmt::Display) -> ApiError {
@@ -345,6 +364,39 @@ pub(crate) fn svg(
             .map_err(|e| ApiError::bad("from_ns", e.to_string()))?;
         Ok(text_response("image/svg+xml; charset=utf-8", svg))
     }
+}
+
+/// The report `distsync run --json` gives for the run so far (a copy of it finished with the
+/// family's final checks): the page's outcome panel (clock values, the assembled snapshots,
+/// the delivery orders and balances, the metrics) reads it.
+pub(crate) fn report(State(state): State, Path(id): Path<&str>) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, |o| Ok(Json(report_json(&o.session))))
+}
+
+/// The session's report as JSON; for multicast, with `delivery_order`: each process's
+/// deliveries so far, in order ("3 from P1": payload 3, multicast by 1).
+pub fn report_json(session: &Session) -> Value {
+    let report = session.report();
+    let multicast = report.multicast.is_some();
+    let mut json = serde_json::to_value(report).expect("a report is plain data");
+    if multicast {
+        let mut order = serde_json::Map::new();
+        for p in session.view_window(0, 0).processes {
+            order.insert(p.id.to_string(), json!([]));
+        }
+        for e in session.view_window(0, usize::MAX).log {
+            let (Some(node), Some(out)) = (e.line.get("node"), e.line.pointer("/output/Deliver"))
+            else {
+                continue;
+            };
+            let words = format!("{} from P{}", out["payload"], out["origin"]);
+            if let Some(Value::Array(list)) = order.get_mut(&node.to_string()) {
+                list.push(Value::String(words));
+            }
+        }
+        json["delivery_order"] = Value::Object(order);
+    }
+    json
 }
 
 pub(crate) fn scenario(State(state): State, Path(id): Path<&str>) -> Result<Response, ApiError> {

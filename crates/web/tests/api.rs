@@ -858,3 +858,174 @@ fn a_step_that_writes_no_event_is_logged_all_the_same() {
         json!([{ "step": 1, "before": v["log_total"], "label": "0 asks for the critical section: its input is pending" }])
     );
 }
+
+fn badge(view: &Value, node: u64) -> Value {
+    view["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == node)
+        .unwrap()["badge"]
+        .clone()
+}
+
+#[test]
+fn a_violation_says_why_and_goes_back_to_just_before_it() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    let apply = |choice: Value| c.ok(&format!("/api/session/{id}/apply"), choice);
+    apply(json!({ "do": "request", "node": 0 }));
+    apply(json!({ "do": "next" }));
+    apply(json!({ "do": "request", "node": 1 }));
+    let mut v = apply(json!({ "do": "next" }));
+    v = apply(json!({ "do": "event", "id": pending_id(&v, "Request", 1, 0) }));
+    let request = pending_id(&v, "Request", 0, 1);
+    let reply = pending_id(&v, "Reply", 0, 1);
+    let msg_id = |id: u64| {
+        v["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap()["msg_id"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut both = vec![msg_id(request), msg_id(reply)];
+    both.sort();
+    v = apply(json!({ "do": "event", "id": reply }));
+    assert_eq!(v["step"], 6);
+    let cause = &v["violations"][0]["cause"];
+    let text = cause["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "P1 entered the critical section at step 6 while P0 was in it (since step 5)."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("On the link P0 → P1, Reply(ts=3) (sent at step 5) overtook Request(ts=1), sent before it (step 2) and still on its way"),
+        "{text}"
+    );
+    // The two messages are marked (by id), and the two entries among the events.
+    let messages: Vec<u64> = cause["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_u64().unwrap())
+        .collect();
+    assert_eq!(messages, both, "{cause}");
+    for e in v["violations"][0]["events"].as_array().unwrap() {
+        assert!(cause["events"].as_array().unwrap().contains(e), "{cause}");
+    }
+    // Back to just before the Reply overtook: deliver the Request first, and nothing breaks.
+    assert_eq!(cause["back_to"], 5, "{cause}");
+    let mut v = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 5 }));
+    assert!(properties(&v).is_empty(), "{v}");
+    apply(json!({ "do": "event", "id": request }));
+    v = apply(json!({ "do": "event", "id": reply }));
+    assert!(properties(&v).is_empty(), "{}", v["violations"]);
+}
+
+#[test]
+fn the_lamport_lesson_violation_names_the_release_that_was_overtaken() {
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("lamport-non-fifo.toml"));
+    let v = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 0 }));
+    assert_eq!(v["step"], 0);
+    let mut v = v;
+    while v["step"].as_u64().unwrap() < 153 {
+        v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    let x = &v["violations"][0];
+    assert_eq!(x["property"], "mutual-exclusion");
+    let text = x["cause"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("On the link P1 → P3, Request(ts=69) (sent at step 121) overtook Release(ts=68), sent before it (step 120) and delivered only at step 129"),
+        "{text}"
+    );
+    assert_eq!(x["cause"]["back_to"], 126, "{}", x["cause"]);
+}
+
+#[test]
+fn a_deadlock_says_who_waits_for_whom() {
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("maekawa-deadlock.toml"));
+    let v = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    let x = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["property"] == "deadlock")
+        .unwrap_or_else(|| panic!("{v}"));
+    let text = x["cause"]["text"].as_str().unwrap();
+    assert!(text.contains("P0 asked P3, P5"), "{text}");
+    assert!(text.contains("waits for P3"), "{text}");
+    assert!(
+        text.contains("A cycle of waits, none of which can end: P0 for P3, P3 for P1, P1 for P0."),
+        "{text}"
+    );
+    assert!(x["cause"]["back_to"].as_u64().is_some(), "{}", x["cause"]);
+}
+
+#[test]
+fn the_mutex_badge_says_requesting_only_once_the_process_has_asked() {
+    let c = Client::start();
+    let (id, v) = c.session(LAMPORT_NON_FIFO);
+    assert_eq!(badge(&v, 0), Value::Null);
+    // The request is made: the Request input is pending, the process has not asked yet.
+    let v = c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "request", "node": 0 }),
+    );
+    assert_eq!(v["processes"][0]["state"]["requesting"], Value::Null);
+    assert_eq!(badge(&v, 0), Value::Null, "{}", v["processes"][0]);
+    // The input is given: now it asks.
+    let v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    assert_eq!(badge(&v, 0), "requesting", "{}", v["processes"][0]);
+}
+
+#[test]
+fn ring_elections_show_no_leader_before_an_election_named_one() {
+    let c = Client::start();
+    for (file, leader) in [
+        ("chang-roberts-all-start.toml", 7),
+        ("ring-six-processes.toml", 5),
+    ] {
+        let (id, v) = c.session(&scenario_file(file));
+        for p in v["processes"].as_array().unwrap() {
+            assert!(
+                !p["badge"].as_str().unwrap_or("").starts_with("leader"),
+                "{file}: {p}"
+            );
+        }
+        let v = c.ok(&format!("/api/session/{id}/run"), json!({}));
+        for p in v["processes"].as_array().unwrap() {
+            if p["alive"] == true {
+                assert_eq!(p["badge"], format!("leader {leader}"), "{file}: {p}");
+            }
+        }
+    }
+    // The bully's processes know the coordinator they start with (seed 002's premise).
+    let (_, v) = c.session(&scenario_file("bully-eight-processes.toml"));
+    assert_eq!(badge(&v, 0), "leader 7");
+}
+
+#[test]
+fn a_causal_order_violation_names_the_message_it_overtook() {
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("fifo-broadcast-causal-non-fifo.toml"));
+    let v = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    let x = &v["violations"][0];
+    assert_eq!(x["property"], "causal-order", "{v}");
+    assert!(
+        x["detail"].as_str().unwrap().contains("before node 4's #1"),
+        "{x}"
+    );
+    let text = x["cause"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("At step 7 at P0, the monitors saw it on receiving Message(payload=2, seq=1) from P2; that message overtook Message(payload=1, seq=1) from P4, sent at step 2 and so before it (causally), still on its way"),
+        "{text}"
+    );
+    assert_eq!(x["cause"]["back_to"], 6, "{}", x["cause"]);
+}

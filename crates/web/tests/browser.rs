@@ -250,6 +250,8 @@ impl Page {
     }
 
     fn screenshot(&self, name: &str) {
+        // A tab in the background (another was opened since) draws no frame to capture.
+        self.tab.activate().expect("bring the tab to the front");
         // Let the diagram's request land before the picture, taken from the top of the page.
         self.js("window.scrollTo(0, 0)");
         self.wait(
@@ -268,6 +270,31 @@ impl Page {
         std::fs::write(target.join(format!("web-{name}.png")), &png).unwrap();
         if std::env::var("DISTSYNC_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
             std::fs::write(root.join(format!("docs/web-{name}.png")), &png).unwrap();
+        }
+    }
+
+    /// A screenshot of the viewport into target/web-NAME.png, and docs/web/NAME.png with
+    /// DISTSYNC_UPDATE_SCREENSHOTS=1.
+    fn screenshot_to_docs(&self, name: &str) {
+        self.screenshot(name);
+        if std::env::var("DISTSYNC_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target"));
+            std::fs::create_dir_all(root.join("docs/web")).unwrap();
+            std::fs::rename(
+                root.join(format!("docs/web-{name}.png")),
+                root.join(format!("docs/web/{name}.png")),
+            )
+            .or_else(|_| {
+                std::fs::copy(
+                    target.join(format!("web-{name}.png")),
+                    root.join(format!("docs/web/{name}.png")),
+                )
+                .map(|_| ())
+            })
+            .unwrap();
         }
     }
 
@@ -323,6 +350,37 @@ impl Page {
     fn node_action(&self, node: u32, action: &str) {
         self.click(&format!("#topo .t-node[data-node=\"{node}\"] circle"));
         self.click_and_wait(&format!("#node-menu button[data-do=\"{action}\"]"));
+    }
+
+    /// Makes the page's viewport `width` x `height` CSS pixels (a phone below 800), and waits
+    /// for the layout to follow.
+    fn resize(&self, width: u32, height: u32) {
+        use headless_chrome::protocol::cdp::Emulation;
+        self.tab
+            .call_method(Emulation::SetDeviceMetricsOverride {
+                width,
+                height,
+                device_scale_factor: 1.0,
+                mobile: false,
+                scale: None,
+                screen_width: None,
+                screen_height: None,
+                position_x: None,
+                position_y: None,
+                dont_set_visible_size: None,
+                screen_orientation: None,
+                viewport: None,
+                display_feature: None,
+                device_posture: None,
+            })
+            .expect("resize the viewport");
+        self.wait(
+            &format!("window.innerWidth === {width}"),
+            &format!("a viewport {width} px wide"),
+        );
+        self.js(
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
+        );
     }
 
     fn run_to_end(&self) {
@@ -518,6 +576,36 @@ fn lamport_reply_ahead_of_request_breaks_mutual_exclusion_and_the_link_replays_i
     assert_eq!(
         shared.js("window.distsyncApp.view.log_total"),
         page.js("window.distsyncApp.view.log_total")
+    );
+
+    // Say why: the cause in words, its events marked in the log and the diagram, and back to
+    // just before the REPLY overtook: delivering the REQUEST first, nothing breaks.
+    let why = page.text("#announce .cause");
+    assert!(
+        why.contains("On the link P0 → P1, Reply(ts=3) (sent at step 5) overtook Request(ts=1)"),
+        "{why}"
+    );
+    assert!(
+        page.count("#log tr.cause") >= 2,
+        "the cause's events in the log"
+    );
+    page.wait(
+        "document.querySelectorAll('#diagram .cause-mark').length >= 2",
+        "the cause marked in the diagram",
+    );
+    page.screenshot("say-why");
+    page.js("document.querySelector('#announce .back-before').click(), true");
+    page.wait(
+        "window.distsyncApp.view.step === 5",
+        "back to just before it",
+    );
+    assert_eq!(page.text("#announce"), "");
+    deliver("Request", 0, 1);
+    deliver("Reply", 0, 1);
+    assert_eq!(
+        page.text("#announce"),
+        "",
+        "the REQUEST first: no violation"
     );
 }
 
@@ -979,4 +1067,199 @@ fn the_bully_lesson_walks_its_steps_and_reveals_answers_on_demand() {
         "window.distsyncApp.view.step === 12",
         "the previous lesson step",
     );
+}
+
+/// Walks a lesson to its last step by its buttons, as a learner does.
+fn walk_lesson(page: &Page, name: &str, algorithm: &str) {
+    page.set("#lesson", name);
+    page.wait_for_run_of(algorithm);
+    page.wait(
+        "!document.querySelector('#lesson-box').hidden",
+        "the lesson",
+    );
+    let steps: Vec<u64> = page
+        .js(&format!(
+            "window.distsyncApp.lessons.find(l => l.name === '{name}').step.map(s => s.at)"
+        ))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    for at in steps {
+        page.click("#lesson-box .lesson-next");
+        page.wait(
+            &format!("window.distsyncApp.view.step === {at} && !window.distsyncApp.busy"),
+            &format!("{name}: lesson step {at}"),
+        );
+    }
+}
+
+/// Every built-in lesson opens from the lessons menu, and the Chandy-Lamport one walked to its
+/// end shows the assembled snapshot in the outcome panel: the recorded balances, the money in
+/// the channels, and its total against the bank's.
+#[test]
+fn the_lessons_open_and_the_snapshot_lesson_ends_with_the_money_conserved() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.wait(
+        "window.distsyncApp.lessons && window.distsyncApp.lessons.length >= 11",
+        "the lessons",
+    );
+    let lessons = page.js("window.distsyncApp.lessons.map(l => [l.name, l.example])");
+    for l in lessons.as_array().unwrap() {
+        let (name, example) = (l[0].as_str().unwrap(), l[1].as_str().unwrap());
+        page.set("#lesson", name);
+        page.wait(
+            &format!(
+                "!document.querySelector('#lesson-box').hidden && window.distsyncApp.lesson && window.distsyncApp.lesson.name === '{name}' && window.distsyncApp.view.step === 0"
+            ),
+            &format!("the lesson {name} ({example})"),
+        );
+    }
+    walk_lesson(&page, "chandy-lamport-bank", "chandy-lamport");
+    page.wait(
+        "/total 5000 against the bank's 5000: conserved/.test(document.querySelector('#outcome').innerText)",
+        "the assembled snapshot in the outcome panel",
+    );
+    let outcome = page.text("#outcome");
+    assert!(outcome.contains("P1→P0: 236"), "{outcome}");
+    assert!(outcome.contains("P2→P3: 88 + 52"), "{outcome}");
+    page.screenshot("snapshot-outcome");
+
+    // The multicast outcome: each replica's delivery order and balance.
+    walk_lesson(&page, "total-order-database", "total-order-multicast");
+    page.wait(
+        "document.querySelectorAll('#delivery-order tr').length === 6",
+        "the delivery orders",
+    );
+    let order = page.text("#delivery-order");
+    assert!(order.contains("1 from P4 · 2 from P2"), "{order}");
+    assert!(order.contains("1111"), "{order}");
+}
+
+/// The mutual-exclusion outcome: messages per entry measured beside the notes' formula; the
+/// clock outcome in human units; and the process menu's inputs of each family (a snapshot, a
+/// multicast and a sync started from it).
+#[test]
+fn the_outcome_panel_and_the_family_inputs_of_the_process_menu() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#example", "ricart-agrawala-heavy");
+    page.wait_for_run_of("ricart-agrawala");
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 60", 80));
+    page.wait(
+        "/2\\(N-1\\) = 8/.test(document.querySelector('#outcome').innerText)",
+        "the formula beside the measure",
+    );
+    let measured = page.text("#metric-mpe");
+    assert!(measured.parse::<f64>().is_ok(), "{measured}");
+
+    page.set("#example", "berkeley-master-crash");
+    page.wait_for_run_of("berkeley");
+    page.wait(
+        "document.querySelectorAll('#clock-values tr').length === 6",
+        "the clocks",
+    );
+    // P2's clock is 10 s ahead at start.
+    assert!(
+        page.text("#clock-values").contains("+10s") || page.text("#clock-values").contains("+9.99"),
+        "{}",
+        page.text("#clock-values")
+    );
+    page.click("#manual");
+    page.wait("document.querySelector('#manual').checked", "manual mode");
+    page.node_action(1, "sync");
+    assert!(
+        page.text("#log").contains("1 is to synchronize"),
+        "{}",
+        page.text("#log")
+    );
+
+    for (example, algorithm, action, words) in [
+        (
+            "chandy-lamport-bank",
+            "chandy-lamport",
+            "snapshot",
+            "3 is to start a snapshot",
+        ),
+        (
+            "causal-broadcast",
+            "causal-broadcast",
+            "multicast",
+            "3 is to multicast",
+        ),
+    ] {
+        page.set("#example", example);
+        page.wait_for_run_of(algorithm);
+        page.node_action(3, action);
+        assert!(page.text("#log").contains(words), "{}", page.text("#log"));
+    }
+}
+
+/// The page at a phone's width, a laptop's and a large screen's: one column under 800 px and
+/// nothing wider than the screen; at 64 processes the circles do not overlap, nor do the labels
+/// of the messages in flight. Screenshots at 390, 1280 and 1920 px wide (docs/web/).
+#[test]
+fn the_layout_fits_a_phone_a_large_screen_and_64_processes() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#example", "ricart-agrawala-heavy");
+    page.wait_for_run_of("ricart-agrawala");
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 8", 10));
+    for (width, height) in [(390, 844), (1280, 900), (1920, 1080)] {
+        page.resize(width, height);
+        let one_column = page.js(
+            "document.querySelector('#stage').getBoundingClientRect().top >= document.querySelector('#setup').getBoundingClientRect().bottom - 1",
+        );
+        assert_eq!(one_column, Value::Bool(width < 800), "{width} px");
+        let wide = page.js(
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth ? [] : \
+             [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth && !e.closest('#diagram, #log-wrap, #pending-panel')).slice(0, 8).map(e => e.tagName + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))",
+        );
+        assert_eq!(
+            wide,
+            Value::Array(vec![]),
+            "{width} px: wider than the screen"
+        );
+        page.screenshot_to_docs(&format!("page-{width}"));
+    }
+    page.resize(1500, 1150);
+    page.set("#nodes", "64");
+    page.toml_settles("nodes = 64");
+    page.click_and_wait("#start");
+    page.wait(
+        "window.distsyncApp.view.processes.length === 64",
+        "64 processes",
+    );
+    assert!(page.click_until("#step", "window.distsyncApp.view.step >= 2", 3));
+    let overlaps = page.js(
+        "(() => { const bad = []; \
+           const circles = [...document.querySelectorAll('#topo .t-node > circle')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]); \
+           for (let i = 0; i < circles.length; i++) for (let j = i + 1; j < circles.length; j++) { \
+             const [a, b] = [circles[i], circles[j]]; if (Math.hypot(a[0] - b[0], a[1] - b[1]) < a[2] + b[2]) bad.push('circles ' + i + ',' + j); } \
+           const boxes = [...document.querySelectorAll('#topo .t-msg rect')].map(r => [+r.getAttribute('x'), +r.getAttribute('y'), +r.getAttribute('width'), +r.getAttribute('height')]); \
+           for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) { \
+             const [a, b] = [boxes[i], boxes[j]]; \
+             if (a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3]) bad.push('labels ' + i + ',' + j); } \
+           for (const [x, y, w, h] of boxes) for (const [cx, cy, r] of circles) { \
+             const nx = Math.max(x, Math.min(cx, x + w)), ny = Math.max(y, Math.min(cy, y + h)); \
+             if (Math.hypot(nx - cx, ny - cy) < r) bad.push('label over P at ' + cx + ',' + cy); } \
+           return [circles.length, boxes.length, bad]; })()",
+    );
+    assert_eq!(overlaps[0], Value::from(64), "{overlaps}");
+    assert!(
+        overlaps[1].as_u64().unwrap() >= 63,
+        "messages in flight: {overlaps}"
+    );
+    assert_eq!(overlaps[2], Value::Array(vec![]), "{overlaps}");
+    assert_eq!(
+        page.js("document.documentElement.scrollWidth <= document.documentElement.clientWidth"),
+        Value::Bool(true),
+        "64 processes: the page is wider than the screen"
+    );
+    page.screenshot("sixty-four");
 }

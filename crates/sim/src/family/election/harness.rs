@@ -36,7 +36,7 @@ use crate::scenario::{Action, Checked, ScenarioError};
 use distsync_algorithms::election::{detector::HEARTBEAT, ring_link::ACK};
 use distsync_core::election::{Election, Input, Output};
 use distsync_core::{format_duration, NodeId, Time};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Message kinds that are not the election algorithm's own: they are left out of the election's
@@ -68,6 +68,11 @@ pub struct ElectionHarness {
     current: Option<Episode>,
     elections: u64,
     disturbed: u64,
+    /// Whether the algorithm runs on a ring (its processes start assuming a coordinator that no
+    /// election of the run named).
+    ring: bool,
+    /// The nodes that have output a leader since they last started.
+    learned: BTreeSet<NodeId>,
 }
 
 impl ElectionHarness {
@@ -109,6 +114,8 @@ impl ElectionHarness {
             current: None,
             elections: 0,
             disturbed: 0,
+            ring: A::uses_ring(),
+            learned: BTreeSet::new(),
         })
     }
 
@@ -198,10 +205,15 @@ impl<P: Election> Harness<P> for ElectionHarness {
         Ok(())
     }
 
-    fn describe(&self, _node: NodeId, process: Option<&P>) -> Option<String> {
+    fn describe(&self, node: NodeId, process: Option<&P>) -> Option<String> {
         let process = process?;
         if process.electing() {
             return Some("electing".into());
+        }
+        // A ring election's process starts assuming a coordinator (its card shows it) that no
+        // election named: it wears a leader badge once an election of the run told it one.
+        if self.ring && !self.learned.contains(&node) {
+            return None;
         }
         process.leader().map(|l| format!("leader {l}"))
     }
@@ -211,6 +223,7 @@ impl<P: Election> Harness<P> for ElectionHarness {
     fn on_output(&mut self, node: NodeId, output: &Output, ctl: &mut Control<'_, P>) {
         let Output::Leader(leader) = *output;
         self.outputs += 1;
+        self.learned.insert(node);
         if ctl
             .process(node)
             .is_some_and(|p| p.leader() != Some(leader))
@@ -275,6 +288,7 @@ impl<P: Election> Harness<P> for ElectionHarness {
     }
 
     fn on_recover(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
+        self.learned.remove(&node);
         // Called before the recovered process starts: its fresh state does not count.
         self.trigger(ctl, Some(node));
     }

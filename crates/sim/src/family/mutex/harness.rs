@@ -51,6 +51,9 @@ struct Record {
     entered: Option<Time>,
     exited: Option<Time>,
     abandoned: bool,
+    /// The process has been given the Request input (until then it is pending, and the process
+    /// itself does not yet ask).
+    given: bool,
 }
 
 /// The light workload's default pause after an exit before the next request: 20 delay bounds,
@@ -176,6 +179,7 @@ impl MutexHarness {
             entered: None,
             exited: None,
             abandoned: false,
+            given: false,
         });
         self.load[pos].state = State::Waiting(self.records.len() - 1);
         self.first_request.get_or_insert(now);
@@ -319,8 +323,16 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
             .iter()
             .rev()
             .find(|r| r.node == node)
-            .is_some_and(|r| r.entered.is_none() && !r.abandoned);
+            .is_some_and(|r| r.entered.is_none() && !r.abandoned && r.given);
         waiting.then(|| "requesting".into())
+    }
+
+    fn on_input(&mut self, node: NodeId, input: &Input, ctl: &mut Control<'_, A>) {
+        if *input == Input::Request {
+            if let State::Waiting(rec) = self.load[ctl.peers().index_of(node)].state {
+                self.records[rec].given = true;
+            }
+        }
     }
 
     fn start(&mut self, ctl: &mut Control<'_, A>) {
