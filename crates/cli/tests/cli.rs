@@ -221,6 +221,15 @@ fn a_violation_exits_1_and_says_how_to_reproduce_it() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("mutual-exclusion"), "{out}");
     assert!(stderr(&o).contains("--seed 30"), "{}", stderr(&o));
+    // It runs, outside its algorithm's assumptions, and says so naming the property at risk.
+    assert!(
+        stderr(&o).contains("warning: `lamport-mutex` assumes FIFO links")
+            && stderr(&o).contains("mutual-exclusion is at risk"),
+        "{}",
+        stderr(&o)
+    );
+    let o = distsync(&["run", &file.replace("lamport-non-fifo", "lamport-light")]);
+    assert!(!stderr(&o).contains("FIFO"), "{}", stderr(&o));
     let o = distsync(&["run", &scenario("ricart-agrawala-partition.toml"), "--json"]);
     assert_eq!(o.status.code(), Some(1));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -46,8 +46,8 @@ fn run_text(text: &str, seed: u64, trace: Option<&std::path::Path>) -> Report {
 const RANDOM: &str = r#"{ uniform = ["100us", "3ms"] }"#;
 
 /// Random delays, no FIFO, N = 2..9 from the seed, three requests per node: never two in the
-/// CS, every request served, nothing left waiting. (The checker finds a rarer interleaving of
-/// the published rules that deadlocks at 3 sites x 2 requests; these seeds do not hit it.)
+/// CS, every request served, nothing left waiting. (The checker proves the rules at 3 sites x
+/// 2 requests; the restated rules' deadlock there is rarer than these seeds.)
 fn safe_and_served(workload: &str) {
     for seed in 0..320 {
         let n = 2 + seed % 8;
@@ -111,13 +111,15 @@ fn light_load_costs_each_entry_its_sv_marks_plus_the_token() {
 }
 
 /// `distsync compare`'s runs (constant delay T, FIFO, E = 10T, seed 1; 4 requests per node light, 10
-/// heavy). Light: 1.58, 2.60, 4.34, about N/2 as the paper says (the staircase makes S_k ask
-/// k sites, (N-1)/2 on average, plus the token); every figure is the replay's exactly, so the
-/// tolerance is rounding only. Heavy: N - 1/R (every site is R, so a REQUEST goes to the
-/// other N-1 and the token follows; only the holder's first entry is free): 2.90, 4.90, 7.90.
+/// heavy). Light: 1.67, 3.15, 5.53, every figure the replay's exactly, so the tolerance is
+/// rounding only. The paper's figure is about N/2; the restated rules measured 1.58, 2.60,
+/// 4.34 here, and keeping the staircase (a REQUEST also to every site below, without which
+/// those rules deadlock) costs the difference: more than N/2, still below the N of heavy load.
+/// Heavy: N - 1/R (every site is R, so a REQUEST goes to the other N-1 and the token follows;
+/// only the holder's first entry is free): 2.90, 4.90, 7.90.
 #[test]
 fn measured_messages_per_entry_beside_the_literature() {
-    for (n, light, heavy) in [(3u64, 1.58, 2.90), (5, 2.60, 4.90), (8, 4.34, 7.90)] {
+    for (n, light, heavy) in [(3u64, 1.67, 2.90), (5, 3.15, 4.90), (8, 5.53, 7.90)] {
         let l = run_text(&scenario(n, "light", 4, "\"1ms\"", true), 1, None);
         let h = run_text(&scenario(n, "saturated", 10, "\"1ms\"", true), 1, None);
         let (l, h) = (
@@ -128,8 +130,8 @@ fn measured_messages_per_entry_beside_the_literature() {
         assert!((h - heavy).abs() < 0.005, "n={n}: heavy {h}");
         let nf = n as f64;
         assert!(
-            (l - nf / 2.0).abs() <= 0.5,
-            "n={n}: light {l} is not about N/2"
+            l > nf / 2.0 && l < nf,
+            "n={n}: light {l} is not between N/2 and N"
         );
         assert!(
             (h - (nf - 1.0 / 10.0)).abs() < 1e-9,

@@ -14,7 +14,9 @@
 //! - **Warnings** (on stderr and in the report's `warnings`): a given `answer_timeout` shorter
 //!   than the worst round trip; a `heartbeat_timeout` shorter than a heartbeat period plus the
 //!   delay bound; reliable links over a lossy network for an algorithm that detects crashes by
-//!   timeouts (a retransmitted message can be late by any amount). The run still runs, outside
+//!   timeouts (a retransmitted message can be late by any amount); links that are not FIFO
+//!   for an algorithm that needs them (the registry's `needs_fifo`), naming the property at
+//!   risk. The run still runs, outside
 //!   the algorithm's assumptions: what it shows is what happens then (false suspicions,
 //!   elections that never settle, storms).
 //! - **Nothing to do**: a batch run in which nothing would ever happen is refused ([`idle`]):
@@ -28,7 +30,7 @@
 
 use crate::family;
 use crate::scenario::{Checked, Scenario};
-use distsync_algorithms::registry::Family;
+use distsync_algorithms::registry::{self, Family};
 
 /// Fills in the timeouts the scenario leaves out, from the network's delay bound: for a family
 /// that detects crashes by timeouts, three delay bounds when that is longer than the family's
@@ -44,9 +46,51 @@ pub(crate) fn derive_defaults(scenario: &mut Scenario, family: Family) {
 }
 
 /// Warnings about a scenario (with its defaults derived) that runs outside its algorithm's
-/// assumptions.
+/// assumptions: the family's, then links that are not FIFO for an algorithm that needs them.
 pub(crate) fn warnings(scenario: &Scenario, family: Family) -> Vec<String> {
-    family::plugin(family).warnings(scenario)
+    let mut out = family::plugin(family).warnings(scenario);
+    out.extend(fifo_warning(scenario));
+    out
+}
+
+/// An algorithm that needs FIFO links (the registry's `needs_fifo`) run over links that may
+/// reorder (`fifo = false`, and not `reliable = true`, whose links are FIFO): the property at
+/// risk, named. A warning, not a refusal: the lessons show these runs break.
+fn fifo_warning(scenario: &Scenario) -> Option<String> {
+    let entry = registry::lookup(&scenario.algorithm)?;
+    if !entry.needs_fifo || scenario.network.fifo || scenario.network.reliable {
+        return None;
+    }
+    Some(format!(
+        "`{}` assumes FIFO links and `[network] fifo = false` lets messages overtake each other: {} is at risk ({})",
+        entry.name,
+        fifo_property(entry.name).0,
+        fifo_property(entry.name).1
+    ))
+}
+
+/// What an algorithm that needs FIFO links loses without them: the property (as its monitor
+/// names it) and why.
+pub(crate) fn fifo_property(name: &str) -> (&'static str, &'static str) {
+    match name {
+        "lamport-mutex" => (
+            "mutual-exclusion",
+            "a process enters when its request heads its queue and it has heard a later message from everyone; a REQUEST overtaken by a later REPLY is queued too late",
+        ),
+        "ring-active-list" => (
+            "one-leader",
+            "each process decides when its own elect message comes back, which needs the others' to have arrived before it",
+        ),
+        "total-order-multicast" => (
+            "total order",
+            "a message is delivered when every process has acknowledged a later timestamp; an overtaken message arrives after that",
+        ),
+        "chandy-lamport" => (
+            "a consistent snapshot",
+            "a message that overtakes the marker is recorded in neither the receiver's state nor the channel, or in both",
+        ),
+        _ => ("what the algorithm promises", "it relies on the order of its messages"),
+    }
 }
 
 /// Why a batch run of `checked` would do nothing at all: the field to add and what to add, or

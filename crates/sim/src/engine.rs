@@ -50,6 +50,11 @@ pub trait Harness<P: Process> {
     fn on_input(&mut self, node: NodeId, input: &P::Input, ctl: &mut Control<'_, P>) {
         let _ = (node, input, ctl);
     }
+    /// A node is about to crash: its process is still there, for a last look at its state
+    /// (what it did that the harness has not recorded yet). [`Harness::on_crash`] follows.
+    fn before_crash(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
+        let _ = (node, ctl);
+    }
     /// A node crashed (its state is gone).
     fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, P>) {
         let _ = (node, ctl);
@@ -1328,9 +1333,16 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         match action {
             Action::Crash(id) => {
                 let pos = self.core.peers.index_of(*id);
-                if self.core.slots[pos].process.take().is_none() {
+                if self.core.slots[pos].process.is_none() {
                     return; // already down
                 }
+                self.harness.before_crash(
+                    *id,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
+                self.core.slots[pos].process = None;
                 for g in self.core.slots[pos].timers.clear() {
                     self.core.kill_listed(g);
                 }

@@ -239,6 +239,15 @@ pub fn generate(
             }
             _ => DelaySpec::Exponential(ms(&mut rng, 200, 3_000)),
         }
+    } else if has(Fault::Reorder) {
+        // Non-FIFO links reorder only messages whose delays differ: reordering asked for
+        // without `delay` gets delays that vary (uniform or exponential), not a constant.
+        if rng.gen_bool(0.5) {
+            let lo = ms(&mut rng, 100, 3_000);
+            DelaySpec::Uniform(lo, lo + ms(&mut rng, 1_000, 7_000))
+        } else {
+            DelaySpec::Exponential(ms(&mut rng, 200, 3_000))
+        }
     } else {
         DelaySpec::Constant(Duration::from_millis(1))
     };

@@ -260,3 +260,49 @@ fn total_order_multicast_needs_fifo_channels() {
         "no seed broke total-order multicast without FIFO"
     );
 }
+
+/// A total-order sender that crashes after multicasting: what it multicast before the crash is
+/// recorded (the harness catches up with the process before its state is gone), so another
+/// process delivering it is no `integrity` violation.
+#[test]
+fn a_crashed_senders_multicasts_are_recorded_before_its_state_is_gone() {
+    use distsync_sim::stress::{self, Fault, StressOptions};
+    let mut options = StressOptions::new(vec!["total-order-multicast".into()], 150);
+    options.faults = Some(vec![Fault::Delay, Fault::Crash]);
+    // Stress's run 84 (seed 1), replayed: node 1 multicasts at 0 and crashes at 14.6ms, before
+    // its own delivery recorded the multicast; node 0 delivers it at 17.4ms. It used to be
+    // reported as "node 0 delivered payload 2 from node 1, which no process multicast".
+    let text = r#"
+        algorithm = "total-order-multicast"
+        nodes = 2
+        seed = 248219025293
+        until = "1h"
+        [network]
+        delay = "4.882ms"
+        fifo = true
+        [multicast]
+        rate = 35.16354288804357
+        count = 5
+        [[event]]
+        at = "14.614ms"
+        crash = 1
+        [[event]]
+        at = "87.813ms"
+        recover = 1
+        "#;
+    let scenario = distsync_sim::Scenario::from_toml(text, "crash.toml").unwrap();
+    let r = distsync_sim::run(&scenario, distsync_sim::RunOptions::default()).unwrap();
+    assert!(
+        r.violations.iter().all(|v| v.property != "integrity"),
+        "{:?}",
+        r.violations
+    );
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    let a = &result.algorithms[0];
+    assert!(
+        !a.violations.contains_key("integrity"),
+        "{:?}\n{:?}",
+        a.violations,
+        a.failures.iter().find(|f| f.first.property == "integrity")
+    );
+}

@@ -104,6 +104,39 @@ fn lamport_mutex_without_fifo_breaks_mutual_exclusion_and_the_file_reproduces_it
     assert_eq!(report.violations.first(), Some(&f.first));
 }
 
+/// `--faults reorder` alone (no `delay`) still reorders: the drawn delays vary, and
+/// lamport-mutex breaks as docs/stress.md says (with constant delays it passed every run).
+#[test]
+fn reorder_without_delay_draws_delays_that_reorder_and_breaks_lamport_mutex() {
+    let mut options = StressOptions::new(vec!["lamport-mutex".into()], 60);
+    options.faults = Some(vec![Fault::Reorder]);
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    assert!(
+        result.found(),
+        "60 runs of lamport-mutex with reordering found nothing"
+    );
+    let a = &result.algorithms[0];
+    assert!(a.violations.get("mutual-exclusion").copied().unwrap_or(0) > 0);
+    for seed in 0..20 {
+        let s = stress::generate(
+            registry::lookup("lamport-mutex").unwrap(),
+            &[Fault::Reorder],
+            (2, 6),
+            seed,
+            &options,
+        );
+        assert!(!s.network.fifo);
+        assert!(
+            !matches!(
+                s.network.delay,
+                distsync_sim::scenario::DelaySpec::Constant(_)
+            ),
+            "seed {seed}: {:?}",
+            s.network.delay
+        );
+    }
+}
+
 #[test]
 fn fifo_broadcast_is_not_causal_and_stress_shows_it_when_asked() {
     let mut options = StressOptions::new(vec!["fifo-broadcast".into()], 40);

@@ -25,7 +25,7 @@ pub use raymond::Raymond;
 pub use ricart_agrawala::RicartAgrawala;
 pub use ricart_agrawala_token::RicartAgrawalaToken;
 pub use singhal::Singhal;
-pub use singhal_token::SinghalToken;
+pub use singhal_token::{SinghalToken, SinghalTokenAsRestated};
 pub use suzuki_kasami::SuzukiKasami;
 pub use token_ring::TokenRing;
 

@@ -15,7 +15,8 @@
 //! - Init: SV_i[j] := N for j >= i, SV_i[j] := R for j < i, SN_i[j] := 0; SV_0[0] := H;
 //!   TSV[j] := N, TSN[j] := 0. For every pair one site marks the other R (the staircase).
 //! - Request, without the token: SV_i[i] := R; SN_i[i] := SN_i[i] + 1; send REQUEST(i, sn)
-//!   to every S_j with SV_i[j] = R, sn the new SN_i[i]. (With the idle token, H: enter.)
+//!   to every S_j with SV_i[j] = R, and to every S_j with j < i (see "One change" below), sn
+//!   the new SN_i[i]. (With the idle token, H: enter.)
 //! - On REQUEST(i, sn) at S_j: discard it if SN_j[i] >= sn (outdated); else SN_j[i] := sn and
 //!   - SV_j[j] = N: SV_j[i] := R;
 //!   - SV_j[j] = R: if SV_j[i] != R, SV_j[i] := R and send REQUEST(j, SN_j[j]) to S_i;
@@ -27,14 +28,26 @@
 //!   If every SV_i[j] = N then SV_i[i] := H, else the token goes to an S_j with SV_i[j] = R:
 //!   the first after S_i in cyclic order (the heuristic choice, which the paper leaves open).
 //!
-//! Messages per entry: at light load the R marks plus the token, 0 at the idle holder
-//! ([`light_load_messages`]), measured 1.58, 2.60, 4.34 at N = 3, 5, 8 (about N/2); at heavy
+//! One change from the restatement: a REQUEST also goes to every site below S_i, whatever SV
+//! says. The initial staircase gives every pair of sites one that marks the other R, so that
+//! when both compete one tells the other; the restated rules can lose both marks, and the
+//! checker finds them deadlocking at 3 sites x 2 requests, in 19 steps (non-FIFO or FIFO):
+//! S_1 asks only S_0; S_2 asks S_0 and S_1, gets the token and on release copies the token's N
+//! (equal SN 0) over its staircase mark for S_1, whose REQUEST is still on its way to S_0; S_1
+//! is served later, learns from the token that S_2's request was served and keeps the idle
+//! token; S_2's first REQUEST reaches S_1 only then and is discarded as outdated; S_2's next
+//! REQUEST goes to S_0 alone, and nothing tells S_1 (`SinghalTokenAsRestated`,
+//! `crates/check/tests/token.rs`). With the staircase kept, S_i's REQUESTs always reach every
+//! S_j below it, so the pair never loses touch: the checker proves mutual exclusion, no
+//! deadlock and progress at 3 x 2 (49,685 states), 4 x 1 and 3 x 3, non-FIFO. The textbook's
+//! correctness argument rests on this staircase property; where the 1989 paper keeps it could
+//! not be checked here (only the restatement was found), so this is a repair, named as one.
+//!
+//! Messages per entry: at light load the sites asked plus the token, 0 at the idle holder
+//! ([`light_load_messages`]), measured 1.67, 3.15, 5.53 at N = 3, 5, 8: more than the paper's
+//! about N/2 (the restated rules measure 1.58, 2.60, 4.34), the price of the staircase; at heavy
 //! load every site is R and REQUESTs go to everyone: N - 1/R (2.90, 4.90, 7.90 at R = 10).
 //! Synchronization delay T. FIFO channels are not needed: SN discards outdated requests.
-//!
-//! The checker proves these rules at 3 sites x 1 request and finds a deadlock at 3 x 2: a
-//! release copies the token's N (equal SN 0) over an initial R mark while the marked site's
-//! REQUEST still travels elsewhere, so two sites stop marking each other (docs/mutex.md).
 // The rules above write vectors as the paper does (SV[i]), not as links to items.
 #![allow(rustdoc::broken_intra_doc_links)]
 
@@ -82,9 +95,12 @@ impl Message for Msg {
     }
 }
 
-/// One site S_i.
+/// One site S_i. `STAIRCASE` (the default, `true`) keeps the initial staircase as a floor of
+/// where REQUESTs go: S_i always asks the sites below it. [`SinghalTokenAsRestated`] (`false`)
+/// asks only the sites SV marks R, as the textbook restates the rule; the checker finds it
+/// deadlocking at 3 sites x 2 requests (module documentation).
 #[derive(Clone, Debug, Hash, Serialize)]
-pub struct SinghalToken {
+pub struct SinghalToken<const STAIRCASE: bool = true> {
     /// This site's position, counted from the initial holder in membership order.
     i: usize,
     /// The site at each position.
@@ -99,7 +115,7 @@ pub struct SinghalToken {
     initial_holder: bool,
 }
 
-impl Algorithm for SinghalToken {
+impl<const STAIRCASE: bool> Algorithm for SinghalToken<STAIRCASE> {
     fn validate(params: &Params, peers: &Peers) -> Result<(), ParamError> {
         super::validate_holder(params, peers)
     }
@@ -127,13 +143,13 @@ impl Algorithm for SinghalToken {
     }
 }
 
-impl MutualExclusion for SinghalToken {
+impl<const STAIRCASE: bool> MutualExclusion for SinghalToken<STAIRCASE> {
     fn in_critical_section(&self) -> bool {
         self.sv[self.i] == State::E
     }
 }
 
-impl Process for SinghalToken {
+impl<const STAIRCASE: bool> Process for SinghalToken<STAIRCASE> {
     type Msg = Msg;
     type Input = Input;
     type Output = Output;
@@ -174,18 +190,20 @@ impl Process for SinghalToken {
     }
 }
 
-impl SinghalToken {
+impl<const STAIRCASE: bool> SinghalToken<STAIRCASE> {
     fn enter(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.sv[self.i] = State::E;
         ctx.output(Output::Enter);
     }
 
-    /// Rule "Request": SV_i[i] := R, SN_i[i] + 1, REQUEST to the sites marked R.
+    /// Rule "Request": SV_i[i] := R, SN_i[i] + 1, REQUEST to the sites marked R, and (with
+    /// `STAIRCASE`) to every site below S_i.
     fn request(&mut self, ctx: &mut Ctx<'_, Self>) {
         let i = self.i;
         self.sv[i] = State::R;
         self.sn[i] += 1;
-        for j in (0..self.sv.len()).filter(|&j| j != i && self.sv[j] == State::R) {
+        let asked = |j: usize| j != i && (self.sv[j] == State::R || (STAIRCASE && j < i));
+        for j in (0..self.sv.len()).filter(|&j| asked(j)) {
             ctx.send(self.sites[j], Msg::Request { sn: self.sn[i] });
         }
     }
@@ -273,12 +291,17 @@ impl SinghalToken {
     }
 }
 
+/// The rules exactly as the textbook restates them, REQUESTs only to the sites SV marks R:
+/// they deadlock at 3 sites x 2 requests (`crates/check/tests/token.rs` keeps the
+/// counterexample).
+pub type SinghalTokenAsRestated = SinghalToken<false>;
+
 /// Light load, one request in the whole system at a time: the messages each entry in `order`
 /// costs (sites by position counted from the initial holder), from the rules on isolated
-/// requests. Alone, S_e sends REQUEST to every site its SV marks R; each of them (in state N,
-/// or H at the holder) marks S_e R; the holder's token, whose TSV is all N, wipes S_e's marks at
-/// release. So an entry costs the R marks plus the token, 0 at the holder, and leaves S_e with
-/// no marks and every site it asked with a mark for S_e. The simulator's light-load runs count
+/// requests. Alone, S_e sends REQUEST to every site its SV marks R and every site below it;
+/// each of them (in state N, or H at the holder) marks S_e R; the holder's token, whose TSV is
+/// all N, wipes S_e's marks at release. So an entry costs the sites asked plus the token, 0 at
+/// the holder, and leaves S_e with no marks and every site it asked with a mark for S_e. The simulator's light-load runs count
 /// exactly these figures (`compare`, and the tests of `distsync-cli`).
 pub fn light_load_messages(n: usize, order: &[usize]) -> Vec<usize> {
     let mut marks: Vec<Vec<bool>> = (0..n).map(|i| (0..n).map(|j| j < i).collect()).collect();
@@ -289,7 +312,7 @@ pub fn light_load_messages(n: usize, order: &[usize]) -> Vec<usize> {
             costs.push(0);
             continue;
         }
-        let asked: Vec<usize> = (0..n).filter(|&j| marks[e][j]).collect();
+        let asked: Vec<usize> = (0..n).filter(|&j| marks[e][j] || j < e).collect();
         costs.push(asked.len() + 1);
         for j in asked {
             marks[j][e] = true;
@@ -322,7 +345,7 @@ mod tests {
 
     fn site(id: u32, peers: &Peers) -> Driver<'_, SinghalToken> {
         let mut d = Driver::new(
-            SinghalToken::new(NodeId(id), peers, &Params::default()),
+            <SinghalToken>::new(NodeId(id), peers, &Params::default()),
             NodeId(id),
             peers,
         );
@@ -362,9 +385,9 @@ mod tests {
             holder: Some(NodeId(2)),
             ..Params::default()
         };
-        let s2 = SinghalToken::new(NodeId(2), &peers, &params);
+        let s2 = <SinghalToken>::new(NodeId(2), &peers, &params);
         assert_eq!(s2.sv(), &[H, N, N, N]);
-        let s1 = SinghalToken::new(NodeId(1), &peers, &params);
+        let s1 = <SinghalToken>::new(NodeId(1), &peers, &params);
         assert_eq!(s1.sv(), &[R, R, R, N], "1 is last counted from 2");
     }
 
@@ -388,6 +411,44 @@ mod tests {
         assert_eq!(s0.outputs(), vec![Output::Enter]);
         assert_eq!(s0.process.sv()[0], E);
         assert_eq!(s0.process.sn(), &[0; 4], "no request, no sequence number");
+    }
+
+    #[test]
+    fn a_request_reaches_every_site_below_even_after_the_merge_erased_its_mark() {
+        let peers = Peers::range(3);
+        let mut s2 = site(2, &peers); // SV [R, R, N]
+        s2.input(Input::Request);
+        s2.sent();
+        s2.receive(0, Msg::Token(token(&[N, N, R], &[0, 0, 1])));
+        s2.input(Input::Release); // the token's N (SN 0) erases both marks: H
+        assert_eq!(s2.process.sv(), &[N, N, H]);
+        s2.receive(0, Msg::Request { sn: 1 }); // the token goes to S_0
+        s2.sent();
+        assert_eq!(s2.process.sv(), &[R, N, N]);
+        s2.input(Input::Request);
+        assert_eq!(
+            s2.sent(),
+            vec![
+                (NodeId(0), Msg::Request { sn: 2 }),
+                (NodeId(1), Msg::Request { sn: 2 })
+            ],
+            "S_1 is below S_2: asked although SV marks it N"
+        );
+        // The restated rule asks only the sites marked R.
+        let mut r2: Driver<'_, SinghalTokenAsRestated> = Driver::new(
+            SinghalTokenAsRestated::new(NodeId(2), &peers, &Params::default()),
+            NodeId(2),
+            &peers,
+        );
+        r2.start();
+        r2.input(Input::Request);
+        r2.sent();
+        r2.receive(0, Msg::Token(token(&[N, N, R], &[0, 0, 1])));
+        r2.input(Input::Release);
+        r2.receive(0, Msg::Request { sn: 1 });
+        r2.sent();
+        r2.input(Input::Request);
+        assert_eq!(r2.sent(), vec![(NodeId(0), Msg::Request { sn: 2 })]);
     }
 
     #[test]

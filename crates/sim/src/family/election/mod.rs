@@ -142,6 +142,7 @@ impl Plugin for ElectionFamily {
             }
         }
         out.extend(reliable_loss_warning(scenario));
+        out.extend(no_detector_warning(scenario));
         out
     }
 
@@ -231,4 +232,60 @@ fn elect<P: Election + Steppable>(
     }
     let harness = ElectionHarness::new::<P>(run.checked, run.origin)?;
     run.run_excluding::<P, _>(entry, harness, &OVERHEAD_KINDS)
+}
+
+/// Crashes (and recoveries) without the failure detector, for an algorithm whose row of
+/// docs/election.md's table says it does not survive them that way: the properties at risk,
+/// as the table states them (each backed by a test in `crates/sim/tests/election_assumptions.rs`).
+pub(crate) fn no_detector_warning(scenario: &Scenario) -> Option<String> {
+    if scenario.detect == Some(Detect::Timeout) {
+        return None;
+    }
+    let crash = scenario.events.iter().any(|e| e.crash.is_some());
+    let recover = scenario.events.iter().any(|e| e.recover.is_some());
+    if !crash {
+        return None;
+    }
+    // A crash after the first election starts (an `elect` or a recovery) can hit a process
+    // that has just won or is taking part; crashes before it are what every election skips.
+    let first_election = scenario
+        .events
+        .iter()
+        .filter(|e| e.elect.is_some() || e.recover.is_some())
+        .map(|e| e.at)
+        .min();
+    let late_crash = first_election.is_some_and(|first| {
+        scenario
+            .events
+            .iter()
+            .any(|e| e.crash.is_some() && e.at > first)
+    });
+    const VALIDITY: &str = "validity (a leader that crashes after its announcement stays everyone's leader: only the detector's heartbeats tell)";
+    let risks: Vec<&str> = match scenario.algorithm.as_str() {
+        "bully" if recover => vec![
+            "agreement (a recovered process's COORDINATOR and a higher one's can cross, and a process keeps the lower leader)",
+        ],
+        "bully" => vec![],
+        "chang-roberts" if recover => {
+            let mut risks =
+                vec!["agreement (a late Elected of an older election overrides the newer result)"];
+            risks.extend(late_crash.then_some(VALIDITY));
+            risks
+        }
+        "ring-active-list" if late_crash => vec![
+            "one-leader (a second announcement after one crash, in an order of equal-deadline timers the checker finds)",
+            VALIDITY,
+        ],
+        _ if late_crash => vec![VALIDITY],
+        _ => vec![],
+    };
+    if risks.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "`{}` with {} and no failure detector (`detect = \"none\"`) is outside its assumptions (docs/election.md): {} at risk",
+        scenario.algorithm,
+        if recover { "crashes and recoveries" } else { "crashes" },
+        risks.join("; ")
+    ))
 }

@@ -412,6 +412,14 @@ impl<A: Multicast> Harness<A> for MulticastHarness {
         }
     }
 
+    fn before_crash(&mut self, node: NodeId, ctl: &mut Control<'_, A>) {
+        // What it multicast and the harness has not recorded yet (a record is made lazily, at
+        // the next delivery) is recorded now, while its state is still there: another process
+        // may deliver it after the crash.
+        let pos = ctl.peers().index_of(node);
+        self.catch_up(pos, ctl);
+    }
+
     fn on_crash(&mut self, node: NodeId, ctl: &mut Control<'_, A>) {
         // Inputs it had not acted on are lost with it.
         let pos = ctl.peers().index_of(node);

@@ -248,14 +248,15 @@ fn theory(
             "N, or 0 at the holder".into(),
             Relation::Exact,
         ),
-        // Singhal 1989: each entry's R marks plus the token, replayed from the rules.
+        // Singhal 1989: each entry's sites asked (R marks and the sites below) plus the token,
+        // replayed from the rules.
         ("messages_per_entry", Load::Light, "singhal-token") => {
             let order: Vec<usize> = entries.iter().map(|&e| peers.index_of(e)).collect();
             let costs = singhal_token::light_load_messages(n as usize, &order);
             let total: usize = costs.iter().sum();
             (
                 (!costs.is_empty()).then(|| total as f64 / costs.len() as f64),
-                "R marks in SV + token, or 0 at the holder".into(),
+                "R marks + sites below + token, 0 at the holder".into(),
                 Relation::Exact,
             )
         }

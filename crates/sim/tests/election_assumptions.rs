@@ -1,0 +1,200 @@
+//! Where docs/election.md's table says an algorithm does not hold (crashes and recoveries
+//! without the failure detector), `distsync run` warns, and the run does break; with the
+//! detector the same runs hold and nothing is warned. Also the FIFO warning for the algorithms
+//! that need FIFO links (the registry's `needs_fifo`).
+
+use distsync_sim::{run, Report, RunOptions, Scenario};
+
+fn run_text(text: &str, seed: u64) -> Report {
+    let scenario = Scenario::from_toml(text, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+    run(
+        &scenario,
+        RunOptions {
+            seed: Some(seed),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("seed {seed}: {e}"))
+}
+
+/// The issue's bully case: 2 and 3 down from the start; 2 recovers, asks 3 (down), and after T
+/// announces itself; 3 recovers just before that and announces itself at once. The two
+/// COORDINATOR broadcasts cross on random delays, and a process that gets 2's last keeps it.
+fn bully_crossing(detect: &str) -> String {
+    format!(
+        r#"
+        algorithm = "bully"
+        nodes = 4
+        until = "2s"
+        answer_timeout = "20ms"
+        detect = "{detect}"
+        [network]
+        delay = {{ uniform = ["1ms", "7ms"] }}
+        fifo = true
+        [[event]]
+        at = "0ms"
+        crash = 2
+        [[event]]
+        at = "0ms"
+        crash = 3
+        [[event]]
+        at = "10ms"
+        recover = 2
+        [[event]]
+        at = "29ms"
+        recover = 3
+        "#
+    )
+}
+
+fn disagreements(text: &str) -> (usize, Vec<String>) {
+    let mut failed = 0;
+    let mut warnings = Vec::new();
+    for seed in 0..60 {
+        let r = run_text(text, seed);
+        if r.violations.iter().any(|v| v.property == "agreement") {
+            failed += 1;
+        }
+        warnings = r.warnings;
+    }
+    (failed, warnings)
+}
+
+#[test]
+fn bully_crash_and_recovery_without_the_detector_is_warned_about_and_breaks_agreement() {
+    let (failed, warnings) = disagreements(&bully_crossing("none"));
+    assert!(
+        failed > 0,
+        "no run disagreed: the table's claim is not shown"
+    );
+    assert!(
+        warnings.iter().any(|w| w
+            .contains("`bully` with crashes and recoveries and no failure detector")
+            && w.contains("agreement")),
+        "{warnings:?}"
+    );
+    let (failed, warnings) = disagreements(&bully_crossing("timeout"));
+    assert_eq!(
+        failed, 0,
+        "with the detector the table says bully survives this"
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("failure detector")),
+        "{warnings:?}"
+    );
+}
+
+fn election(algorithm: &str, events: &str, detect: &str) -> Vec<String> {
+    let text = format!(
+        "algorithm = \"{algorithm}\"\nnodes = 5\nuntil = \"1s\"\ndetect = \"{detect}\"\n[network]\nfifo = true\n{events}"
+    );
+    run_text(&text, 1).warnings
+}
+
+const EARLY_CRASH: &str =
+    "[[event]]\nat = \"0ms\"\ncrash = 4\n[[event]]\nat = \"1ms\"\nelect = 0\n";
+const LATE_CRASH: &str = "[[event]]\nat = \"1ms\"\nelect = 0\n[[event]]\nat = \"9ms\"\ncrash = 4\n";
+const RECOVERY: &str = "[[event]]\nat = \"0ms\"\ncrash = 4\n[[event]]\nat = \"1ms\"\nelect = 0\n[[event]]\nat = \"50ms\"\nrecover = 4\n";
+
+fn warned(w: &[String], what: &str) -> bool {
+    w.iter()
+        .any(|w| w.contains("no failure detector") && w.contains(what))
+}
+
+/// The warning names exactly what the table says each algorithm does not survive without the
+/// detector, and nothing when the crashes come before the first election (what every election
+/// skips) or the detector is on.
+#[test]
+fn the_warning_follows_the_table() {
+    for algo in [
+        "bully",
+        "ring",
+        "chang-roberts",
+        "ring-active-list",
+        "peterson",
+    ] {
+        assert!(
+            election(algo, EARLY_CRASH, "none")
+                .iter()
+                .all(|w| !w.contains("failure detector")),
+            "{algo}"
+        );
+        for events in [EARLY_CRASH, LATE_CRASH, RECOVERY] {
+            assert!(!warned(&election(algo, events, "timeout"), ""), "{algo}");
+        }
+    }
+    // A crash after the election starts can hit the winner: validity, for the ring algorithms.
+    for algo in ["ring", "chang-roberts", "ring-active-list", "peterson"] {
+        assert!(
+            warned(&election(algo, LATE_CRASH, "none"), "validity"),
+            "{algo}"
+        );
+    }
+    assert!(!warned(&election("bully", LATE_CRASH, "none"), ""));
+    assert!(warned(
+        &election("ring-active-list", LATE_CRASH, "none"),
+        "one-leader"
+    ));
+    // A recovery: agreement for bully and chang-roberts only.
+    for algo in ["bully", "chang-roberts"] {
+        assert!(
+            warned(&election(algo, RECOVERY, "none"), "agreement"),
+            "{algo}"
+        );
+    }
+    for algo in ["ring", "ring-active-list", "peterson"] {
+        assert!(
+            !warned(&election(algo, RECOVERY, "none"), "agreement"),
+            "{algo}"
+        );
+    }
+}
+
+fn mutex(algorithm: &str, network: &str) -> Vec<String> {
+    let text = format!(
+        "algorithm = \"{algorithm}\"\nnodes = 3\nuntil = \"10s\"\n[network]\n{network}\n[workload]\nkind = \"saturated\"\nrequests = 1\n"
+    );
+    run_text(&text, 1).warnings
+}
+
+#[test]
+fn an_algorithm_that_needs_fifo_links_is_warned_about_without_them() {
+    let w = mutex("lamport-mutex", "fifo = false");
+    assert!(
+        w.iter()
+            .any(|w| w.contains("`lamport-mutex` assumes FIFO links")
+                && w.contains("mutual-exclusion is at risk")),
+        "{w:?}"
+    );
+    assert!(mutex("lamport-mutex", "fifo = true")
+        .iter()
+        .all(|w| !w.contains("FIFO")));
+    // Reliable links are FIFO whatever the network does.
+    assert!(mutex("lamport-mutex", "fifo = false\nreliable = true")
+        .iter()
+        .all(|w| !w.contains("FIFO")));
+    // An algorithm that does not need them: nothing.
+    assert!(mutex("ricart-agrawala", "fifo = false")
+        .iter()
+        .all(|w| !w.contains("FIFO")));
+    // The repository's non-FIFO lessons say it too, with the property.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (file, property) in [
+        ("scenarios/lamport-non-fifo.toml", "mutual-exclusion"),
+        (
+            "scenarios/chandy-lamport-bank-non-fifo.toml",
+            "a consistent snapshot",
+        ),
+    ] {
+        let text = std::fs::read_to_string(repo.join(file)).unwrap();
+        let scenario = Scenario::from_toml(&text, file).unwrap();
+        let r = run(&scenario, RunOptions::default()).unwrap();
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("assumes FIFO links") && w.contains(property)),
+            "{file}: {:?}",
+            r.warnings
+        );
+    }
+}
