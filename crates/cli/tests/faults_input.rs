@@ -57,8 +57,8 @@ fn fields_of_other_algorithms_are_refused_with_the_field_named() {
             "coordinator",
         ),
         (
-            "bully-coordinator.toml",
-            "algorithm = \"bully\"\nnodes = 3\ncoordinator = 1\n[[event]]\nat = \"0ms\"\nelect = 0\n",
+            "clock-coordinator.toml",
+            "algorithm = \"cristian\"\nnodes = 3\ncoordinator = 1\n",
             "coordinator",
         ),
     ] {

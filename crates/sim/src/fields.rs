@@ -20,8 +20,8 @@ pub(crate) fn foreign_field(scenario: &Scenario, entry: &Entry) -> Option<(&'sta
         (
             "coordinator",
             scenario.coordinator.is_some(),
-            entry.name == "central",
-            "central (its lock manager; an election's coordinator is whoever wins)",
+            entry.name == "central" || entry.family == Family::Election,
+            "central (its lock manager) and leader election (the coordinator every process knows at the start)",
         ),
         (
             "holder",
