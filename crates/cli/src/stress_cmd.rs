@@ -48,9 +48,11 @@ pub struct StressArgs {
     /// algorithm promises.
     #[arg(long, value_name = "ORDERS", value_delimiter = ',')]
     check: Vec<String>,
-    /// Where failing scenarios are written.
-    #[arg(long, value_name = "DIR", default_value = "target/distsync-stress")]
-    out: PathBuf,
+    /// Where failing scenarios are written (default: the user's state directory,
+    /// `$XDG_STATE_HOME/distsync/stress`, else `~/.local/state/distsync/stress`, else the
+    /// system's temporary directory; never the current directory).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// How many failing scenarios to write per algorithm (the smallest first).
     #[arg(long, value_name = "K", default_value_t = 5)]
     keep: usize,
@@ -183,7 +185,8 @@ pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
     let result = stress::stress(&options, &progress);
     drop(bar);
     let mut result = result?;
-    stress::write_failures(&mut result, &args.out, args.keep)?;
+    let out = args.out.clone().unwrap_or_else(default_out);
+    stress::write_failures(&mut result, &out, args.keep)?;
     let text = if args.json {
         serde_json::to_string_pretty(&result)? + "\n"
     } else {
@@ -195,6 +198,24 @@ pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
     } else {
         Outcome::Ok
     })
+}
+
+/// Where failing scenarios go without `--out`: the XDG state directory (a campaign's findings
+/// are state worth keeping, not a cache), else the temporary directory.
+fn default_out() -> PathBuf {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".local/state"))
+        });
+    match state {
+        Some(dir) => dir.join("distsync").join("stress"),
+        None => std::env::temp_dir().join("distsync-stress"),
+    }
 }
 
 fn faults_text(faults: &[Fault]) -> String {

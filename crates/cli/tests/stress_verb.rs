@@ -128,3 +128,60 @@ fn bad_input_exits_two_naming_the_flag() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Without `--out`, failures go to the user's state directory (`$XDG_STATE_HOME/distsync/stress`,
+/// else `~/.local/state/distsync/stress`), never into the current directory.
+#[test]
+fn failures_go_to_the_state_directory_by_default() {
+    let state = tmp("state");
+    let home = tmp("home");
+    let cwd = tmp("cwd");
+    std::fs::create_dir_all(&*cwd).unwrap();
+    std::fs::create_dir_all(&*home).unwrap();
+    let stress = |xdg: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_distsync"));
+        c.args([
+            "stress",
+            "--algo",
+            "lamport-mutex",
+            "--faults",
+            "delay,reorder",
+            "--seeds",
+            "60",
+        ])
+        .current_dir(&*cwd)
+        .env("HOME", &*home)
+        .env_remove("XDG_STATE_HOME");
+        if let Some(x) = xdg {
+            c.env("XDG_STATE_HOME", x);
+        }
+        c.output().expect("the binary runs")
+    };
+    let reproduce = |o: &Output| {
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        text(&o.stdout)
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("reproduce: distsync run ")
+                    .map(String::from)
+            })
+            .expect("a reproduce line")
+    };
+    let file = reproduce(&stress(Some(state.to_str().unwrap())));
+    assert!(
+        file.starts_with(state.join("distsync/stress").to_str().unwrap()),
+        "{file}"
+    );
+    assert!(std::path::Path::new(&file).is_file(), "{file}");
+    let file = reproduce(&stress(None));
+    assert!(
+        file.starts_with(home.join(".local/state/distsync/stress").to_str().unwrap()),
+        "{file}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&*cwd).unwrap().count(),
+        0,
+        "the current directory stays empty"
+    );
+}
