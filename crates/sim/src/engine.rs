@@ -777,17 +777,15 @@ impl<P: Process> Core<P> {
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
         let stamp = self.tracer.as_mut().map(|t| {
-            t.process_event(
+            t.send_event(
                 self.now,
-                "send",
                 self.peers.ids()[from],
                 from,
-                None,
                 Line {
                     to: Some(to),
                     msg_id: Some(msg_id),
                     kind: Some(kind),
-                    msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                    msg: Some(&msg),
                     ..Line::default()
                 },
             )
@@ -1210,7 +1208,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                             from: Some(from_id),
                             msg_id: Some(msg_id),
                             kind: Some(msg.kind()),
-                            msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                            msg: Some(&msg),
                             duplicate: Some(duplicate),
                             ..Line::default()
                         },
@@ -1257,7 +1255,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         pos,
                         None,
                         Line {
-                            input: Some(serde_json::to_value(&input).unwrap_or_default()),
+                            input: Some(&input),
                             ..Line::default()
                         },
                     );
@@ -1293,7 +1291,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 pos,
                 None,
                 Line {
-                    timer: Some(serde_json::to_value(&timer).unwrap_or_default()),
+                    timer: Some(&timer),
                     ..Line::default()
                 },
             );
@@ -1365,7 +1363,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         "partition",
                         None,
                         Line {
-                            groups: Some(groups.clone()),
+                            groups: Some(groups),
                             ..Line::default()
                         },
                     );
@@ -1436,7 +1434,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                             pos,
                             None,
                             Line {
-                                output: Some(serde_json::to_value(&output).unwrap_or_default()),
+                                output: Some(&output),
                                 ..Line::default()
                             },
                         );
