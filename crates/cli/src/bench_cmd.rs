@@ -22,6 +22,10 @@
 //!   model, is a separate workspace (benches/checker-vs-stateright; scripts/bench-all.sh runs
 //!   both).
 //!
+//! - e: tracing's cost: the run of row a1 (Ricart-Agrawala, N = 32, saturated) untraced and
+//!   traced, the trace written to a sink that counts its bytes (its serialization measured, not
+//!   the disk), paired runs, user CPU time; the ratio is traced / untraced (target: at most 2).
+//!
 //! The load average is printed beside every row: the machine may be shared.
 
 use crate::{InputError, Outcome};
@@ -30,14 +34,16 @@ use distsync_check::{check, Config, Verdict};
 use distsync_sim::bench::{self, Rate, ANCHOR_EVENT_BYTES};
 use distsync_sim::{run, RunOptions, Scenario};
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Arguments of `distsync bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// The rows to measure: a (simulator vs bare heap), b (cost against pending-queue size),
-    /// c (elections on a large ring), d (checker); all by default.
-    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d"])]
+    /// c (elections on a large ring), d (checker), e (tracing's cost); all by default.
+    #[arg(long, value_delimiter = ',', value_parser = ["a", "b", "c", "d", "e"])]
     rows: Vec<String>,
     /// Tiny sizes, for a smoke test (the figures mean little).
     #[arg(long)]
@@ -378,6 +384,79 @@ fn row_d(quick: bool, rows: &mut Vec<Row>) -> Result<(), InputError> {
     Ok(())
 }
 
+/// A trace writer that keeps nothing and counts the bytes (the count shared with the row).
+struct CountingSink(Arc<AtomicU64>);
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Row e: the same run untraced and traced, paired, user CPU time; medians and the pairs' own
+/// ratios.
+fn row_e(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError> {
+    let (n, requests) = if quick { (4, 5) } else { (32, 300) };
+    let s = bench::mutex_heavy("ricart-agrawala", n, requests);
+    let load = load_average();
+    let (mut plain, mut traced, mut pair_ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut events, mut bytes) = (0, 0);
+    for _ in 0..reps {
+        let (report, untraced_s) = bench::user_timed(|| run(&s, RunOptions::default()));
+        let report = report?;
+        let counted = Arc::new(AtomicU64::new(0));
+        let sink = CountingSink(Arc::clone(&counted));
+        let (with_trace, traced_s) = bench::user_timed(|| {
+            run(
+                &s,
+                RunOptions {
+                    trace: Some(Box::new(sink)),
+                    ..RunOptions::default()
+                },
+            )
+        });
+        let with_trace = with_trace?;
+        // A trace only watches: the traced run's report is the untraced one's.
+        if serde_json::to_string(&report)? != serde_json::to_string(&with_trace)? {
+            return Err(InputError(
+                "bench: the traced run's report differs from the untraced run's".to_string(),
+            ));
+        }
+        events = report.events_processed;
+        bytes = counted.load(Ordering::Relaxed);
+        plain.push(untraced_s);
+        traced.push(traced_s);
+        if let Some(r) = ratio(traced_s, untraced_s) {
+            pair_ratios.push(r);
+        }
+    }
+    let lowest = pair_ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = pair_ratios.iter().copied().fold(0.0, f64::max);
+    let (plain, traced) = (median(plain), median(traced));
+    rows.push(Row {
+        id: "e1".into(),
+        name: "tracing: ricart-agrawala, saturated, traced",
+        size: format!("N={n}, {requests} requests each, {events} events"),
+        figure: traced,
+        unit: "s user CPU",
+        anchor_name: "the same run untraced, paired".into(),
+        anchor: Some(plain),
+        ratio: ratio(traced, plain),
+        note: format!(
+            "median of {reps} pairs; the pairs' own ratios {lowest:.2} to {highest:.2}; \
+             {:.0} MB of trace ({:.0} B per event) into a counting sink; goal: ratio at most 2",
+            bytes as f64 / 1e6,
+            bytes as f64 / events.max(1) as f64
+        ),
+        load,
+    });
+    Ok(())
+}
+
 fn show(x: f64, unit: &str) -> String {
     if unit.ends_with("events/s") || unit.starts_with("states/s") {
         format!("{} {unit}", millions(x))
@@ -455,6 +534,10 @@ pub fn bench_cmd(args: BenchArgs) -> Result<Outcome, InputError> {
     }
     if wants("d") {
         row_d(args.quick, &mut rows)?;
+        flush(&rows);
+    }
+    if wants("e") {
+        row_e(args.quick, reps, &mut rows)?;
         flush(&rows);
     }
     if args.json {

@@ -204,11 +204,39 @@ pub fn summary(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning:    {w}");
     }
-    if r.violations.is_empty() {
+    // A stop by the runaway guard's caps is said as such, not as a property of the algorithm,
+    // and so are the end-of-run checks that the stop alone fails (an election cut short).
+    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
+    let stopped = r.violations.iter().any(|v| v.property == CAP_STOP);
+    let (stops, violations): (Vec<_>, Vec<_>) = r.violations.iter().partition(|v| {
+        v.property == CAP_STOP || (stopped && CUT_SHORT.contains(&v.property.as_str()))
+    });
+    for v in &stops {
+        if v.property == CAP_STOP {
+            let _ = writeln!(
+                out,
+                "stopped:    by the runaway guard at {}: {}",
+                dur(v.time_ns as f64),
+                v.detail
+            );
+        } else {
+            // Its detail may list every process: a line is enough here (`--json` has it all).
+            let mut detail: String = v.detail.chars().take(160).collect();
+            if detail.len() < v.detail.len() {
+                detail.push_str("...");
+            }
+            let _ = writeln!(
+                out,
+                "            not judged, the run was stopped first: {}: {detail}",
+                v.property
+            );
+        }
+    }
+    if violations.is_empty() {
         let _ = writeln!(out, "violations: none");
     } else {
-        let _ = writeln!(out, "violations: {}", r.violations.len());
-        for v in &r.violations {
+        let _ = writeln!(out, "violations: {}", violations.len());
+        for v in &violations {
             let _ = writeln!(
                 out,
                 "  {} at {}: {}",

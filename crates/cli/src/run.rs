@@ -452,6 +452,18 @@ fn execute(
     output::write_stdout(&text)?;
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
+    } else if stopped_by_a_cap(&report) {
+        // Not a verdict on the algorithm: the run did not end by itself within the caps.
+        eprintln!(
+            "the run was stopped by the runaway guard (`[limits]`), not by a failure of the \
+             algorithm: {}",
+            report
+                .violations
+                .iter()
+                .find(|v| v.property == distsync_sim::guard::CAP_STOP)
+                .map_or("", |v| v.detail.as_str())
+        );
+        Ok(Outcome::Code(STOPPED_BY_A_CAP))
     } else {
         let again = match command {
             Some(command) => format!("{command} --seed {}", report.seed),
@@ -462,6 +474,21 @@ fn execute(
         eprintln!("{n} {noun} found; reproduce with: {again}");
         Ok(Outcome::Violation)
     }
+}
+
+/// The exit code of a run stopped by the runaway guard's `max_pending` or `max_events` with
+/// nothing else found: neither a pass (0) nor a violation (1).
+pub const STOPPED_BY_A_CAP: u8 = 3;
+
+/// Whether the run's findings are a stop by the guard's caps and only the end-of-run checks
+/// that such a stop fails by itself (`guard::CUT_SHORT`).
+fn stopped_by_a_cap(report: &distsync_sim::Report) -> bool {
+    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
+    report.violations.iter().any(|v| v.property == CAP_STOP)
+        && report
+            .violations
+            .iter()
+            .all(|v| v.property == CAP_STOP || CUT_SHORT.contains(&v.property.as_str()))
 }
 
 /// Where a trace is written: a regular file by way of a staged copy renamed over it at the end,

@@ -29,7 +29,7 @@ fn ids(rows: &[serde_json::Value]) -> Vec<&str> {
     rows.iter().map(|r| r["id"].as_str().unwrap()).collect()
 }
 
-const ROWS: [(&str, &str); 9] = [
+const ROWS: [(&str, &str); 10] = [
     ("a1", "simulator: ricart-agrawala, saturated"),
     ("a2", "simulator: lamport-mutex, saturated"),
     (
@@ -48,6 +48,7 @@ const ROWS: [(&str, &str); 9] = [
     ("c1", "elections: chang-roberts, ring, all start"),
     ("c2", "elections: peterson, ring, all start"),
     ("d1", "checker: ricart-agrawala, non-FIFO, 1 thread"),
+    ("e1", "tracing: ricart-agrawala, saturated, traced"),
 ];
 
 #[test]
@@ -158,4 +159,30 @@ fn row_a_gives_the_range_of_its_pairs_ratios() {
             "{ratio} outside {low} to {high}: {r}"
         );
     }
+}
+
+/// Row e runs the same scenario untraced and traced, paired: the anchor is the untraced run's
+/// user CPU time, the ratio traced / untraced, and the note gives the trace's size (the trace
+/// was written, and the reports compared equal, or the row would have failed).
+#[test]
+fn row_e_pairs_the_traced_run_with_the_untraced_one() {
+    let rows = bench_json(&["--rows", "e", "--reps", "2"]);
+    assert_eq!(ids(&rows), ["e1"]);
+    let r = &rows[0];
+    let (figure, anchor) = (r["figure"].as_f64().unwrap(), r["anchor"].as_f64().unwrap());
+    assert_eq!(r["unit"], "s user CPU", "{r}");
+    assert!(figure >= 0.0 && anchor >= 0.0, "{r}");
+    if anchor > 0.0 {
+        let ratio = r["ratio"].as_f64().unwrap();
+        assert!((ratio - figure / anchor).abs() < 1e-9, "{r}");
+    }
+    let note = r["note"].as_str().unwrap();
+    assert!(note.starts_with("median of 2 pairs"), "{note}");
+    let per_event: f64 = note
+        .split(" B per event")
+        .next()
+        .and_then(|s| s.rsplit(['(', ' ']).next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no bytes per event in {note}"));
+    assert!(per_event > 50.0, "{note}");
 }

@@ -115,6 +115,33 @@ pub fn system_seconds() -> f64 {
     usage.ru_stime.tv_sec as f64 + usage.ru_stime.tv_usec as f64 * 1e-6
 }
 
+/// User CPU time of this process so far, in seconds (its own instructions, every thread; the
+/// kernel's work on its behalf, such as writing files, left out); 0 where `getrusage` fails.
+#[cfg(unix)]
+pub fn user_seconds() -> f64 {
+    // SAFETY: all-zero bytes are a valid rusage (integers and timevals).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage, which getrusage fills.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return 0.0;
+    }
+    usage.ru_utime.tv_sec as f64 + usage.ru_utime.tv_usec as f64 * 1e-6
+}
+
+/// User CPU time of this process so far: 0 where there is no `getrusage` (the browser).
+#[cfg(not(unix))]
+pub fn user_seconds() -> f64 {
+    0.0
+}
+
+/// Runs `f` and returns its result with the user CPU seconds it took ([`user_seconds`]).
+pub fn user_timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = user_seconds();
+    let out = f();
+    (out, user_seconds() - start)
+}
+
 /// System CPU time of this process so far: 0 where there is no `getrusage` (the browser).
 #[cfg(not(unix))]
 pub fn system_seconds() -> f64 {

@@ -786,17 +786,15 @@ impl<P: Process> Core<P> {
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
         let stamp = self.tracer.as_mut().map(|t| {
-            t.process_event(
+            t.send_event(
                 self.now,
-                "send",
                 self.peers.ids()[from],
                 from,
-                None,
                 Line {
                     to: Some(to),
                     msg_id: Some(msg_id),
                     kind: Some(kind),
-                    msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                    msg: Some(&msg),
                     ..Line::default()
                 },
             )
@@ -961,7 +959,12 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core.push(Time::ZERO + *at, Kind::Action(i));
         }
         Engine {
-            guard: Guard::new(scenario.limits.as_ref(), n),
+            guard: Guard::new(
+                scenario.limits.as_ref(),
+                n,
+                core.actions.len(),
+                scenario.workload.is_some(),
+            ),
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),
@@ -1219,7 +1222,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                             from: Some(from_id),
                             msg_id: Some(msg_id),
                             kind: Some(msg.kind()),
-                            msg: Some(serde_json::to_value(&msg).unwrap_or_default()),
+                            msg: Some(&msg),
                             duplicate: Some(duplicate),
                             ..Line::default()
                         },
@@ -1273,7 +1276,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         pos,
                         None,
                         Line {
-                            input: Some(serde_json::to_value(&input).unwrap_or_default()),
+                            input: Some(&input),
                             ..Line::default()
                         },
                     );
@@ -1309,7 +1312,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 pos,
                 None,
                 Line {
-                    timer: Some(serde_json::to_value(&timer).unwrap_or_default()),
+                    timer: Some(&timer),
                     ..Line::default()
                 },
             );
@@ -1388,7 +1391,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         "partition",
                         None,
                         Line {
-                            groups: Some(groups.clone()),
+                            groups: Some(groups),
                             ..Line::default()
                         },
                     );
@@ -1459,7 +1462,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                             pos,
                             None,
                             Line {
-                                output: Some(serde_json::to_value(&output).unwrap_or_default()),
+                                output: Some(&output),
                                 ..Line::default()
                             },
                         );

@@ -8,9 +8,12 @@
 //!   messages in flight at most; a storm is traffic that feeds itself (false suspicions that
 //!   start elections that cause more false suspicions, orphaned messages that multiply). The run
 //!   stops with a `storm` violation.
-//! - **max_pending**: more events pending in the simulator's queue than this (default
-//!   [`DEFAULT_MAX_PENDING`], a few hundred megabytes) ends the run with a `runaway` violation
-//!   instead of exhausting memory.
+//! - **max_pending**: more events pending in the simulator's queue than this ends the run with
+//!   a `runaway` violation instead of exhausting memory. The default is sized from the scenario
+//!   ([`default_max_pending`]): at least [`DEFAULT_MAX_PENDING`] (a few hundred megabytes), and
+//!   [`PENDING_PER_PROCESS`] per process plus the scripted events, so that a large membership
+//!   runs without a hand-set limit; and room for every starter (a scripted event, or with a
+//!   workload every process) to send to every process at once, up to [`BROADCAST_PENDING_CAP`].
 //! - **max_events**: more events processed than this ends the run with a `runaway` violation
 //!   (no cap by default; `distsync stress` sets one so that every run ends quickly).
 //!
@@ -20,14 +23,53 @@
 //! ```toml
 //! [limits]
 //! max_events = 2000000     # stop after this many events (default: no cap)
-//! max_pending = 4000000    # stop when this many events are pending (default 4,000,000)
+//! max_pending = 4000000    # stop when this many events are pending (default: sized from the scenario)
 //! storm = true             # the storm monitor (default on)
 //! ```
 
 use serde::{Deserialize, Serialize};
 
-/// The default cap on pending events.
+/// The property of a run stopped by `max_pending` or `max_events` (a `storm` is a finding
+/// about the run's traffic; a cap only says the run had not ended within it).
+pub const CAP_STOP: &str = "runaway";
+/// The end-of-run checks a run stopped by a cap fails by being stopped (an election still
+/// running, multicasts not yet delivered, requests not yet served, snapshots not yet complete):
+/// beside a [`CAP_STOP`] they say nothing about the algorithm.
+pub const CUT_SHORT: [&str; 4] = [
+    "termination",
+    "undelivered",
+    "starvation",
+    "snapshot-incomplete",
+];
+/// The default cap on pending events, at the least (a small scenario's).
 pub const DEFAULT_MAX_PENDING: u64 = 4_000_000;
+/// Pending events allowed per process by default: a message in flight and a few timers each,
+/// cancelled ones included (a cancelled timer stays listed until its time). Chang-Roberts and
+/// Peterson on a ring of 20,000 where every process starts run within half of it
+/// (`tests/runaway.rs`), and at a million within the 10 per process their scenario files set.
+pub const PENDING_PER_PROCESS: u64 = 12;
+/// The default also allows 2 N pending events per starter (a scripted event, or with a
+/// workload every process: a broadcast of N - 1 messages and its answers, as the bully
+/// algorithm's election or Ricart-Agrawala's request sends), up to this many in all (about 2.3
+/// GB of events).
+pub const BROADCAST_PENDING_CAP: u64 = 32_000_000;
+
+/// The default `max_pending` of a scenario with `nodes` processes and `scripted` scripted
+/// events, with a workload (`workload`) or not: the largest of [`DEFAULT_MAX_PENDING`],
+/// [`PENDING_PER_PROCESS`] per process plus the scripted events, and 2 N per starter (the
+/// scripted events, or N with a workload) up to [`BROADCAST_PENDING_CAP`].
+pub fn default_max_pending(nodes: usize, scripted: usize, workload: bool) -> u64 {
+    let n = nodes as u64;
+    let per_process = n
+        .saturating_mul(PENDING_PER_PROCESS)
+        .saturating_add(scripted as u64);
+    let starters = if workload { n } else { scripted as u64 };
+    let broadcasts = n
+        .saturating_mul(starters)
+        .saturating_mul(2)
+        .min(BROADCAST_PENDING_CAP);
+    DEFAULT_MAX_PENDING.max(per_process).max(broadcasts)
+}
 /// A storm needs at least this many of the algorithm's messages in flight, times N².
 pub const STORM_FLOOR_PER_NODE2: u64 = 64;
 /// A storm needs at least this many of the algorithm's messages in flight.
@@ -44,7 +86,7 @@ pub struct LimitsSpec {
     /// Stop the run after this many events (no cap when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_events: Option<u64>,
-    /// Stop the run when this many events are pending (default [`DEFAULT_MAX_PENDING`]).
+    /// Stop the run when this many events are pending (default [`default_max_pending`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending: Option<u64>,
     /// The storm monitor (default on).
@@ -80,6 +122,8 @@ pub(crate) struct Sample {
 pub(crate) struct Guard {
     max_events: Option<u64>,
     max_pending: u64,
+    /// Whether `max_pending` is the default (sized from the scenario) or the scenario's own.
+    default_pending: bool,
     storm: bool,
     storm_floor: u64,
     /// Outputs seen at the last look, and the algorithm's messages in flight then.
@@ -89,12 +133,22 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    pub(crate) fn new(spec: Option<&LimitsSpec>, nodes: usize) -> Guard {
+    /// The guard of a run of `nodes` processes with `scripted` scripted events and a workload
+    /// or not (which size the default `max_pending`), with the scenario's `[limits]`.
+    pub(crate) fn new(
+        spec: Option<&LimitsSpec>,
+        nodes: usize,
+        scripted: usize,
+        workload: bool,
+    ) -> Guard {
         let spec = spec.cloned().unwrap_or_default();
         let n2 = (nodes as u64).saturating_mul(nodes as u64);
         Guard {
             max_events: spec.max_events,
-            max_pending: spec.max_pending.unwrap_or(DEFAULT_MAX_PENDING),
+            max_pending: spec
+                .max_pending
+                .unwrap_or_else(|| default_max_pending(nodes, scripted, workload)),
+            default_pending: spec.max_pending.is_none(),
             storm: spec.storm,
             storm_floor: n2.saturating_mul(STORM_FLOOR_PER_NODE2).max(STORM_FLOOR),
             outputs: 0,
@@ -127,9 +181,18 @@ impl Guard {
             return Some((
                 "runaway",
                 format!(
-                    "{} events were pending, more than `[limits] max_pending` = {}: the run \
-                     was stopped before it exhausted memory ({} messages sent so far)",
-                    s.pending, self.max_pending, s.messages
+                    "{} events were pending, more than `[limits] max_pending` = {}{}: the run \
+                     was stopped before it exhausted memory ({} messages sent so far); the \
+                     runaway guard stopped it, not a failure of the algorithm (raise \
+                     `[limits] max_pending` if the run is meant to hold that many)",
+                    s.pending,
+                    self.max_pending,
+                    if self.default_pending {
+                        " (the default for this scenario's size)"
+                    } else {
+                        ""
+                    },
+                    s.messages
                 ),
             ));
         }
@@ -175,7 +238,7 @@ mod tests {
 
     #[test]
     fn growth_without_output_is_a_storm_and_output_resets_it() {
-        let mut g = Guard::new(None, 4);
+        let mut g = Guard::new(None, 4, 0, false);
         assert_eq!(g.storm_floor, 4096);
         assert!(g.check(&sample(1024, 10, 10, 1)).is_none());
         assert!(g.check(&sample(2048, 5000, 4095, 1)).is_none());
@@ -183,7 +246,7 @@ mod tests {
         assert_eq!(p, "storm");
         assert!(d.contains("4096"), "{d}");
         // An output (progress) takes the level in flight as the new base.
-        let mut g = Guard::new(None, 4);
+        let mut g = Guard::new(None, 4, 0, false);
         assert!(g.check(&sample(1024, 5000, 5000, 3)).is_none());
         assert!(g.check(&sample(2048, 5000, 39_999, 3)).is_none());
         assert!(g.check(&sample(3072, 50_000, 40_000, 3)).is_some());
@@ -196,12 +259,56 @@ mod tests {
             max_pending: Some(100),
             storm: false,
         };
-        let mut g = Guard::new(Some(&spec), 2);
+        let mut g = Guard::new(Some(&spec), 2, 0, false);
         assert!(g.due(5000) && !g.due(4999));
         assert_eq!(g.check(&sample(1024, 101, 0, 0)).unwrap().0, "runaway");
         assert!(g.check(&sample(2048, 100, 1_000_000, 0)).is_none());
         let (p, d) = g.check(&sample(5000, 0, 0, 0)).unwrap();
         assert_eq!(p, "runaway");
         assert!(d.contains("max_events"), "{d}");
+    }
+
+    #[test]
+    fn the_default_max_pending_grows_with_the_scenario() {
+        // A small scenario keeps the floor.
+        assert_eq!(default_max_pending(5, 3, true), DEFAULT_MAX_PENDING);
+        assert_eq!(default_max_pending(100_000, 0, false), DEFAULT_MAX_PENDING);
+        // Every process starting a broadcast at once (a workload, or an election each): 2 N
+        // per starter, up to the cap.
+        assert_eq!(default_max_pending(3000, 0, true), 18_000_000);
+        assert_eq!(default_max_pending(3000, 0, false), DEFAULT_MAX_PENDING);
+        assert_eq!(default_max_pending(3000, 3000, false), 18_000_000);
+        assert_eq!(default_max_pending(100_000, 0, true), BROADCAST_PENDING_CAP);
+        // A million processes, each with a scripted election: the cap, and beyond it per
+        // process, plus the script.
+        assert_eq!(
+            default_max_pending(1_000_000, 1_000_000, false),
+            BROADCAST_PENDING_CAP
+        );
+        assert_eq!(
+            default_max_pending(10_000_000, 10_000_000, false),
+            10_000_000 * PENDING_PER_PROCESS + 10_000_000
+        );
+        assert_eq!(
+            default_max_pending(10_000_000, 0, true),
+            10_000_000 * PENDING_PER_PROCESS
+        );
+        // The scenario's own limit wins, and the message says which it was.
+        let spec = LimitsSpec {
+            max_pending: Some(10),
+            ..LimitsSpec::default()
+        };
+        let mut g = Guard::new(Some(&spec), 1_000_000, 0, false);
+        let (_, d) = g.check(&sample(1024, 11, 0, 0)).unwrap();
+        assert!(d.contains("`[limits] max_pending` = 10:"), "{d}");
+        let mut g = Guard::new(None, 1_000_000, 0, false);
+        assert!(g.check(&sample(1024, 12_000_000, 0, 0)).is_none());
+        let (p, d) = g.check(&sample(2048, 12_000_001, 0, 0)).unwrap();
+        assert_eq!(p, CAP_STOP);
+        assert!(
+            d.contains("`[limits] max_pending` = 12000000 (the default for this scenario's size)"),
+            "{d}"
+        );
+        assert!(d.contains("not a failure of the algorithm"), "{d}");
     }
 }

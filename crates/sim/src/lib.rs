@@ -47,6 +47,7 @@ pub mod sweep;
 pub mod template;
 mod timer_lists;
 mod trace;
+mod value_json;
 
 pub use defaults::default_scenario;
 pub use engine::{Control, Engine, Harness};

@@ -1,9 +1,9 @@
 //! The trace recorder: every event as a JSON line, with the observer's Lamport and vector
 //! timestamps (docs/trace-format.md).
 
+use crate::value_json::ValueJson;
 use distsync_core::{NodeId, Time};
 use serde::Serialize;
-use serde_json::Value;
 use std::io::{self, Write};
 
 /// A message's stamp while it travels: the sender's Lamport and vector timestamps at the send.
@@ -20,47 +20,161 @@ struct Header<'a> {
     seed: u64,
 }
 
-/// One event line; absent fields are left out.
-#[derive(Serialize, Default)]
+/// A field's value written as JSON (the trace's `msg`, `input`, `output` and `timer`): any
+/// serializable value, written by [`ValueJson`] straight into the trace buffer.
+pub(crate) trait Payload {
+    /// Appends the value's JSON to `out`.
+    fn write_json(&self, json: &mut ValueJson, out: &mut Vec<u8>);
+}
+
+impl<T: Serialize> Payload for T {
+    fn write_json(&self, json: &mut ValueJson, out: &mut Vec<u8>) {
+        json.write(self, out);
+    }
+}
+
+/// One event line; absent fields are left out. [`Tracer`] writes it field by field in this
+/// order, as `#[derive(Serialize)]` with `skip_serializing_if = "Option::is_none"` on every
+/// optional field wrote it before (docs/trace-format.md).
+#[derive(Default)]
 pub(crate) struct Line<'a> {
     pub(crate) seq: u64,
     pub(crate) time_ns: u64,
     pub(crate) event: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) node: Option<NodeId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) lamport: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) vector: Option<&'a [u64]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) from: Option<NodeId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) to: Option<NodeId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) msg_id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kind: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) msg: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) msg: Option<&'a dyn Payload>,
     pub(crate) duplicate: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) input: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) output: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) timer: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) groups: Option<Vec<Vec<NodeId>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<&'a dyn Payload>,
+    pub(crate) output: Option<&'a dyn Payload>,
+    pub(crate) timer: Option<&'a dyn Payload>,
+    pub(crate) groups: Option<&'a [Vec<NodeId>]>,
     pub(crate) delta_ns: Option<i64>,
     /// `violation` lines: the property broken and how.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) property: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) detail: Option<&'a str>,
+}
+
+/// Appends `v` in decimal, as serde_json writes it (by `itoa`, as serde_json does).
+#[inline]
+fn push_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends `s` as an escaped JSON string.
+#[inline]
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Appends `[a,b,...]`.
+#[inline]
+fn push_u64s(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>) {
+    out.push(b'[');
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_u64(out, v);
+    }
+    out.push(b']');
+}
+
+impl Line<'_> {
+    /// Appends the line's JSON object (no newline).
+    fn write(&self, json: &mut ValueJson, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"seq\":");
+        push_u64(out, self.seq);
+        out.extend_from_slice(b",\"time_ns\":");
+        push_u64(out, self.time_ns);
+        out.extend_from_slice(b",\"event\":");
+        push_str(out, self.event);
+        if let Some(node) = self.node {
+            out.extend_from_slice(b",\"node\":");
+            push_u64(out, node.0.into());
+        }
+        if let Some(lamport) = self.lamport {
+            out.extend_from_slice(b",\"lamport\":");
+            push_u64(out, lamport);
+        }
+        if let Some(vector) = self.vector {
+            out.extend_from_slice(b",\"vector\":");
+            push_u64s(out, vector.iter().copied());
+        }
+        if let Some(from) = self.from {
+            out.extend_from_slice(b",\"from\":");
+            push_u64(out, from.0.into());
+        }
+        if let Some(to) = self.to {
+            out.extend_from_slice(b",\"to\":");
+            push_u64(out, to.0.into());
+        }
+        if let Some(msg_id) = self.msg_id {
+            out.extend_from_slice(b",\"msg_id\":");
+            push_u64(out, msg_id);
+        }
+        if let Some(kind) = self.kind {
+            out.extend_from_slice(b",\"kind\":");
+            push_str(out, kind);
+        }
+        if let Some(msg) = self.msg {
+            out.extend_from_slice(b",\"msg\":");
+            msg.write_json(json, out);
+        }
+        if let Some(duplicate) = self.duplicate {
+            out.extend_from_slice(if duplicate {
+                b",\"duplicate\":true"
+            } else {
+                b",\"duplicate\":false"
+            });
+        }
+        if let Some(reason) = self.reason {
+            out.extend_from_slice(b",\"reason\":");
+            push_str(out, reason);
+        }
+        if let Some(input) = self.input {
+            out.extend_from_slice(b",\"input\":");
+            input.write_json(json, out);
+        }
+        if let Some(output) = self.output {
+            out.extend_from_slice(b",\"output\":");
+            output.write_json(json, out);
+        }
+        if let Some(timer) = self.timer {
+            out.extend_from_slice(b",\"timer\":");
+            timer.write_json(json, out);
+        }
+        if let Some(groups) = self.groups {
+            out.extend_from_slice(b",\"groups\":[");
+            for (i, group) in groups.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                push_u64s(out, group.iter().map(|id| u64::from(id.0)));
+            }
+            out.push(b']');
+        }
+        if let Some(delta_ns) = self.delta_ns {
+            out.extend_from_slice(b",\"delta_ns\":");
+            out.extend_from_slice(itoa::Buffer::new().format(delta_ns).as_bytes());
+        }
+        if let Some(property) = self.property {
+            out.extend_from_slice(b",\"property\":");
+            push_str(out, property);
+        }
+        if let Some(detail) = self.detail {
+            out.extend_from_slice(b",\"detail\":");
+            push_str(out, detail);
+        }
+        out.push(b'}');
+    }
 }
 
 /// Writes the trace lines into a buffer and keeps the observer's clocks. A batch run drains the
@@ -71,6 +185,8 @@ pub(crate) struct Tracer {
     lamport: Vec<u64>,
     vector: Vec<Vec<u64>>,
     error: Option<io::Error>,
+    /// The value writer's reusable memory.
+    json: ValueJson,
 }
 
 impl Clone for Tracer {
@@ -82,6 +198,7 @@ impl Clone for Tracer {
             lamport: self.lamport.clone(),
             vector: self.vector.clone(),
             error: None,
+            json: ValueJson::default(),
         }
     }
 }
@@ -94,6 +211,7 @@ impl Tracer {
             lamport: vec![0; ids.len()],
             vector: vec![vec![0; ids.len()]; ids.len()],
             error: None,
+            json: ValueJson::default(),
         };
         let header = Header {
             event: "header",
@@ -115,6 +233,14 @@ impl Tracer {
             Ok(()) => self.buf.push(b'\n'),
             Err(e) => self.error = Some(io::Error::from(e)),
         }
+    }
+
+    /// Writes an event line and counts it.
+    #[inline]
+    fn write_line(&mut self, line: &Line<'_>) {
+        line.write(&mut self.json, &mut self.buf);
+        self.buf.push(b'\n');
+        self.seq += 1;
     }
 
     /// The lines written and not yet drained.
@@ -154,17 +280,9 @@ impl Tracer {
         Ok(())
     }
 
-    /// A process event at position `pos`: ticks its clocks (merging `received` first) and writes
-    /// the line with the new stamps. Returns the stamp, for messages.
-    pub(crate) fn process_event(
-        &mut self,
-        time: Time,
-        event: &'static str,
-        node: NodeId,
-        pos: usize,
-        received: Option<&(u64, Vec<u64>)>,
-        fill: Line<'_>,
-    ) -> MsgStamp {
+    /// Ticks the clocks of the node at `pos` for a process event, merging `received` first.
+    #[inline]
+    fn tick(&mut self, pos: usize, received: Option<&(u64, Vec<u64>)>) {
         if let Some((lamport, vector)) = received {
             self.lamport[pos] = self.lamport[pos].max(*lamport);
             for (mine, theirs) in self.vector[pos].iter_mut().zip(vector) {
@@ -173,19 +291,44 @@ impl Tracer {
         }
         self.lamport[pos] += 1;
         self.vector[pos][pos] += 1;
-        let stamp = Box::new((self.lamport[pos], self.vector[pos].clone()));
+    }
+
+    /// A process event at position `pos`: ticks its clocks (merging `received` first) and writes
+    /// the line with the new stamps.
+    pub(crate) fn process_event(
+        &mut self,
+        time: Time,
+        event: &'static str,
+        node: NodeId,
+        pos: usize,
+        received: Option<&(u64, Vec<u64>)>,
+        fill: Line<'_>,
+    ) {
+        self.tick(pos, received);
+        let vector = std::mem::take(&mut self.vector[pos]);
         let line = Line {
             seq: self.seq,
             time_ns: time.as_nanos(),
             event,
             node: Some(node),
-            lamport: Some(stamp.0),
-            vector: Some(&stamp.1),
+            lamport: Some(self.lamport[pos]),
+            vector: Some(&vector),
             ..fill
         };
-        self.write(&line);
-        self.seq += 1;
-        stamp
+        self.write_line(&line);
+        self.vector[pos] = vector;
+    }
+
+    /// A send at position `pos`: a process event whose stamp the message carries, returned.
+    pub(crate) fn send_event(
+        &mut self,
+        time: Time,
+        node: NodeId,
+        pos: usize,
+        fill: Line<'_>,
+    ) -> MsgStamp {
+        self.process_event(time, "send", node, pos, None, fill);
+        Box::new((self.lamport[pos], self.vector[pos].clone()))
     }
 
     /// An event that is not a process event (start, crash, drop, partition...): no clock ticks.
@@ -203,8 +346,7 @@ impl Tracer {
             node,
             ..fill
         };
-        self.write(&line);
-        self.seq += 1;
+        self.write_line(&line);
     }
 
     /// Drains the rest into `out` and flushes it; reports the first error if any.

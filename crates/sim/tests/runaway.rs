@@ -188,3 +188,70 @@ fn a_stepped_session_carries_the_same_warnings_as_the_batch_run() {
     let view = serde_json::to_value(fine.view()).unwrap();
     assert!(view.get("warnings").is_none(), "{view}");
 }
+
+/// A ring written as `distsync_sim::bench::ring_election` writes it (an `ids` list in a random
+/// order and one `elect` event per process, no `[limits]` table), every process starting.
+fn ring_of(algorithm: &str, n: u32, limits: &str) -> Report {
+    let mut s = distsync_sim::bench::ring_election(algorithm, n, 7);
+    if !limits.is_empty() {
+        let table = format!("algorithm = \"{algorithm}\"\nids = [0]\n[limits]\n{limits}\n");
+        s.limits = Scenario::from_toml(&table, "limits.toml").unwrap().limits;
+    }
+    run(&s, RunOptions::default()).unwrap()
+}
+
+/// The default `max_pending` is sized from the scenario: a ring of N processes needs a few
+/// pending events per process (a message in flight, its timers, cancelled ones included), which
+/// the default allows with room to spare. Checked with only half the default's per-process
+/// allowance as the limit (a million processes with the 4,000,000 of before was stopped 1-8 ms
+/// in; a test that large is a benchmark, `distsync bench --rows c`).
+#[test]
+fn a_ring_of_every_process_starting_fits_half_the_default_allowance() {
+    use distsync_sim::guard::{default_max_pending, PENDING_PER_PROCESS};
+    let n = 20_000;
+    for algorithm in ["chang-roberts", "peterson"] {
+        let half = format!("max_pending = {}", u64::from(n) * PENDING_PER_PROCESS / 2);
+        let r = ring_of(algorithm, n, &half);
+        assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
+        assert_ne!(r.ended_by, "limit", "{algorithm}");
+        let e = r.election.as_ref().unwrap();
+        assert!(e.agreed && e.leader == Some(n - 1), "{algorithm}: {e:?}");
+    }
+    // The default for such a ring is at least that allowance, and grows with N.
+    for n in [20_000usize, 1_000_000, 10_000_000] {
+        assert!(default_max_pending(n, n, false) >= n as u64 * PENDING_PER_PROCESS);
+    }
+}
+
+/// A guard stop says so: which limit, that it was the default for the scenario's size, and
+/// that it is not a failure of the algorithm.
+#[test]
+fn a_stop_by_the_guard_names_its_limit_and_is_not_the_algorithm_s_failure() {
+    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
+    let r = ring_of("chang-roberts", 2_000, "max_pending = 1000");
+    assert_eq!(r.ended_by, "limit");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.property == CAP_STOP)
+        .expect("a stop by max_pending");
+    // Besides the stop, only what a run cut short fails (the election had not ended).
+    assert!(
+        r.violations
+            .iter()
+            .all(|v| v.property == CAP_STOP || CUT_SHORT.contains(&v.property.as_str())),
+        "{:?}",
+        r.violations.iter().map(|v| &v.property).collect::<Vec<_>>()
+    );
+    assert!(
+        v.detail
+            .contains("more than `[limits] max_pending` = 1000:"),
+        "{}",
+        v.detail
+    );
+    assert!(
+        v.detail.contains("not a failure of the algorithm"),
+        "{}",
+        v.detail
+    );
+}
