@@ -257,7 +257,7 @@ mod tests {
                     );
                 }
                 if !s.expect_report.is_empty() {
-                    let report = crate::session_api::report_json(&session);
+                    let report = crate::report_view::report_json(&session);
                     for x in &s.expect_report {
                         assert_eq!(
                             state_at(&report, &x.field),

@@ -26,6 +26,7 @@ pub mod check_config;
 pub mod examples;
 pub mod handle;
 pub mod lessons;
+mod report_view;
 #[cfg(feature = "server")]
 mod server;
 mod session_api;

@@ -370,33 +370,9 @@ pub(crate) fn svg(
 /// family's final checks): the page's outcome panel (clock values, the assembled snapshots,
 /// the delivery orders and balances, the metrics) reads it.
 pub(crate) fn report(State(state): State, Path(id): Path<&str>) -> Result<Json<Value>, ApiError> {
-    with_session(&state, id, |o| Ok(Json(report_json(&o.session))))
-}
-
-/// The session's report as JSON; for multicast, with `delivery_order`: each process's
-/// deliveries so far, in order ("3 from P1": payload 3, multicast by 1).
-pub fn report_json(session: &Session) -> Value {
-    let report = session.report();
-    let multicast = report.multicast.is_some();
-    let mut json = serde_json::to_value(report).expect("a report is plain data");
-    if multicast {
-        let mut order = serde_json::Map::new();
-        for p in session.view_window(0, 0).processes {
-            order.insert(p.id.to_string(), json!([]));
-        }
-        for e in session.view_window(0, usize::MAX).log {
-            let (Some(node), Some(out)) = (e.line.get("node"), e.line.pointer("/output/Deliver"))
-            else {
-                continue;
-            };
-            let words = format!("{} from P{}", out["payload"], out["origin"]);
-            if let Some(Value::Array(list)) = order.get_mut(&node.to_string()) {
-                list.push(Value::String(words));
-            }
-        }
-        json["delivery_order"] = Value::Object(order);
-    }
-    json
+    with_session(&state, id, |o| {
+        Ok(Json(crate::report_view::report_json(&o.session)))
+    })
 }
 
 pub(crate) fn scenario(State(state): State, Path(id): Path<&str>) -> Result<Response, ApiError> {
