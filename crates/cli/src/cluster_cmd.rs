@@ -101,8 +101,10 @@ struct UpArgs {
 
 #[derive(clap::Args)]
 struct InitArgs {
-    /// Node i's address, HOST_IP:PORT (repeat, in id order).
-    #[arg(long = "addr", value_name = "IP:PORT", required = true)]
+    /// Node i's address, HOST:PORT (repeat, in id order): an IPv4 address, an IPv6 address in
+    /// brackets ([::1]:17200) or a host name (node1.example:17200), which every node and client
+    /// resolves when it starts.
+    #[arg(long = "addr", value_name = "HOST:PORT", required = true)]
     addrs: Vec<String>,
     /// The mutual-exclusion algorithm (see `distsync list`).
     #[arg(long, value_name = "ALGO")]
@@ -131,6 +133,19 @@ struct InitArgs {
     /// (`[store] balance`).
     #[arg(long, value_name = "AMOUNT", default_value_t = distsync_net::config::DEFAULT_BALANCE)]
     balance: u64,
+    /// Keep virtual clocks synchronized among the nodes over UDP with this algorithm
+    /// (berkeley, cristian, ntp), on the UDP ports of the nodes' TCP port numbers.
+    #[arg(long, value_name = "ALGO")]
+    clock: Option<String>,
+    /// With --clock: start the nodes' clocks up to this far off (spread from -D to +D).
+    #[arg(long, value_name = "DURATION", requires = "clock", value_parser = parse_duration_arg)]
+    skew: Option<Duration>,
+    /// With --clock: make the nodes' clocks drift up to this many ppm (spread from +X to -X).
+    #[arg(long, value_name = "X", requires = "clock", allow_hyphen_values = true)]
+    drift_ppm: Option<f64>,
+    /// With --clock: how often the clock algorithm synchronizes.
+    #[arg(long, value_name = "DURATION", requires = "clock", default_value = "1s", value_parser = parse_duration_arg)]
+    sync_interval: Duration,
 }
 
 #[derive(clap::Args)]
@@ -295,7 +310,7 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         cluster
     };
     local::check_layout(&dir, cluster.peers.ids())?;
-    let client_path = local::write_client_file_unsynced(&dir, &cluster)?;
+    let client_path = local::write_client_file_unsynced(&dir, &cluster.file)?;
     // The files reach the disk while the nodes start (they read them from memory), and `up`
     // returns only after they have: a sync takes 2-70 ms on a busy disk.
     let to_sync = if existing {
@@ -422,19 +437,44 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
     file.locks.handoff = a.handoff;
     file.store.multicast = a.multicast.clone();
     file.store.balance = a.balance;
-    let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
+    file.clock = a
+        .clock
+        .as_ref()
+        .map(|algorithm| distsync_net::ClockSettings {
+            algorithm: algorithm.clone(),
+            skew: a.skew.unwrap_or_default(),
+            drift_ppm: a.drift_ppm.unwrap_or(0.0),
+            sync_interval: a.sync_interval,
+            adjust: "step".into(),
+        });
+    // The nodes' names need not resolve on the machine that writes the file: every node and
+    // client resolves them when it reads it.
+    let peers = Cluster::check_offline(&file, "cluster init").map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("node") => "addr".to_string(),
+            "clock.algorithm" => "clock".to_string(),
             f => f
                 .trim_start_matches("timeouts.")
                 .trim_start_matches("store.")
+                .trim_start_matches("clock.")
                 .replace('_', "-"),
         };
         InputError(format!("--{flag}: {}", e.message))
     })?;
-    local::check_layout(&dir, cluster.peers.ids())?;
+    let mut resolved = Vec::with_capacity(file.nodes.len());
+    for n in &file.nodes {
+        let at = distsync_net::config::resolve(&n.addr);
+        if let Err(e) = &at {
+            eprintln!(
+                "note: --addr {}: {e} here; every node's machine and every client must resolve it",
+                n.addr
+            );
+        }
+        resolved.push(at.ok());
+    }
+    local::check_layout(&dir, peers.ids())?;
     let path = local::write_cluster(&dir, &file)?;
-    let client = local::write_client_file(&dir, &cluster)?;
+    let client = local::write_client_file(&dir, &file)?;
     println!(
         "cluster file: {} (node and client keys: copy it to every node's machine)",
         path.display()
@@ -443,8 +483,15 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
         "client file: {} (client key only: give it to lock users)",
         client.display()
     );
-    for (id, addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
-        println!("node {id} at {addr}: distsync node --cluster cluster.toml --id {id}");
+    for ((id, n), at) in peers.ids().iter().zip(&file.nodes).zip(&resolved) {
+        let seen = match at {
+            Some(a) if a.to_string() != n.addr => format!(" ({a} here)"),
+            _ => String::new(),
+        };
+        println!(
+            "node {id} at {}{seen}: distsync node --cluster cluster.toml --id {id}",
+            n.addr
+        );
     }
     Ok(Outcome::Ok)
 }

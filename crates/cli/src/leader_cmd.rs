@@ -67,26 +67,7 @@ pub fn leader(args: LeaderArgs) -> Result<Outcome, InputError> {
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        println!("node  leader  epoch    members          view");
-        for n in &report.nodes {
-            match &n.error {
-                Some(e) => println!("{:<5} unreachable: {e}", n.id.to_string()),
-                None => println!(
-                    "{:<5} {:<7} {:<8} {:<16} {}",
-                    n.id.to_string(),
-                    n.leader.map_or("-".to_string(), |l| l.to_string()),
-                    n.epoch.map_or("-".to_string(), epoch_text),
-                    format!("{:?}", n.members),
-                    if n.electing {
-                        "electing"
-                    } else if n.open {
-                        "open"
-                    } else {
-                        "changing"
-                    }
-                ),
-            }
-        }
+        print!("{}", table(&report, &cluster));
         match (report.agreed, report.leader) {
             (true, Some(l)) => println!(
                 "agreed: node {l} leads ({} of {} nodes answered)",
@@ -148,6 +129,71 @@ fn watch(
         }
         std::thread::sleep(every);
     }
+}
+
+/// The text table: one line per node (its id, its address, the leader it believes in, its
+/// view's epoch and state), then one line per view the nodes are in with that view's members
+/// (members belong to a view, not to a row: with every node in one view, they are printed once).
+fn table(report: &Report, cluster: &Cluster) -> String {
+    use std::fmt::Write;
+    let addr = |id: NodeId| {
+        cluster
+            .peers
+            .position(id)
+            .map_or("-".to_string(), |i| cluster.file.nodes[i].addr.clone())
+    };
+    let width = report
+        .nodes
+        .iter()
+        .map(|n| addr(n.id).len())
+        .max()
+        .unwrap_or(0)
+        .max("address".len());
+    let mut out = String::new();
+    let _ = writeln!(out, "node  {:<width$}  leader  view     state", "address");
+    let mut views: Vec<(u32, &[NodeId])> = Vec::new();
+    for n in &report.nodes {
+        match &n.error {
+            Some(e) => {
+                let _ = writeln!(
+                    out,
+                    "{:<5} {:<width$}  unreachable: {e}",
+                    n.id.to_string(),
+                    addr(n.id)
+                );
+            }
+            None => {
+                let state = if n.electing {
+                    "electing"
+                } else if n.open {
+                    "open"
+                } else {
+                    "changing"
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<5} {:<width$}  {:<7} {:<8} {state}",
+                    n.id.to_string(),
+                    addr(n.id),
+                    n.leader.map_or("-".to_string(), |l| l.to_string()),
+                    n.epoch.map_or("-".to_string(), epoch_text),
+                );
+                if let Some(e) = n.epoch {
+                    if !views
+                        .iter()
+                        .any(|&(v, m)| v == e && m == n.members.as_slice())
+                    {
+                        views.push((e, &n.members));
+                    }
+                }
+            }
+        }
+    }
+    for (e, members) in views {
+        let ids: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+        let _ = writeln!(out, "view {}: members {}", epoch_text(e), ids.join(" "));
+    }
+    out
 }
 
 /// An epoch as "round.leader".

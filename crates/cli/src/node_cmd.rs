@@ -19,6 +19,7 @@ pub struct NodeArgs {
 /// Runs the node; logs go to stderr (`RUST_LOG` filters them, default `info`).
 pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
     let cluster = Cluster::load(&args.cluster)?;
+    cluster.node_key("a node")?;
     let id = NodeId(args.id);
     if !cluster.peers.contains(id) {
         return Err(InputError(format!(
@@ -38,18 +39,22 @@ pub fn node(args: NodeArgs) -> Result<Outcome, InputError> {
         .is_some()
         .then(|| distsync_time::cluster::run_node(cluster.clone(), id));
     let result = rt.block_on(async move {
+        let at = cluster.file.nodes[cluster.peers.position(id).unwrap_or(0)]
+            .addr
+            .clone();
         let listening = move || {
             if let Some(mut pipe) = ready {
                 use std::io::Write;
                 let _ = writeln!(pipe, "{id}");
             }
+            // Under systemd (Type=notify): the node is up.
+            distsync_net::systemd::notify_ready(&format!("node {id} serving at {at}"));
         };
-        let node = distsync_net::node::run_notify(
-            cluster,
-            id,
-            distsync_net::shutdown::signalled(),
-            listening,
-        );
+        let shutdown = async move {
+            distsync_net::shutdown::signalled().await;
+            distsync_net::systemd::notify_stopping(&format!("node {id} shutting down"));
+        };
+        let node = distsync_net::node::run_notify(cluster, id, shutdown, listening);
         match clock {
             None => node.await.map_err(|e| e.to_string()),
             Some(clock) => distsync_net::tokio::select! {

@@ -100,12 +100,20 @@ pub async fn run_notify(
         ))
     })?;
     raise_descriptor_limit(id);
-    // Started by `cluster up`, the node is handed the socket held for it since its port was
-    // chosen (crate::local::HeldPorts); otherwise it binds the address itself.
-    let inherited = crate::local::take_inherited_tcp(addr).map(|l| {
-        l.set_nonblocking(true)?;
-        TcpListener::from_std(l)
-    });
+    // Started by systemd's socket activation, the node takes the socket systemd listens on;
+    // started by `cluster up`, the socket held for it since its port was chosen
+    // (crate::local::HeldPorts); otherwise it binds the address itself.
+    let activated = crate::systemd::take_activated(addr.port())
+        .map_err(|e| NodeError(format!("node {id}: {e}")))?;
+    if let Some(l) = &activated {
+        info!(node = %id, socket = ?l.local_addr().ok(), "listening on the socket passed by the service manager (LISTEN_FDS)");
+    }
+    let inherited = activated
+        .or_else(|| crate::local::take_inherited_tcp(addr))
+        .map(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        });
     let listener = match inherited {
         Some(l) => l,
         None => TcpListener::bind(addr).await,
