@@ -343,8 +343,10 @@ fn namespaces(n: usize) -> Option<Netns> {
 }
 
 /// `cluster init` for three hosts at `addrs` (with `more` flags), each node run in its own
-/// namespace with `distsync node --id N`, a client in a fourth one: they agree on a leader and
-/// the client takes a lock with a fencing token. Returns the init's output.
+/// namespace with `distsync node --id N`, a client in a fourth one: they agree on a leader, the
+/// client takes a lock with a fencing token, and `cluster stop` run on the clients' host from a
+/// directory holding only a copy of the cluster file stops the three nodes (each exits 0).
+/// Returns the init's output.
 fn three_hosts(ns: &Netns, dir: &Path, addrs: [&str; 3], more: &[&str]) -> std::process::Output {
     let mut args = vec![
         "init",
@@ -414,6 +416,28 @@ fn three_hosts(ns: &Netns, dir: &Path, addrs: [&str; 3], more: &[&str]) -> std::
             .collect::<Vec<_>>()
             .join("\n---\n")
     };
+    // The operator, on the clients' host with a copy of the cluster file (the admin file) and
+    // nothing else, stops every node on the three hosts.
+    let admin = dir.join("admin");
+    fs::create_dir(&admin).unwrap();
+    fs::copy(dir.join("cluster.toml"), admin.join("cluster.toml")).unwrap();
+    let stopped = ns
+        .bin("c")
+        .args(["cluster", "stop", "--dir"])
+        .arg(&admin)
+        .output()
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let mut exited = Vec::new();
+    for n in &mut nodes {
+        while std::time::Instant::now() < until {
+            if let Some(s) = n.try_wait().unwrap() {
+                exited.push(s.success());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     for n in &mut nodes {
         let _ = n.kill();
         let _ = n.wait();
@@ -428,6 +452,13 @@ fn three_hosts(ns: &Netns, dir: &Path, addrs: [&str; 3], more: &[&str]) -> std::
         locked.status.success(),
         "{}",
         String::from_utf8_lossy(&locked.stderr)
+    );
+    assert!(
+        stopped.status.success() && exited == [true, true, true],
+        "cluster stop from the admin host: {exited:?}\n{}{}\n{}",
+        String::from_utf8_lossy(&stopped.stdout),
+        String::from_utf8_lossy(&stopped.stderr),
+        logs()
     );
     out
 }
@@ -803,11 +834,17 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log);
-        // SAFETY: dup2 is async-signal-safe; it makes the listener descriptor 3 in the child
-        // (without close-on-exec), as systemd passes it.
+        // SAFETY: dup2 and fcntl are async-signal-safe; they make the listener descriptor 3
+        // in the child, without close-on-exec, as systemd passes it (dup2 onto itself would
+        // leave the flag set).
         unsafe {
             cmd.pre_exec(move || {
-                if libc::dup2(fd, 3) < 0 {
+                let done = if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, 3)
+                };
+                if done < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -832,6 +869,16 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Restarted by an admin, the node executes itself again in place and takes the socket
+    // again (descriptor 3, LISTEN_PID still its pid): binding the port itself would fail.
+    let restarted = cluster(dir, &["restart"]);
+    let again = Command::new(BIN)
+        .args(["leader", "--json", "--timeout", "2s", "--cluster"])
+        .arg(&file)
+        .env("DISTSYNC_TRANSPORT", "tcp")
+        .output()
+        .unwrap();
+    let still = node.try_wait().unwrap().is_none();
     let _ = node.kill();
     let _ = node.wait();
     let logged = fs::read_to_string(dir.join("node-0.log")).unwrap();
@@ -840,6 +887,21 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
         logged.contains("listening on the socket passed by the service manager"),
         "{logged}"
     );
+    assert!(
+        restarted.status.success() && still,
+        "{}{}\n{logged}",
+        String::from_utf8_lossy(&restarted.stdout),
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    assert_eq!(
+        logged
+            .matches("listening on the socket passed by the service manager")
+            .count(),
+        2,
+        "{logged}"
+    );
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap_or_default();
+    assert_eq!(again["answered"], 1, "{again}\n{logged}");
 
     // The cluster file names another port: refused, naming both.
     let other = free_ports(1)[0];
@@ -854,4 +916,131 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
             && logged.contains(&format!("port {other}")),
         "{logged}"
     );
+}
+
+/// Remote operations: an operator with only the cluster file (the admin file) in a directory
+/// of its own — no pid files, no sockets: over TCP, as from another machine — stops and
+/// restarts every node through authenticated admin requests (before, `cluster down` there
+/// said "no node pid files", exit 0, and stopped nothing). `restart` makes a node execute
+/// itself again in place: the same pid answers again. A client file cannot: `stop` refuses it
+/// by name, and an admin request sent with the client key is refused by the node.
+#[test]
+fn cluster_stop_and_restart_from_an_admin_directory_reach_every_node() {
+    let _g = lock_guard();
+    let tmp = scratch("admin");
+    let dir = tmp.path().join("nodes");
+    fs::create_dir(&dir).unwrap();
+    let _down = Down(dir.clone());
+    let up = cluster_up_fast(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let pids: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
+    let admin = tmp.path().join("admin");
+    let users = tmp.path().join("users");
+    for (d, f) in [(&admin, "cluster.toml"), (&users, "client.toml")] {
+        fs::create_dir(d).unwrap();
+        fs::copy(dir.join(f), d.join(f)).unwrap();
+    }
+
+    // Status from the admin directory: every node's pid, as the node tells it.
+    let out = cluster(&admin, &["status", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["up"], true, "{j}");
+    for (i, pid) in pids.iter().enumerate() {
+        assert_eq!(j["nodes"][i]["pid"], *pid, "{j}");
+        assert!(j["nodes"][i]["host"].is_string(), "{j}");
+    }
+    // From the users' directory: what the nodes believe, no pids; no stopping.
+    let out = cluster(&users, &["status"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cluster(&users, &["stop"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("only the client file is here"), "{err}");
+    // An admin request over a client connection is refused by the node itself.
+    let client = distsync_net::Cluster::load(&users.join("client.toml")).unwrap();
+    let refused = distsync_net::runtime().unwrap().block_on(async {
+        let mut c = distsync_net::client::Client::connect(&client, distsync_core::NodeId(0))
+            .await
+            .unwrap();
+        c.send(&distsync_net::wire::ClientRequest::Shutdown { restart: false })
+            .await
+            .unwrap();
+        c.recv().await.unwrap()
+    });
+    assert!(
+        matches!(&refused, distsync_net::wire::ClientReply::Refused { reason } if reason.contains("admin")),
+        "{refused:?}"
+    );
+    assert!(pids.iter().all(|&p| alive(p)), "no node stopped");
+
+    // Restart node 1 in place: the same process id answers again, and the cluster serves.
+    let out = cluster(&admin, &["restart", "--id", "1"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&format!("node 1 (pid {}): restarting in place", pids[1]))
+            && said.contains(&format!("node 1 (pid {} on ", pids[1]))
+            && said.contains("answers again"),
+        "{said}"
+    );
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "30s", "--cluster"])
+        .arg(users.join("client.toml"))
+        .args(["x", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Stop every node from the admin directory.
+    let out = cluster(&admin, &["stop"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.matches("stopping (admin request)").count(),
+        3,
+        "{said}"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| alive(p)) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        pids.iter().all(|&p| !alive(p)),
+        "every node process exited: {said}"
+    );
+    // Stopped already: `down` says so and succeeds.
+    let out = cluster(&admin, &["down"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.matches("not running").count(), 3, "{said}");
 }

@@ -194,6 +194,8 @@ impl Drop for Netns {
                 .args(["netns", "del", &self.name(&t)])
                 .output();
         }
+        // The directory `name_hosts` made, if nothing else is in it.
+        let _ = fs::remove_dir("/etc/netns");
     }
 }
 

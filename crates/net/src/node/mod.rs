@@ -278,7 +278,25 @@ async fn serve(
             tokio::task::yield_now().await;
             node.epochs.store();
         }
+        if let Some(restart) = node.shutdown {
+            info!(node = %node.id, restart, "stopping: an admin asked");
+            RESTART.store(restart, std::sync::atomic::Ordering::SeqCst);
+            // The answer (`ShuttingDown`) reaches the admin's connection before the node's
+            // connections close with it.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            break;
+        }
     }
+}
+
+/// Set when an admin asked the node that ran in this process to restart (`Shutdown { restart:
+/// true }`): once [`run`] returns, the process is to execute itself again.
+static RESTART: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the node that ran in this process stopped because an admin asked it to restart
+/// (`distsync cluster restart`): `distsync node` then executes itself again, in place.
+pub fn restart_requested() -> bool {
+    RESTART.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// A node's Unix socket file, removed when the node stops.
@@ -334,6 +352,8 @@ struct Node {
     dropped: dropped::Dropped,
     /// The mark last told to every peer (`Mark`).
     marked: Epoch,
+    /// An admin asked this node to stop (`Some(false)`) or to restart (`Some(true)`).
+    shutdown: Option<bool>,
     apps: apps::Apps,
 }
 
@@ -369,6 +389,7 @@ impl Node {
             last_join: None,
             epochs: EpochMark::new(id, cluster.peers.len()),
             marked: 0,
+            shutdown: None,
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),
