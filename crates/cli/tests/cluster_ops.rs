@@ -1044,3 +1044,57 @@ fn cluster_stop_and_restart_from_an_admin_directory_reach_every_node() {
     assert!(out.status.success(), "{said}");
     assert_eq!(said.matches("not running").count(), 3, "{said}");
 }
+
+/// The unit files of contrib/systemd run the node as this page says: `Type=notify` (the node
+/// sends READY=1), an `ExecStart` whose flags this binary takes (run here with its cluster file
+/// missing: refused naming the file, not the flags), and a socket unit that passes one TCP
+/// stream socket to the service of the same instance.
+#[test]
+fn the_systemd_units_run_the_node_as_documented() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
+    let service = fs::read_to_string(root.join("distsync-node@.service")).unwrap();
+    let socket = fs::read_to_string(root.join("distsync-node@.socket")).unwrap();
+    let value = |text: &str, key: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(value(&service, "Type"), ["notify"]);
+    let exec = value(&service, "ExecStart");
+    assert_eq!(exec.len(), 1, "{exec:?}");
+    let words: Vec<String> = exec[0]
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.replace("%i", "0"))
+        .collect();
+    assert_eq!(words[0], "node", "{words:?}");
+    let tmp = scratch("units");
+    let missing = tmp.path().join("cluster.toml");
+    let args: Vec<String> = words
+        .iter()
+        .map(|w| {
+            if w.ends_with("cluster.toml") {
+                missing.display().to_string()
+            } else {
+                w.clone()
+            }
+        })
+        .collect();
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&missing.display().to_string())
+            && err.contains("cannot read the cluster file"),
+        "{err}"
+    );
+    let listen = value(&socket, "ListenStream");
+    assert_eq!(listen.len(), 1, "one socket, descriptor 3: {listen:?}");
+    assert!(listen[0].parse::<u16>().is_ok(), "{listen:?}");
+    let state = value(&service, "ReadWritePaths");
+    assert!(
+        exec[0].contains(&format!("{}/cluster.toml", state[0])),
+        "the node writes its epoch mark beside its cluster file: {exec:?} {state:?}"
+    );
+}
