@@ -644,6 +644,11 @@ fn remote_stop(dir: &Path, id: Option<u32>) -> Result<Outcome, InputError> {
     let mut ok = true;
     let mut asked = Vec::new();
     for (id, answer) in answers {
+        // The error names the node already.
+        let answer = answer.map_err(|e| {
+            e.strip_prefix(&format!("node {id}: "))
+                .map_or(e.clone(), str::to_string)
+        });
         match answer {
             Ok(distsync_net::wire::ClientReply::ShuttingDown { pid, .. }) => {
                 println!(
