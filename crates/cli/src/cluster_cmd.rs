@@ -28,8 +28,9 @@ enum Action {
     /// on each machine with a copy of cluster.toml, and give client.toml to lock users.
     Init(InitArgs),
     /// Stop every node: those started in DIR by their pid files (SIGTERM, then SIGKILL after a
-    /// grace period); from a directory without pid files (DIR holding a copy of the cluster
-    /// file: the admin file), every node wherever it runs, by an authenticated admin request.
+    /// grace period); from a directory where `cluster up` started none (DIR holding a copy of
+    /// the cluster file: the admin file), every node wherever it runs, by an authenticated
+    /// admin request.
     Down(DirArgs),
     /// Which nodes of DIR run, and what each believes (leader, view); with the cluster file
     /// and no pid files, each node's pid and host as it tells an admin request.
@@ -511,7 +512,7 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
 
 fn down(a: DirArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir);
-    if !has_pid_files(&dir) {
+    if !started_here(&dir) {
         return remote_stop(&dir, None);
     }
     let stopped = local::stop(&dir, Duration::from_secs(5))
@@ -556,7 +557,7 @@ fn stop_one(dir: &Path, id: u32) -> Result<(), InputError> {
 fn stop(a: SomeIdArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.dir);
     match a.id {
-        _ if !has_pid_files(&dir) => remote_stop(&dir, a.id),
+        _ if !started_here(&dir) => remote_stop(&dir, a.id),
         Some(id) => {
             stop_one(&dir, id)?;
             Ok(Outcome::Ok)
@@ -567,7 +568,7 @@ fn stop(a: SomeIdArgs) -> Result<Outcome, InputError> {
 
 fn restart(a: SomeIdArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.dir.clone());
-    if !has_pid_files(&dir) {
+    if !started_here(&dir) {
         return remote_restart(&dir, a.id);
     }
     let ids: Vec<u32> = match a.id {
@@ -591,10 +592,21 @@ fn restart(a: SomeIdArgs) -> Result<Outcome, InputError> {
     Ok(Outcome::Ok)
 }
 
-/// Whether `dir` is where `cluster up` started nodes (it holds their pid files): there
-/// `down`, `stop` and `restart` act on the processes; anywhere else, through admin requests.
-fn has_pid_files(dir: &Path) -> bool {
-    local::recorded(dir).is_ok_and(|r| !r.is_empty())
+/// Whether `dir` is where `cluster up` started nodes (it holds their pid files, or their logs
+/// once they were stopped): there `down`, `stop` and `restart` act on the processes; anywhere
+/// else, through admin requests.
+fn started_here(dir: &Path) -> bool {
+    if local::recorded(dir).is_ok_and(|r| !r.is_empty()) {
+        return true;
+    }
+    let Ok(cluster) = load_dir(dir) else {
+        return false;
+    };
+    cluster
+        .peers
+        .ids()
+        .iter()
+        .any(|&id| local::log_path(dir, id).exists())
 }
 
 /// The cluster file of `dir` for admin requests: refused, saying why, when `dir` has only the

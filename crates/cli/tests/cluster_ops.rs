@@ -853,7 +853,7 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
         cmd.spawn().unwrap()
     };
     let file = one_node_file(dir, &format!("127.0.0.1:{port}"));
-    let mut node = activated(&file, "node-0.log");
+    let mut node = activated(&file, "activated.log");
     let until = std::time::Instant::now() + Duration::from_secs(20);
     let mut j = serde_json::Value::Null;
     while std::time::Instant::now() < until {
@@ -881,7 +881,7 @@ fn a_node_takes_the_listening_socket_systemd_passes() {
     let still = node.try_wait().unwrap().is_none();
     let _ = node.kill();
     let _ = node.wait();
-    let logged = fs::read_to_string(dir.join("node-0.log")).unwrap();
+    let logged = fs::read_to_string(dir.join("activated.log")).unwrap();
     assert_eq!(j["answered"], 1, "{j}\n{logged}");
     assert!(
         logged.contains("listening on the socket passed by the service manager"),
