@@ -2,7 +2,10 @@
 //! node answers and fails naming the node and its log line; `--base-port 0`; `cluster
 //! start|stop|restart --id N` with pid files that follow; `cluster up` in an existing directory
 //! restarts in place with the same keys; `status --json`; and the flock(1)-style flags of `lock`
-//! with exit codes that do not collide with the command's.
+//! with exit codes that do not collide with the command's. Beyond one machine (issue 37): host
+//! names and IPv6 in `cluster init --addr`, on network namespaces; client files refused where
+//! the node key is needed; systemd's notifications and socket activation; `cluster
+//! stop|restart|status` from an admin directory through admin requests.
 
 mod lock_common;
 
