@@ -755,8 +755,9 @@ fn one_node_file(dir: &Path, addr: &str) -> std::path::PathBuf {
 }
 
 /// Under systemd (`Type=notify`): a node sends `READY=1` on `NOTIFY_SOCKET` once it accepts
-/// connections (a client's status request is answered right after), and `STOPPING=1` when it is
-/// told to stop (SIGTERM). The test plays the service manager with its own datagram socket.
+/// connections (a client's status request is answered right after), `RELOADING=1` and then
+/// `READY=1` again when an admin restarts it in place, and `STOPPING=1` when it is told to stop
+/// (SIGTERM). The test plays the service manager with its own datagram socket.
 #[test]
 fn a_node_tells_systemd_when_it_is_ready_and_when_it_stops() {
     let _g = lock_guard();
@@ -769,7 +770,7 @@ fn a_node_tells_systemd_when_it_is_ready_and_when_it_stops() {
     manager
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let log = fs::File::create(dir.join("node-0.log")).unwrap();
+    let log = fs::File::create(dir.join("notified.log")).unwrap();
     let mut node = Command::new(BIN)
         .args(["node", "--id", "0", "--cluster"])
         .arg(&file)
@@ -788,13 +789,23 @@ fn a_node_tells_systemd_when_it_is_ready_and_when_it_stops() {
         .arg(&file)
         .output()
         .unwrap();
+    // Restarted in place by an admin: RELOADING=1 from this image, READY=1 from the next.
+    let restarted = cluster(dir, &["restart"]);
+    let mut recv = || {
+        manager
+            .recv(&mut buf)
+            .map(|n| String::from_utf8_lossy(&buf[..n]).to_string())
+    };
+    let reloading = recv();
+    let ready_again = recv();
+    let mut buf = [0u8; 4096];
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(node.id() as i32, libc::SIGTERM) };
     let stopping = manager
         .recv(&mut buf)
         .map(|n| String::from_utf8_lossy(&buf[..n]).to_string());
     let status = node.wait().unwrap();
-    let logged = fs::read_to_string(dir.join("node-0.log")).unwrap();
+    let logged = fs::read_to_string(dir.join("notified.log")).unwrap();
     let got = got.unwrap_or_else(|e| panic!("no notification: {e}\n{logged}"));
     assert!(
         got.lines().any(|l| l == "READY=1")
@@ -803,6 +814,22 @@ fn a_node_tells_systemd_when_it_is_ready_and_when_it_stops() {
     );
     let j: serde_json::Value = serde_json::from_slice(&answered.stdout).unwrap();
     assert_eq!(j["answered"], 1, "the node answers once it said READY: {j}");
+    assert!(
+        restarted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    let reloading = reloading.unwrap_or_else(|e| panic!("no RELOADING: {e}\n{logged}"));
+    assert!(
+        reloading.lines().any(|l| l == "RELOADING=1")
+            && reloading.contains("STATUS=node 0 restarting"),
+        "{reloading:?}"
+    );
+    let ready_again = ready_again.unwrap_or_else(|e| panic!("no READY again: {e}\n{logged}"));
+    assert!(
+        ready_again.lines().any(|l| l == "READY=1"),
+        "{ready_again:?}"
+    );
     let stopping = stopping.unwrap_or_else(|e| panic!("no STOPPING: {e}\n{logged}"));
     assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping:?}");
     assert!(status.success(), "{status:?}\n{logged}");
