@@ -632,6 +632,9 @@ fn cluster_init_takes_localhost_and_ipv6_literals() {
         agreed["agreed"] == true && agreed["answered"] == 3,
         "{agreed}\n{log1}"
     );
+    for (i, a) in addrs.iter().enumerate() {
+        assert_eq!(agreed["nodes"][i]["addr"], a.as_str(), "{agreed}");
+    }
     // `leader`: one line per node (id, address, leader, view, state), the view's members once.
     let table = String::from_utf8_lossy(&table.stdout);
     let lines: Vec<&str> = table.lines().collect();
