@@ -27,16 +27,22 @@ enum Action {
     /// per node, ids 0.. in that order); then run `distsync node --cluster cluster.toml --id N`
     /// on each machine with a copy of cluster.toml, and give client.toml to lock users.
     Init(InitArgs),
-    /// Stop the nodes started in DIR (SIGTERM, then SIGKILL after a grace period).
+    /// Stop every node: those started in DIR by their pid files (SIGTERM, then SIGKILL after a
+    /// grace period); from a directory where `cluster up` started none (DIR holding a copy of
+    /// the cluster file: the admin file), every node wherever it runs, by an authenticated
+    /// admin request.
     Down(DirArgs),
-    /// Which nodes of DIR run, and what each believes (leader, view).
+    /// Which nodes of DIR run, and what each believes (leader, view); with the cluster file
+    /// and no pid files, each node's pid and host as it tells an admin request.
     Status(StatusArgs),
     /// Start node N of DIR (not running) and wait until it answers.
     Start(IdArgs),
-    /// Stop node N of DIR.
-    Stop(IdArgs),
-    /// Stop node N of DIR, start it again and wait until it answers.
-    Restart(IdArgs),
+    /// Stop node N (every node without --id), as `down` does.
+    Stop(SomeIdArgs),
+    /// Restart node N (every node, one after the other, without --id) and wait until it
+    /// answers: a node started in DIR is stopped and started again; any other is asked by an
+    /// admin request to execute itself again in place (same pid).
+    Restart(SomeIdArgs),
     /// Take a Chandy-Lamport snapshot of the running cluster: every node's account and store
     /// replica, and the money in transit on every link; print it, check the money is conserved.
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
@@ -101,8 +107,10 @@ struct UpArgs {
 
 #[derive(clap::Args)]
 struct InitArgs {
-    /// Node i's address, HOST_IP:PORT (repeat, in id order).
-    #[arg(long = "addr", value_name = "IP:PORT", required = true)]
+    /// Node i's address, HOST:PORT (repeat, in id order): an IPv4 address, an IPv6 address in
+    /// brackets ([::1]:17200) or a host name (node1.example:17200), which every node and client
+    /// resolves when it starts.
+    #[arg(long = "addr", value_name = "HOST:PORT", required = true)]
     addrs: Vec<String>,
     /// The mutual-exclusion algorithm (see `distsync list`).
     #[arg(long, value_name = "ALGO")]
@@ -131,6 +139,19 @@ struct InitArgs {
     /// (`[store] balance`).
     #[arg(long, value_name = "AMOUNT", default_value_t = distsync_net::config::DEFAULT_BALANCE)]
     balance: u64,
+    /// Keep virtual clocks synchronized among the nodes over UDP with this algorithm
+    /// (berkeley, cristian, ntp), on the UDP ports of the nodes' TCP port numbers.
+    #[arg(long, value_name = "ALGO")]
+    clock: Option<String>,
+    /// With --clock: start the nodes' clocks up to this far off (spread from -D to +D).
+    #[arg(long, value_name = "DURATION", requires = "clock", value_parser = parse_duration_arg)]
+    skew: Option<Duration>,
+    /// With --clock: make the nodes' clocks drift up to this many ppm (spread from +X to -X).
+    #[arg(long, value_name = "X", requires = "clock", allow_hyphen_values = true)]
+    drift_ppm: Option<f64>,
+    /// With --clock: how often the clock algorithm synchronizes.
+    #[arg(long, value_name = "DURATION", requires = "clock", default_value = "1s", value_parser = parse_duration_arg)]
+    sync_interval: Duration,
 }
 
 #[derive(clap::Args)]
@@ -162,6 +183,18 @@ struct IdArgs {
     log: String,
 }
 
+#[derive(clap::Args)]
+struct SomeIdArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// The node's id (default: every node).
+    #[arg(long, value_name = "N")]
+    id: Option<u32>,
+    /// The nodes' RUST_LOG (restart of a node started in DIR).
+    #[arg(long, default_value = "info")]
+    log: String,
+}
+
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
@@ -187,11 +220,7 @@ pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
         Action::Status(a) => status(a),
         Action::Start(a) => start(a),
         Action::Stop(a) => stop(a),
-        Action::Restart(a) => {
-            let dir = dir_of(a.dir.dir.clone());
-            stop_one(&dir, a.id)?;
-            start(a)
-        }
+        Action::Restart(a) => restart(a),
         Action::Snapshot(a) => {
             let dir = dir_of(a.dir.clone());
             crate::snapshot_cmd::snapshot(a, dir)
@@ -295,7 +324,7 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
         cluster
     };
     local::check_layout(&dir, cluster.peers.ids())?;
-    let client_path = local::write_client_file_unsynced(&dir, &cluster)?;
+    let client_path = local::write_client_file_unsynced(&dir, &cluster.file)?;
     // The files reach the disk while the nodes start (they read them from memory), and `up`
     // returns only after they have: a sync takes 2-70 ms on a busy disk.
     let to_sync = if existing {
@@ -422,19 +451,44 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
     file.locks.handoff = a.handoff;
     file.store.multicast = a.multicast.clone();
     file.store.balance = a.balance;
-    let cluster = Cluster::check(file.clone(), "cluster init").map_err(|e| {
+    file.clock = a
+        .clock
+        .as_ref()
+        .map(|algorithm| distsync_net::ClockSettings {
+            algorithm: algorithm.clone(),
+            skew: a.skew.unwrap_or_default(),
+            drift_ppm: a.drift_ppm.unwrap_or(0.0),
+            sync_interval: a.sync_interval,
+            adjust: "step".into(),
+        });
+    // The nodes' names need not resolve on the machine that writes the file: every node and
+    // client resolves them when it reads it.
+    let peers = Cluster::check_offline(&file, "cluster init").map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("node") => "addr".to_string(),
+            "clock.algorithm" => "clock".to_string(),
             f => f
                 .trim_start_matches("timeouts.")
                 .trim_start_matches("store.")
+                .trim_start_matches("clock.")
                 .replace('_', "-"),
         };
         InputError(format!("--{flag}: {}", e.message))
     })?;
-    local::check_layout(&dir, cluster.peers.ids())?;
+    let mut resolved = Vec::with_capacity(file.nodes.len());
+    for n in &file.nodes {
+        let at = distsync_net::config::resolve(&n.addr);
+        if let Err(e) = &at {
+            eprintln!(
+                "note: --addr {}: {e} here; every node's machine and every client must resolve it",
+                n.addr
+            );
+        }
+        resolved.push(at.ok());
+    }
+    local::check_layout(&dir, peers.ids())?;
     let path = local::write_cluster(&dir, &file)?;
-    let client = local::write_client_file(&dir, &cluster)?;
+    let client = local::write_client_file(&dir, &file)?;
     println!(
         "cluster file: {} (node and client keys: copy it to every node's machine)",
         path.display()
@@ -443,14 +497,24 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
         "client file: {} (client key only: give it to lock users)",
         client.display()
     );
-    for (id, addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
-        println!("node {id} at {addr}: distsync node --cluster cluster.toml --id {id}");
+    for ((id, n), at) in peers.ids().iter().zip(&file.nodes).zip(&resolved) {
+        let seen = match at {
+            Some(a) if a.to_string() != n.addr => format!(" ({a} here)"),
+            _ => String::new(),
+        };
+        println!(
+            "node {id} at {}{seen}: distsync node --cluster cluster.toml --id {id}",
+            n.addr
+        );
     }
     Ok(Outcome::Ok)
 }
 
 fn down(a: DirArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir);
+    if !started_here(&dir) {
+        return remote_stop(&dir, None);
+    }
     let stopped = local::stop(&dir, Duration::from_secs(5))
         .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
     if stopped.is_empty() {
@@ -490,8 +554,227 @@ fn stop_one(dir: &Path, id: u32) -> Result<(), InputError> {
     Ok(())
 }
 
-fn stop(a: IdArgs) -> Result<Outcome, InputError> {
-    stop_one(&dir_of(a.dir.dir), a.id)?;
+fn stop(a: SomeIdArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir);
+    match a.id {
+        _ if !started_here(&dir) => remote_stop(&dir, a.id),
+        Some(id) => {
+            stop_one(&dir, id)?;
+            Ok(Outcome::Ok)
+        }
+        None => down(DirArgs { dir: Some(dir) }),
+    }
+}
+
+fn restart(a: SomeIdArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir.clone());
+    if !started_here(&dir) {
+        return remote_restart(&dir, a.id);
+    }
+    let ids: Vec<u32> = match a.id {
+        Some(id) => vec![id],
+        None => load_dir(&dir)?.peers.ids().iter().map(|i| i.0).collect(),
+    };
+    for id in ids {
+        stop_one(&dir, id)?;
+        let one = IdArgs {
+            dir: DirArgs {
+                dir: Some(dir.clone()),
+            },
+            id,
+            log: a.log.clone(),
+        };
+        match start(one)? {
+            Outcome::Ok => {}
+            failed => return Ok(failed),
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Whether `dir` is where `cluster up` started nodes (it holds their pid files, or their logs
+/// once they were stopped): there `down`, `stop` and `restart` act on the processes; anywhere
+/// else, through admin requests.
+fn started_here(dir: &Path) -> bool {
+    if local::recorded(dir).is_ok_and(|r| !r.is_empty()) {
+        return true;
+    }
+    let Ok(cluster) = load_dir(dir) else {
+        return false;
+    };
+    cluster
+        .peers
+        .ids()
+        .iter()
+        .any(|&id| local::log_path(dir, id).exists())
+}
+
+/// The cluster file of `dir` for admin requests: refused, saying why, when `dir` has only the
+/// client file (its key cannot stop a node).
+fn load_admin(dir: &Path) -> Result<Cluster, InputError> {
+    let file = dir.join(local::CLUSTER_FILE);
+    let client = dir.join(local::CLIENT_FILE);
+    if !file.exists() && client.exists() {
+        return Err(InputError(format!(
+            "{}: only the client file is here, whose key cannot stop or restart a node; run              this where the cluster file ({}) is (the admin file)",
+            dir.display(),
+            local::CLUSTER_FILE
+        )));
+    }
+    let cluster = load_dir(dir)?;
+    cluster.node_key("stopping or restarting a node")?;
+    Ok(cluster)
+}
+
+/// The ids `--id` names (checked), or every node.
+fn targets(cluster: &Cluster, id: Option<u32>) -> Result<Vec<NodeId>, InputError> {
+    Ok(match id {
+        Some(id) => vec![checked_id(cluster, id)?],
+        None => cluster.peers.ids().to_vec(),
+    })
+}
+
+/// How long an admin waits for a node to answer its request, and then to stop answering
+/// (stop) or to answer again (restart).
+const ADMIN_ANSWER: Duration = Duration::from_secs(5);
+const ADMIN_SETTLE: Duration = Duration::from_secs(20);
+
+/// Asks the nodes `id` (every node without it) to stop, by an admin request to each at once,
+/// and waits until none of them answers any more. A node whose machine refuses the connection
+/// runs no more (stopped already); exit status 1 when a node could not be asked otherwise (no
+/// answer: down, or unreachable from here) or went on answering.
+fn remote_stop(dir: &Path, id: Option<u32>) -> Result<Outcome, InputError> {
+    let cluster = load_admin(dir)?;
+    let ids = targets(&cluster, id)?;
+    let rt = distsync_net::runtime()?;
+    let answers = rt.block_on(distsync_net::client::admin(
+        &cluster,
+        &ids,
+        distsync_net::wire::ClientRequest::Shutdown { restart: false },
+        ADMIN_ANSWER,
+    ));
+    let mut ok = true;
+    let mut asked = Vec::new();
+    for (id, answer) in answers {
+        // The error names the node already.
+        let answer = answer.map_err(|e| {
+            e.strip_prefix(&format!("node {id}: "))
+                .map_or(e.clone(), str::to_string)
+        });
+        match answer {
+            Ok(distsync_net::wire::ClientReply::ShuttingDown { pid, .. }) => {
+                println!(
+                    "node {id} ({}, pid {pid}): stopping (admin request)",
+                    cluster.file.nodes[cluster.peers.position(id).unwrap_or(0)].addr
+                );
+                asked.push(id);
+            }
+            Ok(other) => {
+                ok = false;
+                println!("node {id}: unexpected answer {other:?}");
+            }
+            // Refused by its machine: no node runs there (stopped already).
+            Err(e) if e.ends_with(distsync_net::client::NOT_LISTENING) => {
+                println!("node {id}: not running ({e})");
+            }
+            Err(e) => {
+                ok = false;
+                println!("node {id}: not asked: {e} (down already, or unreachable from here)");
+            }
+        }
+    }
+    // Stopped: the node no longer answers.
+    let until = Instant::now() + ADMIN_SETTLE;
+    loop {
+        let answers = rt.block_on(distsync_net::client::statuses(
+            &cluster,
+            Duration::from_millis(500),
+        ));
+        let still: Vec<NodeId> = answers
+            .iter()
+            .filter(|(id, r)| asked.contains(id) && r.is_ok())
+            .map(|(id, _)| *id)
+            .collect();
+        if still.is_empty() {
+            break;
+        }
+        if Instant::now() >= until {
+            eprintln!(
+                "distsync: nodes {still:?} still answer {ADMIN_SETTLE:?} after being asked to stop"
+            );
+            return Ok(Outcome::Code(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !asked.is_empty() {
+        println!("stopped: nodes {asked:?} no longer answer");
+    }
+    Ok(if ok { Outcome::Ok } else { Outcome::Code(1) })
+}
+
+/// Restarts the nodes `id` (every node without it) one after the other: an admin request makes
+/// each execute itself again in place, and the next is asked only once this one answers again
+/// with a new process start (a rolling restart: the others keep serving meanwhile).
+fn remote_restart(dir: &Path, id: Option<u32>) -> Result<Outcome, InputError> {
+    use distsync_net::wire::{ClientReply, ClientRequest};
+    let cluster = load_admin(dir)?;
+    let ids = targets(&cluster, id)?;
+    let rt = distsync_net::runtime()?;
+    for id in ids {
+        let asked = rt
+            .block_on(distsync_net::client::admin(
+                &cluster,
+                &[id],
+                ClientRequest::Shutdown { restart: true },
+                ADMIN_ANSWER,
+            ))
+            .remove(0)
+            .1;
+        let pid = match asked {
+            Ok(ClientReply::ShuttingDown { pid, .. }) => pid,
+            Ok(other) => {
+                eprintln!("distsync: node {id}: unexpected answer {other:?}");
+                return Ok(Outcome::Code(1));
+            }
+            Err(e) => {
+                eprintln!("distsync: node {id}: cannot ask it to restart: {e}");
+                return Ok(Outcome::Code(1));
+            }
+        };
+        println!("node {id} (pid {pid}): restarting in place (admin request)");
+        // Back: it answers an admin request from a process that started after the request.
+        let until = Instant::now() + ADMIN_SETTLE;
+        let asked_at = Instant::now();
+        loop {
+            let answer = rt
+                .block_on(distsync_net::client::admin(
+                    &cluster,
+                    &[id],
+                    ClientRequest::Process,
+                    Duration::from_millis(1000),
+                ))
+                .remove(0)
+                .1;
+            if let Ok(ClientReply::Process {
+                pid: now,
+                host,
+                uptime_ms,
+            }) = answer
+            {
+                if Duration::from_millis(uptime_ms) < asked_at.elapsed() {
+                    println!("node {id} (pid {now} on {host}): answers again");
+                    break;
+                }
+            }
+            if Instant::now() >= until {
+                eprintln!(
+                    "distsync: node {id} did not answer within {ADMIN_SETTLE:?} of its restart"
+                );
+                return Ok(Outcome::Code(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     Ok(Outcome::Ok)
 }
 
@@ -528,6 +811,8 @@ fn start(a: IdArgs) -> Result<Outcome, InputError> {
 struct NodeReport {
     id: NodeId,
     pid: Option<u32>,
+    /// The node's machine, as the node told an admin request (no pid files here).
+    host: Option<String>,
     running: bool,
     reachable: bool,
     leader: Option<NodeId>,
@@ -541,23 +826,56 @@ struct NodeReport {
 
 fn status(a: StatusArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.dir);
-    let cluster = load_dir(&dir)?;
-    let recorded = local::recorded(&dir)?;
+    // A lock user's directory has only the client file: what the nodes believe, without pids.
+    let cluster =
+        if !dir.join(local::CLUSTER_FILE).exists() && dir.join(local::CLIENT_FILE).exists() {
+            Cluster::load(&dir.join(local::CLIENT_FILE))?
+        } else {
+            load_dir(&dir)?
+        };
+    let recorded = if cluster.file.client_only {
+        Vec::new()
+    } else {
+        local::recorded(&dir)?
+    };
     let rt = distsync_net::runtime()?;
     let answers = rt.block_on(distsync_net::client::statuses(
         &cluster,
         Duration::from_secs(2),
     ));
+    // Without pid files here, an admin (the cluster file) asks each node which process it is.
+    let processes = if recorded.is_empty() && !cluster.file.client_only {
+        rt.block_on(distsync_net::client::admin(
+            &cluster,
+            cluster.peers.ids(),
+            distsync_net::wire::ClientRequest::Process,
+            Duration::from_secs(2),
+        ))
+    } else {
+        Vec::new()
+    };
     let mut all_up = true;
     let mut nodes = Vec::new();
     for (id, answer) in answers {
         let rec = recorded.iter().find(|r| r.0 == id);
-        let (pid, running) = (rec.map(|r| r.1), rec.is_some_and(|r| r.2));
+        let told = processes.iter().find_map(|(p, r)| match r {
+            Ok(distsync_net::wire::ClientReply::Process { pid, host, .. }) if *p == id => {
+                Some((*pid, host.clone()))
+            }
+            _ => None,
+        });
+        let host = told.as_ref().map(|t| t.1.clone());
+        let (pid, running) = match (rec, &told) {
+            (Some(r), _) => (Some(r.1), r.2),
+            (None, Some((pid, _))) => (Some(*pid), true),
+            (None, None) => (None, false),
+        };
         all_up &= answer.is_ok();
         nodes.push(match answer {
             Ok(s) => NodeReport {
                 id,
                 pid,
+                host,
                 running,
                 reachable: true,
                 leader: s.leader,
@@ -571,6 +889,7 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
             Err(e) => NodeReport {
                 id,
                 pid,
+                host,
                 running,
                 reachable: false,
                 leader: None,
@@ -600,9 +919,11 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
             cluster.file.election
         );
         for n in &nodes {
-            let pid = match n.pid {
-                Some(p) => format!("pid {p}{}", if n.running { "" } else { " (exited)" }),
-                None => "no pid file".into(),
+            let pid = match (n.pid, &n.host) {
+                (Some(p), Some(h)) => format!("pid {p} on {h}"),
+                (Some(p), None) => format!("pid {p}{}", if n.running { "" } else { " (exited)" }),
+                (None, _) if cluster.file.client_only => "client file: no pid".into(),
+                (None, _) => "no pid file".into(),
             };
             match &n.error {
                 None => println!(

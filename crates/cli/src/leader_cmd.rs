@@ -37,6 +37,8 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 #[derive(Serialize)]
 struct NodeView {
     id: NodeId,
+    /// The node's address as the cluster file writes it.
+    addr: String,
     reachable: bool,
     leader: Option<NodeId>,
     electing: bool,
@@ -63,30 +65,11 @@ pub fn leader(args: LeaderArgs) -> Result<Outcome, InputError> {
         return watch(&cluster, &rt, args.timeout);
     }
     let answers = rt.block_on(client::statuses(&cluster, args.timeout));
-    let report = report(answers);
+    let report = report(&cluster, answers);
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        println!("node  leader  epoch    members          view");
-        for n in &report.nodes {
-            match &n.error {
-                Some(e) => println!("{:<5} unreachable: {e}", n.id.to_string()),
-                None => println!(
-                    "{:<5} {:<7} {:<8} {:<16} {}",
-                    n.id.to_string(),
-                    n.leader.map_or("-".to_string(), |l| l.to_string()),
-                    n.epoch.map_or("-".to_string(), epoch_text),
-                    format!("{:?}", n.members),
-                    if n.electing {
-                        "electing"
-                    } else if n.open {
-                        "open"
-                    } else {
-                        "changing"
-                    }
-                ),
-            }
-        }
+        print!("{}", table(&report));
         match (report.agreed, report.leader) {
             (true, Some(l)) => println!(
                 "agreed: node {l} leads ({} of {} nodes answered)",
@@ -122,7 +105,7 @@ fn watch(
         .max(Duration::from_millis(100));
     let mut last = String::new();
     loop {
-        let report = report(rt.block_on(client::statuses(cluster, timeout)));
+        let report = report(cluster, rt.block_on(client::statuses(cluster, timeout)));
         let epoch = report
             .leader
             .and_then(|l| report.nodes.iter().find(|n| n.id == l))
@@ -150,17 +133,86 @@ fn watch(
     }
 }
 
+/// The text table: one line per node (its id, its address, the leader it believes in, its
+/// view's epoch and state), then one line per view the nodes are in with that view's members
+/// (members belong to a view, not to a row: with every node in one view, they are printed once).
+fn table(report: &Report) -> String {
+    use std::fmt::Write;
+    let width = report
+        .nodes
+        .iter()
+        .map(|n| n.addr.len())
+        .max()
+        .unwrap_or(0)
+        .max("address".len());
+    let mut out = String::new();
+    let _ = writeln!(out, "node  {:<width$}  leader  view     state", "address");
+    let mut views: Vec<(u32, &[NodeId])> = Vec::new();
+    for n in &report.nodes {
+        match &n.error {
+            Some(e) => {
+                let _ = writeln!(
+                    out,
+                    "{:<5} {:<width$}  unreachable: {e}",
+                    n.id.to_string(),
+                    n.addr
+                );
+            }
+            None => {
+                let state = if n.electing {
+                    "electing"
+                } else if n.open {
+                    "open"
+                } else {
+                    "changing"
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<5} {:<width$}  {:<7} {:<8} {state}",
+                    n.id.to_string(),
+                    n.addr,
+                    n.leader.map_or("-".to_string(), |l| l.to_string()),
+                    n.epoch.map_or("-".to_string(), epoch_text),
+                );
+                if let Some(e) = n.epoch {
+                    if !views
+                        .iter()
+                        .any(|&(v, m)| v == e && m == n.members.as_slice())
+                    {
+                        views.push((e, &n.members));
+                    }
+                }
+            }
+        }
+    }
+    for (e, members) in views {
+        let ids: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+        let _ = writeln!(out, "view {}: members {}", epoch_text(e), ids.join(" "));
+    }
+    out
+}
+
 /// An epoch as "round.leader".
 pub fn epoch_text(e: u32) -> String {
     format!("{}.{}", e >> 10, e & 1023)
 }
 
-fn report(answers: Vec<(NodeId, Result<distsync_net::wire::NodeStatus, String>)>) -> Report {
+fn report(
+    cluster: &Cluster,
+    answers: Vec<(NodeId, Result<distsync_net::wire::NodeStatus, String>)>,
+) -> Report {
+    let addr_of = |id: NodeId| {
+        cluster
+            .peers
+            .position(id)
+            .map_or(String::new(), |i| cluster.file.nodes[i].addr.clone())
+    };
     let nodes: Vec<NodeView> = answers
         .into_iter()
         .map(|(id, r)| match r {
             Ok(s) => NodeView {
                 id,
+                addr: addr_of(id),
                 reachable: true,
                 leader: s.leader,
                 electing: s.electing,
@@ -172,6 +224,7 @@ fn report(answers: Vec<(NodeId, Result<distsync_net::wire::NodeStatus, String>)>
             },
             Err(e) => NodeView {
                 id,
+                addr: addr_of(id),
                 reachable: false,
                 leader: None,
                 electing: false,

@@ -343,6 +343,9 @@ struct StatusReport {
 
 fn status(a: StatusArgs) -> Result<Outcome, InputError> {
     let cluster = distsync_net::Cluster::load(&a.cluster)?;
+    // The clocks answer only questions signed with the node key: a client file's key would be
+    // ignored until the timeout.
+    cluster.node_key("`time status`")?;
     let Some(settings) = &cluster.file.clock else {
         return Err(InputError(format!(
             "{}: no [clock] table (start the cluster with `cluster up --clock berkeley|cristian|ntp`)",

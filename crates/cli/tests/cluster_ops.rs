@@ -2,7 +2,10 @@
 //! node answers and fails naming the node and its log line; `--base-port 0`; `cluster
 //! start|stop|restart --id N` with pid files that follow; `cluster up` in an existing directory
 //! restarts in place with the same keys; `status --json`; and the flock(1)-style flags of `lock`
-//! with exit codes that do not collide with the command's.
+//! with exit codes that do not collide with the command's. Beyond one machine (issue 37): host
+//! names and IPv6 in `cluster init --addr`, on network namespaces; client files refused where
+//! the node key is needed; systemd's notifications and socket activation; `cluster
+//! stop|restart|status` from an admin directory through admin requests.
 
 mod lock_common;
 
@@ -327,52 +330,47 @@ fn leader_watch_prints_the_change_of_leader() {
     let _ = w.wait();
 }
 
-/// Multi-host: `cluster init` writes the files for nodes at given addresses; here each node runs
-/// in its own network namespace (its own "machine", 10.77.0.1-3) with `distsync node --id N`,
-/// and a client in a fourth one locks through the client file. Skipped, with the reason, where
-/// namespaces cannot be made (they need root and iproute2).
-#[test]
-fn cluster_init_serves_nodes_on_three_hosts() {
-    let _g = lock_guard();
-    let ns = match Netns::create(3) {
-        Ok(ns) => ns,
+/// Network namespaces for a multi-host test, or `None` (the reason printed) where they cannot be
+/// made (they need root and iproute2; on CI a missing iproute2 fails the test).
+fn namespaces(n: usize) -> Option<Netns> {
+    match Netns::create(n) {
+        Ok(ns) => Some(ns),
         Err(why) => {
             if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
                 panic!("{why}");
             }
             println!("skipped: cannot make network namespaces: {why}");
-            return;
+            None
         }
-    };
-    let tmp = scratch("init");
-    let dir = tmp.path().to_path_buf();
-    let out = cluster(
-        &dir,
-        &[
-            "init",
-            "--mutex",
-            "raymond",
-            "--heartbeat",
-            "50ms",
-            "--heartbeat-timeout",
-            "500ms",
-            "--addr",
-            "10.77.0.1:7000",
-            "--addr",
-            "10.77.0.2:7000",
-            "--addr",
-            "10.77.0.3:7000",
-        ],
-    );
+    }
+}
+
+/// `cluster init` for three hosts at `addrs` (with `more` flags), each node run in its own
+/// namespace with `distsync node --id N`, a client in a fourth one: they agree on a leader, the
+/// client takes a lock with a fencing token, and `cluster stop` run on the clients' host from a
+/// directory holding only a copy of the cluster file stops the three nodes (each exits 0).
+/// Returns the init's output.
+fn three_hosts(ns: &Netns, dir: &Path, addrs: [&str; 3], more: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "init",
+        "--mutex",
+        "raymond",
+        "--heartbeat",
+        "50ms",
+        "--heartbeat-timeout",
+        "500ms",
+    ];
+    for a in addrs {
+        args.extend(["--addr", a]);
+    }
+    args.extend(more);
+    let out = cluster(dir, &args);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let again = cluster(
-        &dir,
-        &["init", "--mutex", "raymond", "--addr", "10.77.0.1:7000"],
-    );
+    let again = cluster(dir, &["init", "--mutex", "raymond", "--addr", addrs[0]]);
     assert_eq!(
         again.status.code(),
         Some(2),
@@ -408,21 +406,728 @@ fn cluster_init_serves_nodes_on_three_hosts() {
         agreed = j["agreed"] == true && j["answered"] == 3;
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = ns
+    let locked = ns
         .bin("c")
         .args(["lock", "-w", "30", "--cluster"])
         .arg(&client)
         .args(["x", "-c", "test -n \"$DISTSYNC_FENCING_TOKEN\""])
         .output()
         .unwrap();
+    let logs = || {
+        (0..3)
+            .map(|i| fs::read_to_string(dir.join(format!("node-{i}.log"))).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    };
+    // The operator, on the clients' host with a copy of the cluster file (the admin file) and
+    // nothing else, stops every node on the three hosts.
+    let admin = dir.join("admin");
+    fs::create_dir(&admin).unwrap();
+    fs::copy(dir.join("cluster.toml"), admin.join("cluster.toml")).unwrap();
+    let stopped = ns
+        .bin("c")
+        .args(["cluster", "stop", "--dir"])
+        .arg(&admin)
+        .output()
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let mut exited = Vec::new();
+    for n in &mut nodes {
+        while std::time::Instant::now() < until {
+            if let Some(s) = n.try_wait().unwrap() {
+                exited.push(s.success());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     for n in &mut nodes {
         let _ = n.kill();
         let _ = n.wait();
     }
-    assert!(agreed, "the three hosts agreed on a leader: {}", leader());
+    assert!(
+        agreed,
+        "the three hosts agreed on a leader: {}\n{}",
+        leader(),
+        logs()
+    );
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
+    assert!(
+        stopped.status.success() && exited == [true, true, true],
+        "cluster stop from the admin host: {exited:?}\n{}{}\n{}",
+        String::from_utf8_lossy(&stopped.stdout),
+        String::from_utf8_lossy(&stopped.stderr),
+        logs()
+    );
+    out
+}
+
+/// Multi-host: `cluster init` writes the files for nodes at given addresses; here each node runs
+/// in its own network namespace (its own "machine", 10.77.0.1-3) with `distsync node --id N`,
+/// and a client in a fourth one locks through the client file. Skipped, with the reason, where
+/// namespaces cannot be made (they need root and iproute2).
+#[test]
+fn cluster_init_serves_nodes_on_three_hosts() {
+    let _g = lock_guard();
+    let Some(ns) = namespaces(3) else { return };
+    let tmp = scratch("init");
+    three_hosts(
+        &ns,
+        tmp.path(),
+        ["10.77.0.1:7000", "10.77.0.2:7000", "10.77.0.3:7000"],
+        &[],
+    );
+}
+
+/// The same three hosts named: `--addr node0.hosts.test:7000 ...`, names this machine does not
+/// know (init says so on stderr and writes the files) and each namespace's hosts file resolves,
+/// as every node and client resolves them when it starts. With `--clock`, the file has the
+/// clock table `cluster up --clock` writes. A client on a machine where the names do not resolve
+/// is refused at once, naming the host.
+#[test]
+fn cluster_init_takes_host_names_resolved_on_each_host() {
+    let _g = lock_guard();
+    let Some(ns) = namespaces(3) else { return };
+    ns.name_hosts("hosts.test").unwrap();
+    let tmp = scratch("init-names");
+    let dir = tmp.path();
+    let out = three_hosts(
+        &ns,
+        dir,
+        [
+            "node0.hosts.test:7000",
+            "node1.hosts.test:7000",
+            "node2.hosts.test:7000",
+        ],
+        &["--clock", "berkeley", "--skew", "20ms"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--addr node1.hosts.test:7000: the host \"node1.hosts.test\" does not resolve"
+        ),
+        "init notes the names this machine cannot resolve: {err}"
+    );
+    let text = fs::read_to_string(dir.join("cluster.toml")).unwrap();
+    assert!(
+        text.contains("addr = \"node2.hosts.test:7000\"")
+            && text.contains("[clock]")
+            && text.contains("algorithm = \"berkeley\""),
+        "{text}"
+    );
+    let out = Command::new(BIN)
+        .args(["leader", "--cluster"])
+        .arg(dir.join("client.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("node[0].addr") && err.contains("\"node0.hosts.test\" does not resolve"),
+        "{err}"
+    );
+}
+
+/// `cluster init --addr` takes `localhost` and bracketed IPv6 literals beside IPv4 ones: a
+/// cluster of nodes at `localhost:P`, `[::1]:P` and `127.0.0.1:P` on this machine (over TCP,
+/// `DISTSYNC_TRANSPORT=tcp`, not the Unix sockets) agrees on a leader and grants a lock. Bad
+/// forms are refused naming the flag.
+#[test]
+fn cluster_init_takes_localhost_and_ipv6_literals() {
+    let _g = lock_guard();
+    let tmp = scratch("init-v6");
+    let dir = tmp.path();
+    let p = free_ports(3);
+    let v6 = std::net::TcpListener::bind("[::1]:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addrs = [
+        format!("localhost:{}", p[0]),
+        format!("[::1]:{v6}"),
+        format!("127.0.0.1:{}", p[2]),
+    ];
+    for (bad, says) in [
+        ("::1:7000", "in brackets"),
+        ("node_1:7000", "neither an IP address nor a host name"),
+    ] {
+        let out = cluster(dir, &["init", "--mutex", "central", "--addr", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--addr") && err.contains(says), "{err}");
+    }
+    let mut args = vec!["init", "--mutex", "ricart-agrawala"];
+    for a in &addrs {
+        args.extend(["--addr", a.as_str()]);
+    }
+    args.extend(["--heartbeat", "50ms", "--heartbeat-timeout", "500ms"]);
+    let out = cluster(dir, &args);
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&format!(
+            "node 0 at localhost:{} (127.0.0.1:{} here)",
+            p[0], p[0]
+        )) && said.contains(&format!("node 1 at [::1]:{v6}:")),
+        "{said}"
+    );
+    let mut nodes: Vec<std::process::Child> = (0..3)
+        .map(|i| {
+            let log = fs::File::create(dir.join(format!("node-{i}.log"))).unwrap();
+            Command::new(BIN)
+                .args(["node", "--cluster"])
+                .arg(dir.join("cluster.toml"))
+                .args(["--id", &i.to_string()])
+                .env("DISTSYNC_TRANSPORT", "tcp")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let client = dir.join("client.toml");
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let mut agreed = serde_json::Value::Null;
+    while std::time::Instant::now() < until {
+        let out = Command::new(BIN)
+            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
+            .arg(&client)
+            .env("DISTSYNC_TRANSPORT", "tcp")
+            .output()
+            .unwrap();
+        agreed = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if agreed["agreed"] == true && agreed["answered"] == 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let locked = Command::new(BIN)
+        .args(["lock", "-w", "30", "--cluster"])
+        .arg(&client)
+        .args(["x", "-c", "test -n \"$DISTSYNC_FENCING_TOKEN\""])
+        .env("DISTSYNC_TRANSPORT", "tcp")
+        .output()
+        .unwrap();
+    let table = Command::new(BIN)
+        .args(["leader", "--cluster"])
+        .arg(&client)
+        .env("DISTSYNC_TRANSPORT", "tcp")
+        .output()
+        .unwrap();
+    let log1 = fs::read_to_string(dir.join("node-1.log")).unwrap_or_default();
+    for n in &mut nodes {
+        let _ = n.kill();
+        let _ = n.wait();
+    }
+    assert!(
+        agreed["agreed"] == true && agreed["answered"] == 3,
+        "{agreed}\n{log1}"
+    );
+    for (i, a) in addrs.iter().enumerate() {
+        assert_eq!(agreed["nodes"][i]["addr"], a.as_str(), "{agreed}");
+    }
+    // `leader`: one line per node (id, address, leader, view, state), the view's members once.
+    let table = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 1 + 3 + 1 + 1, "{table}");
+    assert!(lines[0].starts_with("node  address"), "{table}");
+    let leader = agreed["leader"].as_u64().unwrap().to_string();
+    for (i, a) in addrs.iter().enumerate() {
+        let cells: Vec<&str> = lines[1 + i].split_whitespace().collect();
+        assert_eq!(
+            cells[..3],
+            [i.to_string().as_str(), a.as_str(), leader.as_str()],
+            "{table}"
+        );
+        assert_eq!(cells[4], "open", "{table}");
+    }
+    assert!(
+        lines[4].starts_with("view ") && lines[4].ends_with(": members 0 1 2"),
+        "{table}"
+    );
+    assert!(lines[5].starts_with("agreed: node "), "{table}");
+    assert!(
+        log1.contains(&format!("[::1]:{v6}")),
+        "node 1 listens on its IPv6 address: {log1}"
+    );
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
+}
+
+/// A client file holds the client key only: `distsync node` refuses it, naming the file and
+/// saying it holds no node key (before, a node started from it and was refused by its peers),
+/// and `time status` says so at once (before, it waited for answers and reported every node
+/// down). The cluster file is taken by both.
+#[test]
+fn a_client_file_runs_no_node_and_reads_no_clock() {
+    let tmp = scratch("client-file");
+    let dir = tmp.path();
+    let p = free_ports(1)[0].to_string();
+    let addr = format!("127.0.0.1:{p}");
+    let out = cluster(
+        dir,
+        &[
+            "init",
+            "--mutex",
+            "ricart-agrawala",
+            "--addr",
+            &addr,
+            "--clock",
+            "cristian",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client = dir.join("client.toml");
+    let text = fs::read_to_string(&client).unwrap();
+    assert!(text.contains("client_only = true"), "{text}");
+    let node = Command::new(BIN)
+        .args(["node", "--id", "0", "--cluster"])
+        .arg(&client)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&node.stderr);
+    assert_eq!(node.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&client.display().to_string())
+            && err.contains("this file has no node key")
+            && err.contains("cluster.toml"),
+        "{err}"
+    );
+    let status = Command::new(BIN)
+        .args(["time", "status", "--timeout", "5s", "--cluster"])
+        .arg(&client)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(status.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("this file has no node key") && status.stdout.is_empty(),
+        "{err}"
+    );
+    // The cluster file is the node's: `time status` asks the (absent) node and says it is down.
+    let status = Command::new(BIN)
+        .args([
+            "time",
+            "status",
+            "--timeout",
+            "200ms",
+            "--samples",
+            "1",
+            "--cluster",
+        ])
+        .arg(dir.join("cluster.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        status.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
+
+/// A one-node cluster file at `addr` in `dir`, with the tests' timeouts.
+fn one_node_file(dir: &Path, addr: &str) -> std::path::PathBuf {
+    let path = dir.join("cluster.toml");
+    fs::write(
+        &path,
+        format!(
+            "mutex = \"ricart-agrawala\"\nelection = \"bully\"\nsecret = \"test-secret-0123456789\"\n\
+             {TIMEOUTS}[[node]]\nid = 0\naddr = \"{addr}\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Under systemd (`Type=notify`): a node sends `READY=1` on `NOTIFY_SOCKET` once it accepts
+/// connections (a client's status request is answered right after), `RELOADING=1` and then
+/// `READY=1` again when an admin restarts it in place, and `STOPPING=1` when it is told to stop
+/// (SIGTERM). The test plays the service manager with its own datagram socket.
+#[test]
+fn a_node_tells_systemd_when_it_is_ready_and_when_it_stops() {
+    let _g = lock_guard();
+    let tmp = scratch("notify");
+    let dir = tmp.path();
+    let port = free_ports(1)[0];
+    let file = one_node_file(dir, &format!("127.0.0.1:{port}"));
+    let notify = dir.join("notify.sock");
+    let manager = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
+    manager
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let log = fs::File::create(dir.join("notified.log")).unwrap();
+    let mut node = Command::new(BIN)
+        .args(["node", "--id", "0", "--cluster"])
+        .arg(&file)
+        .env("NOTIFY_SOCKET", &notify)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let got = manager
+        .recv(&mut buf)
+        .map(|n| String::from_utf8_lossy(&buf[..n]).to_string());
+    let answered = Command::new(BIN)
+        .args(["leader", "--json", "--timeout", "2s", "--cluster"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    // Restarted in place by an admin: RELOADING=1 from this image, READY=1 from the next.
+    let restarted = cluster(dir, &["restart"]);
+    let mut recv = || {
+        manager
+            .recv(&mut buf)
+            .map(|n| String::from_utf8_lossy(&buf[..n]).to_string())
+    };
+    let reloading = recv();
+    let ready_again = recv();
+    let mut buf = [0u8; 4096];
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(node.id() as i32, libc::SIGTERM) };
+    let stopping = manager
+        .recv(&mut buf)
+        .map(|n| String::from_utf8_lossy(&buf[..n]).to_string());
+    let status = node.wait().unwrap();
+    let logged = fs::read_to_string(dir.join("notified.log")).unwrap();
+    let got = got.unwrap_or_else(|e| panic!("no notification: {e}\n{logged}"));
+    assert!(
+        got.lines().any(|l| l == "READY=1")
+            && got.contains(&format!("STATUS=node 0 serving at 127.0.0.1:{port}")),
+        "{got:?}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&answered.stdout).unwrap();
+    assert_eq!(j["answered"], 1, "the node answers once it said READY: {j}");
+    assert!(
+        restarted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    let reloading = reloading.unwrap_or_else(|e| panic!("no RELOADING: {e}\n{logged}"));
+    assert!(
+        reloading.lines().any(|l| l == "RELOADING=1")
+            && reloading.contains("STATUS=node 0 restarting"),
+        "{reloading:?}"
+    );
+    let ready_again = ready_again.unwrap_or_else(|e| panic!("no READY again: {e}\n{logged}"));
+    assert!(
+        ready_again.lines().any(|l| l == "READY=1"),
+        "{ready_again:?}"
+    );
+    let stopping = stopping.unwrap_or_else(|e| panic!("no STOPPING: {e}\n{logged}"));
+    assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping:?}");
+    assert!(status.success(), "{status:?}\n{logged}");
+}
+
+/// Socket activation: the node takes the listening socket passed as descriptor 3 with
+/// `LISTEN_FDS=1` and `LISTEN_PID` its own pid (what systemd's `.socket` unit does) instead of
+/// binding its address: the test keeps its own copy of that socket open, so a node binding the
+/// address itself would fail with "address in use". A socket on another port than the cluster
+/// file's is refused, naming both.
+#[test]
+fn a_node_takes_the_listening_socket_systemd_passes() {
+    let _g = lock_guard();
+    let tmp = scratch("activate");
+    let dir = tmp.path();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let activated = |file: &Path, log: &str| {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let fd = held.as_raw_fd();
+        let log = fs::File::create(dir.join(log)).unwrap();
+        let mut cmd = Command::new("sh");
+        // `exec` keeps the shell's pid: LISTEN_PID=$$ names the node.
+        cmd.args([
+            "-c",
+            "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" node --id 0 --cluster \"$1\"",
+            BIN,
+        ])
+        .arg(file)
+        .env("DISTSYNC_TRANSPORT", "tcp")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+        // SAFETY: dup2 and fcntl are async-signal-safe; they make the listener descriptor 3
+        // in the child, without close-on-exec, as systemd passes it (dup2 onto itself would
+        // leave the flag set).
+        unsafe {
+            cmd.pre_exec(move || {
+                let done = if fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, 3)
+                };
+                if done < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().unwrap()
+    };
+    let file = one_node_file(dir, &format!("127.0.0.1:{port}"));
+    let mut node = activated(&file, "activated.log");
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    let mut j = serde_json::Value::Null;
+    while std::time::Instant::now() < until {
+        let out = Command::new(BIN)
+            .args(["leader", "--json", "--timeout", "1s", "--cluster"])
+            .arg(&file)
+            .env("DISTSYNC_TRANSPORT", "tcp")
+            .output()
+            .unwrap();
+        j = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if j["answered"] == 1 || node.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Restarted by an admin, the node executes itself again in place and takes the socket
+    // again (descriptor 3, LISTEN_PID still its pid): binding the port itself would fail.
+    let restarted = cluster(dir, &["restart"]);
+    let again = Command::new(BIN)
+        .args(["leader", "--json", "--timeout", "2s", "--cluster"])
+        .arg(&file)
+        .env("DISTSYNC_TRANSPORT", "tcp")
+        .output()
+        .unwrap();
+    let still = node.try_wait().unwrap().is_none();
+    let _ = node.kill();
+    let _ = node.wait();
+    let logged = fs::read_to_string(dir.join("activated.log")).unwrap();
+    assert_eq!(j["answered"], 1, "{j}\n{logged}");
+    assert!(
+        logged.contains("listening on the socket passed by the service manager"),
+        "{logged}"
+    );
+    assert!(
+        restarted.status.success() && still,
+        "{}{}\n{logged}",
+        String::from_utf8_lossy(&restarted.stdout),
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    assert_eq!(
+        logged
+            .matches("listening on the socket passed by the service manager")
+            .count(),
+        2,
+        "{logged}"
+    );
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap_or_default();
+    assert_eq!(again["answered"], 1, "{again}\n{logged}");
+
+    // The cluster file names another port: refused, naming both.
+    let other = free_ports(1)[0];
+    let wrong = tmp.path().join("wrong");
+    fs::create_dir(&wrong).unwrap();
+    let file = one_node_file(&wrong, &format!("127.0.0.1:{other}"));
+    let status = activated(&file, "wrong.log").wait().unwrap();
+    let logged = fs::read_to_string(dir.join("wrong.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{logged}");
+    assert!(
+        logged.contains(&format!("listens on 127.0.0.1:{port}"))
+            && logged.contains(&format!("port {other}")),
+        "{logged}"
+    );
+}
+
+/// Remote operations: an operator with only the cluster file (the admin file) in a directory
+/// of its own — no pid files, no sockets: over TCP, as from another machine — stops and
+/// restarts every node through authenticated admin requests (before, `cluster down` there
+/// said "no node pid files", exit 0, and stopped nothing). `restart` makes a node execute
+/// itself again in place: the same pid answers again. A client file cannot: `stop` refuses it
+/// by name, and an admin request sent with the client key is refused by the node.
+#[test]
+fn cluster_stop_and_restart_from_an_admin_directory_reach_every_node() {
+    let _g = lock_guard();
+    let tmp = scratch("admin");
+    let dir = tmp.path().join("nodes");
+    fs::create_dir(&dir).unwrap();
+    let _down = Down(dir.clone());
+    let up = cluster_up_fast(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let pids: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
+    let admin = tmp.path().join("admin");
+    let users = tmp.path().join("users");
+    for (d, f) in [(&admin, "cluster.toml"), (&users, "client.toml")] {
+        fs::create_dir(d).unwrap();
+        fs::copy(dir.join(f), d.join(f)).unwrap();
+    }
+
+    // Status from the admin directory: every node's pid, as the node tells it.
+    let out = cluster(&admin, &["status", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["up"], true, "{j}");
+    for (i, pid) in pids.iter().enumerate() {
+        assert_eq!(j["nodes"][i]["pid"], *pid, "{j}");
+        assert!(j["nodes"][i]["host"].is_string(), "{j}");
+    }
+    // From the users' directory: what the nodes believe, no pids; no stopping.
+    let out = cluster(&users, &["status"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cluster(&users, &["stop"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("only the client file is here"), "{err}");
+    // An admin request over a client connection is refused by the node itself.
+    let client = distsync_net::Cluster::load(&users.join("client.toml")).unwrap();
+    let refused = distsync_net::runtime().unwrap().block_on(async {
+        let mut c = distsync_net::client::Client::connect(&client, distsync_core::NodeId(0))
+            .await
+            .unwrap();
+        c.send(&distsync_net::wire::ClientRequest::Shutdown { restart: false })
+            .await
+            .unwrap();
+        c.recv().await.unwrap()
+    });
+    assert!(
+        matches!(&refused, distsync_net::wire::ClientReply::Refused { reason } if reason.contains("admin")),
+        "{refused:?}"
+    );
+    assert!(pids.iter().all(|&p| alive(p)), "no node stopped");
+
+    // Restart node 1 in place: the same process id answers again, and the cluster serves.
+    let out = cluster(&admin, &["restart", "--id", "1"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains(&format!("node 1 (pid {}): restarting in place", pids[1]))
+            && said.contains(&format!("node 1 (pid {} on ", pids[1]))
+            && said.contains("answers again"),
+        "{said}"
+    );
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "30s", "--cluster"])
+        .arg(users.join("client.toml"))
+        .args(["x", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Stop every node from the admin directory.
+    let out = cluster(&admin, &["stop"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.matches("stopping (admin request)").count(),
+        3,
+        "{said}"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| alive(p)) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        pids.iter().all(|&p| !alive(p)),
+        "every node process exited: {said}"
+    );
+    // Stopped already: `down` says so and succeeds.
+    let out = cluster(&admin, &["down"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.matches("not running").count(), 3, "{said}");
+}
+
+/// The unit files of contrib/systemd run the node as this page says: `Type=notify` (the node
+/// sends READY=1), an `ExecStart` whose flags this binary takes (run here with its cluster file
+/// missing: refused naming the file, not the flags), and a socket unit that passes one TCP
+/// stream socket to the service of the same instance.
+#[test]
+fn the_systemd_units_run_the_node_as_documented() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
+    let service = fs::read_to_string(root.join("distsync-node@.service")).unwrap();
+    let socket = fs::read_to_string(root.join("distsync-node@.socket")).unwrap();
+    let value = |text: &str, key: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(value(&service, "Type"), ["notify"]);
+    let exec = value(&service, "ExecStart");
+    assert_eq!(exec.len(), 1, "{exec:?}");
+    let words: Vec<String> = exec[0]
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.replace("%i", "0"))
+        .collect();
+    assert_eq!(words[0], "node", "{words:?}");
+    let tmp = scratch("units");
+    let missing = tmp.path().join("cluster.toml");
+    let args: Vec<String> = words
+        .iter()
+        .map(|w| {
+            if w.ends_with("cluster.toml") {
+                missing.display().to_string()
+            } else {
+                w.clone()
+            }
+        })
+        .collect();
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&missing.display().to_string())
+            && err.contains("cannot read the cluster file"),
+        "{err}"
+    );
+    let listen = value(&socket, "ListenStream");
+    assert_eq!(listen.len(), 1, "one socket, descriptor 3: {listen:?}");
+    assert!(listen[0].parse::<u16>().is_ok(), "{listen:?}");
+    let state = value(&service, "ReadWritePaths");
+    assert!(
+        exec[0].contains(&format!("{}/cluster.toml", state[0])),
+        "the node writes its epoch mark beside its cluster file: {exec:?} {state:?}"
     );
 }

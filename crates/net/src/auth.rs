@@ -46,6 +46,10 @@ pub enum Role {
     Peer(NodeId),
     /// A client (`distsync lock`, `distsync leader`).
     Client,
+    /// An operator (`distsync cluster stop|restart|status` with the cluster file): a client
+    /// that may also stop and restart the node. It proves the node key, which only the cluster
+    /// file (the admin file) holds: a client key cannot take this role.
+    Admin,
 }
 
 impl Role {
@@ -56,6 +60,7 @@ impl Role {
                 [1, b[0], b[1], b[2], b[3]]
             }
             Role::Client => [2, 0, 0, 0, 0],
+            Role::Admin => [3, 0, 0, 0, 0],
         }
     }
 }
@@ -65,6 +70,7 @@ impl fmt::Display for Role {
         match self {
             Role::Peer(id) => write!(f, "node {id}"),
             Role::Client => write!(f, "client"),
+            Role::Admin => write!(f, "admin"),
         }
     }
 }
@@ -278,6 +284,9 @@ mod tests {
             &p
         ));
         assert!(!check(S, Side::Initiator, &ni, &nr, Role::Client, &p));
+        let admin = proof(S, Side::Initiator, &ni, &nr, Role::Admin);
+        assert!(!check(S, Side::Initiator, &ni, &nr, Role::Client, &admin));
+        assert!(check(S, Side::Initiator, &ni, &nr, Role::Admin, &admin));
     }
 
     #[test]

@@ -19,6 +19,9 @@ use std::time::Duration;
 
 /// How long a client waits to connect to one node.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Ends the message of a connection refused by the node's machine: no process listens at the
+/// node's address (the node is not running), as opposed to a node that does not answer.
+pub const NOT_LISTENING: &str = "nothing listens there";
 /// How many redirects a lock request follows.
 pub const MAX_REDIRECTS: usize = 8;
 
@@ -59,6 +62,23 @@ pub struct Client {
 impl Client {
     /// Connects to node `node` of `cluster` and proves the secret.
     pub async fn connect(cluster: &Cluster, node: NodeId) -> Result<Client, ClientError> {
+        Client::connect_as(cluster, node, Role::Client).await
+    }
+
+    /// Connects to node `node` as an admin, proving the node key: the cluster file's, never a
+    /// client file's (which has no node key; refused here, naming the file).
+    pub async fn connect_admin(cluster: &Cluster, node: NodeId) -> Result<Client, ClientError> {
+        cluster
+            .node_key("an admin request")
+            .map_err(|e| ClientError::Unavailable(e.to_string()))?;
+        Client::connect_as(cluster, node, Role::Admin).await
+    }
+
+    async fn connect_as(
+        cluster: &Cluster,
+        node: NodeId,
+        role: Role,
+    ) -> Result<Client, ClientError> {
         let addr = cluster
             .addr_of(node)
             .ok_or_else(|| ClientError::Unavailable(format!("no node has id {node}")))?;
@@ -68,9 +88,16 @@ impl Client {
             .await
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::TimedOut => fail(format!("no answer from {addr}")),
+                std::io::ErrorKind::ConnectionRefused => {
+                    fail(format!("cannot connect to {addr}: {e}: {NOT_LISTENING}"))
+                }
                 _ => fail(format!("cannot connect to {addr}: {e}")),
             })?;
-        let (reader, writer) = connection::initiate(stream, cluster.client_secret(), Role::Client)
+        let secret = match role {
+            Role::Client => cluster.client_secret(),
+            Role::Peer(_) | Role::Admin => cluster.secret(),
+        };
+        let (reader, writer) = connection::initiate(stream, secret, role)
             .await
             .map_err(|e| fail(e.to_string()))?;
         Ok(Client {
@@ -151,6 +178,43 @@ pub async fn ask(
 fn describe(e: ConnError) -> String {
     e.to_string()
 }
+
+/// Sends the admin request `req` to the nodes `ids` of `cluster` at once (see
+/// [`Client::connect_admin`]) and collects each node's answer within `timeout`, in the order of
+/// `ids`.
+pub async fn admin(
+    cluster: &Cluster,
+    ids: &[NodeId],
+    req: ClientRequest,
+    timeout: Duration,
+) -> Vec<(NodeId, Result<ClientReply, String>)> {
+    let mut tasks = Vec::new();
+    for &id in ids {
+        let (cluster, req) = (cluster.clone(), req.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = tokio::time::timeout(timeout, async {
+                let mut c = Client::connect_admin(&cluster, id).await?;
+                c.send(&req).await?;
+                match c.recv().await? {
+                    ClientReply::Refused { reason } => Err(ClientError::Refused(id, reason)),
+                    reply => Ok(reply),
+                }
+            })
+            .await;
+            match r {
+                Ok(Ok(reply)) => Ok(reply),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            }
+        }));
+    }
+    let mut out = Vec::new();
+    for (&id, t) in ids.iter().zip(tasks) {
+        out.push((id, t.await.unwrap_or_else(|e| Err(e.to_string()))));
+    }
+    out
+}
+
 /// What every node answered (or why it did not), in cluster-file order. The nodes are asked
 /// concurrently, each within `timeout`.
 pub async fn statuses(

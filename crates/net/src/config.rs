@@ -20,6 +20,15 @@
 //! Every field is checked when the file is read: an unknown field, a duration without a unit, an
 //! id that appears twice, an address that does not parse or an algorithm of the wrong family is
 //! refused with a message naming the file and the field, as scenario files are.
+//!
+//! An address is `HOST:PORT` where HOST is an IPv4 address, an IPv6 address in brackets
+//! (`[::1]:7000`) or a host name (`node1.example:7000`, `localhost:7000`). Names are resolved by
+//! the system's resolver (`/etc/hosts`, DNS) each time the file is read, that is when a node
+//! starts and when a client starts: a name that does not resolve is refused then, naming the
+//! host. A name with both IPv4 and IPv6 addresses takes its first IPv4 address (every machine
+//! reading the same file then picks the same one for the same answers); an IPv6 address is
+//! written as one. [`Cluster::check_offline`] checks a file without resolving anything, for a
+//! file written on a machine that does not know the nodes' names (`distsync cluster init`).
 
 use distsync_algorithms::registry::{self, Family};
 use distsync_core::{serde_duration, NodeId, Params, Peers};
@@ -40,7 +49,8 @@ pub const MIN_SECRET_LEN: usize = 16;
 pub struct NodeEntry {
     /// The node's id, unique in the file, at most [`MAX_NODE_ID`].
     pub id: NodeId,
-    /// Where the node listens, for its peers and its clients: "IP:PORT".
+    /// Where the node listens, for its peers and its clients: "HOST:PORT" (an IPv4 address,
+    /// `[IPv6]`, or a host name resolved when the file is read).
     pub addr: String,
 }
 
@@ -89,6 +99,10 @@ pub struct ClusterFile {
     /// shared secret: then any lock user can pose as a node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// `true` in a client file (`client.toml`): `secret` is the client key and there is no node
+    /// key, so no node can run from it (`distsync node` refuses it and says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_only: bool,
     /// Timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -264,7 +278,7 @@ pub struct Cluster {
     pub origin: String,
     /// Every node id, in file order.
     pub peers: Peers,
-    /// Each node's address, in file order.
+    /// Each node's address, in file order, as resolved when the file was read.
     pub addrs: Vec<SocketAddr>,
     /// Where a node keeps its state (its epoch high-water mark, see `persist`): the directory
     /// of the cluster file when it was read from one; `None` keeps nothing on disk.
@@ -326,8 +340,41 @@ impl Cluster {
         Cluster::check(file, origin)
     }
 
-    /// Checks a parsed cluster file.
+    /// Checks a parsed cluster file and resolves its nodes' addresses.
     pub fn check(file: ClusterFile, origin: &str) -> Result<Cluster, ConfigError> {
+        let peers = Cluster::check_offline(&file, origin)?;
+        let mut addrs: Vec<SocketAddr> = Vec::with_capacity(file.nodes.len());
+        for (i, n) in file.nodes.iter().enumerate() {
+            let addr = resolve(&n.addr).map_err(|message| ConfigError {
+                origin: origin.to_string(),
+                field: format!("node[{i}].addr"),
+                message,
+            })?;
+            if let Some(j) = addrs.iter().position(|a| *a == addr) {
+                return Err(ConfigError {
+                    origin: origin.to_string(),
+                    field: format!("node[{i}].addr"),
+                    message: format!(
+                        "{:?} is {addr}, also the address of node[{j}] ({:?})",
+                        n.addr, file.nodes[j].addr
+                    ),
+                });
+            }
+            addrs.push(addr);
+        }
+        Ok(Cluster {
+            file,
+            origin: origin.to_string(),
+            peers,
+            addrs,
+            state_dir: None,
+        })
+    }
+
+    /// Checks every field of a parsed cluster file, the addresses' form included, without
+    /// resolving any host name (nothing is looked up); returns the node ids in file order.
+    /// [`Cluster::check`] does this and then resolves the addresses.
+    pub fn check_offline(file: &ClusterFile, origin: &str) -> Result<Peers, ConfigError> {
         let err = |field: String, message: String| ConfigError {
             origin: origin.to_string(),
             field,
@@ -353,13 +400,20 @@ impl Cluster {
                 format!("must be at least {MIN_SECRET_LEN} characters"),
             ));
         }
+        if file.client_only && file.client_secret.is_some() {
+            return Err(err(
+                "client_secret".into(),
+                "a client file (`client_only = true`) holds one key, the client key, as `secret`"
+                    .into(),
+            ));
+        }
         if file.nodes.is_empty() {
             return Err(err(
                 "node".into(),
                 "at least one [[node]] with `id` and `addr` is needed".into(),
             ));
         }
-        let mut addrs = Vec::with_capacity(file.nodes.len());
+        let mut seen: Vec<(String, u16)> = Vec::with_capacity(file.nodes.len());
         for (i, n) in file.nodes.iter().enumerate() {
             if n.id.0 > MAX_NODE_ID {
                 return Err(err(
@@ -367,19 +421,15 @@ impl Cluster {
                     format!("{} is too large: node ids go up to {MAX_NODE_ID}", n.id),
                 ));
             }
-            let addr: SocketAddr = n.addr.parse().map_err(|_| {
-                err(
-                    format!("node[{i}].addr"),
-                    format!("{:?} is not IP:PORT (like \"127.0.0.1:7000\")", n.addr),
-                )
-            })?;
-            if addrs.contains(&addr) {
+            let (host, port) = host_port(&n.addr).map_err(|m| err(format!("node[{i}].addr"), m))?;
+            let key = (host.to_ascii_lowercase(), port);
+            if seen.contains(&key) {
                 return Err(err(
                     format!("node[{i}].addr"),
-                    format!("{addr} is also the address of another node"),
+                    format!("{:?} is also the address of another node", n.addr),
                 ));
             }
-            addrs.push(addr);
+            seen.push(key);
         }
         let peers = Peers::new(file.nodes.iter().map(|n| n.id).collect())
             .map_err(|e| err("node".into(), e.to_string()))?;
@@ -412,34 +462,14 @@ impl Cluster {
             c.check()
                 .map_err(|(field, m)| err(format!("clock.{field}"), m))?;
         }
-        let cluster = Cluster {
-            file,
-            origin: origin.to_string(),
-            peers,
-            addrs,
-            state_dir: None,
-        };
-        let params = cluster.params();
-        crate::machine::validate(
-            &cluster.file.mutex,
-            &cluster.file.election,
-            &params,
-            &cluster.peers,
-        )
-        .map_err(|e| err(e.field.to_string(), e.message))?;
-        Ok(cluster)
+        crate::machine::validate(&file.mutex, &file.election, &params_of(t), &peers)
+            .map_err(|e| err(e.field.to_string(), e.message))?;
+        Ok(peers)
     }
 
     /// The algorithm parameters every node derives from the file (the election timeouts).
     pub fn params(&self) -> Params {
-        let t = &self.file.timeouts;
-        Params {
-            answer_timeout: Some(t.answer_timeout),
-            coordinator_timeout: Some(t.coordinator_timeout),
-            heartbeat: Some(t.heartbeat),
-            heartbeat_timeout: Some(t.heartbeat_timeout),
-            ..Params::default()
-        }
+        params_of(&self.file.timeouts)
     }
 
     /// The address of node `id`.
@@ -463,12 +493,123 @@ impl Cluster {
 
     /// The same file for clients: the client key as its only secret, no node key.
     pub fn client_file(&self) -> ClusterFile {
+        self.file.client_file()
+    }
+}
+
+impl ClusterFile {
+    /// The same file for clients: the client key as its only secret, no node key.
+    pub fn client_file(&self) -> ClusterFile {
         ClusterFile {
-            secret: String::from_utf8_lossy(self.client_secret()).to_string(),
+            secret: self.client_secret.as_ref().unwrap_or(&self.secret).clone(),
             client_secret: None,
-            ..self.file.clone()
+            client_only: true,
+            ..self.clone()
         }
     }
+}
+
+impl Cluster {
+    /// Refuses a client file where the node key is needed (`what`: "a node", "the clocks"),
+    /// naming the file and saying what to use instead.
+    pub fn node_key(&self, what: &str) -> Result<(), ConfigError> {
+        if self.file.client_only {
+            return Err(ConfigError {
+                origin: self.origin.clone(),
+                field: String::new(),
+                message: format!(
+                    "this file has no node key (`client_only = true`: it holds the client key \
+                     only, for lock users), and {what} needs the node key: use the cluster file \
+                     (cluster.toml)"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn params_of(t: &Timeouts) -> Params {
+    Params {
+        answer_timeout: Some(t.answer_timeout),
+        coordinator_timeout: Some(t.coordinator_timeout),
+        heartbeat: Some(t.heartbeat),
+        heartbeat_timeout: Some(t.heartbeat_timeout),
+        ..Params::default()
+    }
+}
+
+/// Splits `HOST:PORT` (HOST a host name, an IPv4 address, or an IPv6 address in brackets),
+/// checking its form only; the error says what was expected.
+pub fn host_port(addr: &str) -> Result<(&str, u16), String> {
+    let expected =
+        "expected HOST:PORT, like \"10.0.0.1:7000\", \"node1.example:7000\" or \"[::1]:7000\"";
+    let (host, port) = if let Some(rest) = addr.strip_prefix('[') {
+        let Some((v6, port)) = rest.split_once("]:") else {
+            return Err(format!("{addr:?}: {expected}"));
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("{addr:?}: {v6:?} is not an IPv6 address"));
+        }
+        (v6, port)
+    } else {
+        let Some((host, port)) = addr.rsplit_once(':') else {
+            return Err(format!("{addr:?}: no port; {expected}"));
+        };
+        if host.contains(':') {
+            return Err(format!(
+                "{addr:?}: an IPv6 address goes in brackets, like \"[{host}]:{port}\""
+            ));
+        }
+        (host, port)
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{addr:?}: the port {port:?} is not a number from 0 to 65535"))?;
+    if host.is_empty() {
+        return Err(format!("{addr:?}: no host; {expected}"));
+    }
+    if host.parse::<std::net::IpAddr>().is_err() && !is_host_name(host) {
+        return Err(format!(
+            "{addr:?}: {host:?} is neither an IP address nor a host name (letters, digits, \
+             '-' and '.'); {expected}"
+        ));
+    }
+    Ok((host, port))
+}
+
+/// A host name as RFC 1123 allows: dot-separated labels of 1 to 63 letters, digits and '-',
+/// not starting or ending with '-', 253 characters at most.
+fn is_host_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// Resolves `HOST:PORT` (see [`host_port`]) with the system's resolver: an IP address is taken
+/// as it is; a host name gives its first IPv4 address, else its first address. The error names
+/// the host and what the resolver said.
+pub fn resolve(addr: &str) -> Result<SocketAddr, String> {
+    let (host, port) = host_port(addr)?;
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    use std::net::ToSocketAddrs;
+    let found: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("the host {host:?} does not resolve: {e}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("the host {host:?} does not resolve: no address"))
 }
 
 fn family(name: &str, want: Family) -> Result<(), String> {
@@ -565,6 +706,69 @@ addr = "127.0.0.1:7002"
             field_of(&GOOD.replace("\"300ms\"", "\"60ms\"")),
             "timeouts.heartbeat_timeout"
         );
+    }
+
+    #[test]
+    fn addresses_take_host_names_and_bracketed_ipv6() {
+        assert_eq!(host_port("localhost:7000"), Ok(("localhost", 7000)));
+        assert_eq!(
+            host_port("node1.example:17200"),
+            Ok(("node1.example", 17200))
+        );
+        assert_eq!(host_port("[::1]:7000"), Ok(("::1", 7000)));
+        assert_eq!(host_port("10.0.0.1:7000"), Ok(("10.0.0.1", 7000)));
+        for (bad, says) in [
+            ("::1:7000", "in brackets"),
+            ("[::1]7000", "expected HOST:PORT"),
+            ("[nope]:7000", "not an IPv6 address"),
+            ("localhost", "no port"),
+            (":7000", "no host"),
+            ("node_1:7000", "neither an IP address nor a host name"),
+            ("-node:7000", "neither an IP address nor a host name"),
+            ("localhost:70000", "not a number from 0 to 65535"),
+        ] {
+            let e = host_port(bad).unwrap_err();
+            assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
+        }
+        assert_eq!(resolve("[::1]:7000").unwrap().to_string(), "[::1]:7000");
+        // `localhost` resolves everywhere; its IPv4 address is preferred.
+        let local = resolve("localhost:7000").unwrap();
+        assert!(local.ip().is_loopback() && local.is_ipv4(), "{local}");
+        let e = resolve("no-such-host.invalid:7000").unwrap_err();
+        assert!(
+            e.contains("\"no-such-host.invalid\" does not resolve"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_resolve_when_the_file_is_read_and_only_then() {
+        let named = GOOD
+            .replace("127.0.0.1:7000", "localhost:7000")
+            .replace("127.0.0.1:7001", "[::1]:7001");
+        let c = Cluster::from_toml(&named, "c.toml").unwrap();
+        assert_eq!(c.addrs[0].to_string(), "127.0.0.1:7000");
+        assert_eq!(c.addrs[1].to_string(), "[::1]:7001");
+        // Two spellings of one address are one address.
+        let twice = GOOD.replace("127.0.0.1:7001", "localhost:7000");
+        let e = Cluster::from_toml(&twice, "c.toml").unwrap_err();
+        assert_eq!(e.field, "node[1].addr");
+        assert!(e.message.contains("also the address of node[0]"), "{e}");
+        // A name that does not resolve is refused when the file is read, naming the host...
+        let far = GOOD.replace("127.0.0.1:7002", "node2.invalid:7002");
+        let e = Cluster::from_toml(&far, "c.toml").unwrap_err();
+        assert_eq!(e.field, "node[2].addr");
+        assert!(
+            e.to_string().contains("\"node2.invalid\" does not resolve"),
+            "{e}"
+        );
+        // ...but a file can be checked without resolving anything (`cluster init`).
+        let file: ClusterFile = toml::from_str(&far).unwrap();
+        let peers = Cluster::check_offline(&file, "c.toml").unwrap();
+        assert_eq!(peers.len(), 3);
+        let file: ClusterFile = toml::from_str(&GOOD.replace("127.0.0.1:7001", "a_b:1")).unwrap();
+        let e = Cluster::check_offline(&file, "c.toml").unwrap_err();
+        assert_eq!(e.field, "node[1].addr");
     }
 
     #[test]

@@ -324,9 +324,9 @@ pub async fn initiate(
     .map_err(|_| ConnError::Timeout)?
 }
 
-/// Listening side of the handshake: who connected, and the connection's halves. A node proves
-/// `node_secret`, a client `client_secret` (the role is bound into the proof, so a client key
-/// never opens a node's link).
+/// Listening side of the handshake: who connected, and the connection's halves. A node or an
+/// admin proves `node_secret`, a client `client_secret` (the role is bound into the proof, so a
+/// client key never opens a node's link nor an admin's connection).
 pub async fn respond(
     stream: impl Into<Stream>,
     node_secret: &[u8],
@@ -346,7 +346,7 @@ pub async fn respond(
             )));
         }
         let secret = match hello.role {
-            Role::Peer(_) => &node_secret,
+            Role::Peer(_) | Role::Admin => &node_secret,
             Role::Client => &client_secret,
         };
         let nonce_r = auth::nonce();
@@ -364,7 +364,7 @@ pub async fn respond(
                 "{} does not know the cluster secret{}",
                 hello.role,
                 match hello.role {
-                    Role::Peer(_) => " (the node key)",
+                    Role::Peer(_) | Role::Admin => " (the node key)",
                     Role::Client => " (the client key)",
                 }
             )));

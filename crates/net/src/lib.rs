@@ -38,6 +38,7 @@ mod peer;
 pub mod persist;
 pub mod shutdown;
 pub mod store;
+pub mod systemd;
 pub mod timers;
 pub mod transport;
 pub mod wire;

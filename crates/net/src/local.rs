@@ -129,6 +129,7 @@ pub fn cluster_file_holding(
         election: election.to_string(),
         secret: random_secret(),
         client_secret: Some(random_secret()),
+        client_only: false,
         timeouts,
         clock: None,
         locks: Default::default(),
@@ -229,6 +230,7 @@ pub fn cluster_file_for(
         election: election.to_string(),
         secret: random_secret(),
         client_secret: Some(random_secret()),
+        client_only: false,
         timeouts,
         clock: None,
         locks: Default::default(),
@@ -762,15 +764,15 @@ pub const CLIENT_FILE: &str = "client.toml";
 
 /// Writes `dir/client.toml` for `cluster`: everything but the node key (mode 0600; hand it to
 /// the users of the locks), atomically and durably.
-pub fn write_client_file(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
-    let path = write_client_file_unsynced(dir, cluster)?;
+pub fn write_client_file(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
+    let path = write_client_file_unsynced(dir, file)?;
     sync_files(std::slice::from_ref(&path))?;
     Ok(path)
 }
 
 /// [`write_client_file`] without waiting for the disk ([`sync_files`] later).
-pub fn write_client_file_unsynced(dir: &Path, cluster: &crate::Cluster) -> io::Result<PathBuf> {
-    let text = toml::to_string(&cluster.client_file())
+pub fn write_client_file_unsynced(dir: &Path, file: &ClusterFile) -> io::Result<PathBuf> {
+    let text = toml::to_string(&file.client_file())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let path = dir.join(CLIENT_FILE);
     write_private_unsynced(

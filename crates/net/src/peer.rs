@@ -335,9 +335,13 @@ pub async fn serve(
                         }
                     }
                 }
-                Role::Client => {
+                Role::Client | Role::Admin => {
                     let id = next_client.fetch_add(1, Ordering::Relaxed);
-                    client_session(id, addr, reader, writer, events, client_timeout).await;
+                    if role == Role::Admin {
+                        info!(%addr, client = id, "admin connected");
+                    }
+                    let admin = role == Role::Admin;
+                    client_session(id, addr, reader, writer, events, client_timeout, admin).await;
                 }
             }
         });
@@ -365,8 +369,11 @@ async fn client_session(
     mut writer: connection::Writer,
     events: mpsc::Sender<Event>,
     timeout: Duration,
+    admin: bool,
 ) {
     let (tx, mut rx) = mpsc::channel::<ClientReply>(CLIENT_QUEUE);
+    // Admin requests from a client connection are refused here, before the node sees them.
+    let refuse = tx.clone();
     if events.send(Event::ClientOpen(id, tx)).await.is_err() {
         return;
     }
@@ -381,6 +388,16 @@ async fn client_session(
     loop {
         match tokio::time::timeout(timeout, reader.recv::<ClientRequest>()).await {
             Ok(Ok(Some(req))) => {
+                if req.admin_only() && !admin {
+                    warn!(client = id, %addr, "refused an admin request from a client connection");
+                    let reason = "only an admin connection (the cluster file's node key) may \
+                                  stop, restart or inspect a node; the client key cannot"
+                        .to_string();
+                    if refuse.send(ClientReply::Refused { reason }).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 if events.send(Event::Client(id, req)).await.is_err() {
                     break;
                 }

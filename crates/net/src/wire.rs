@@ -260,6 +260,26 @@ pub enum ClientRequest {
         /// Include the payload ids of every update applied.
         log: bool,
     },
+    /// Admin only (a connection of role `Admin`, which proves the node key; refused to a
+    /// client): stop this node, or with `restart` make it execute itself again in place (same
+    /// pid, same arguments). Answered by `ShuttingDown`, after which the node closes every
+    /// connection and stops.
+    Shutdown {
+        /// Execute itself again instead of exiting.
+        restart: bool,
+    },
+    /// Admin only: which process serves as this node; answered by `Process`.
+    Process,
+}
+
+impl ClientRequest {
+    /// Whether only an admin connection may send it.
+    pub fn admin_only(&self) -> bool {
+        matches!(
+            self,
+            ClientRequest::Shutdown { .. } | ClientRequest::Process
+        )
+    }
 }
 
 /// A node's reply or notice to a client.
@@ -328,6 +348,22 @@ pub enum ClientReply {
     },
     /// This node's replica.
     Replica(Box<ReplicaStatus>),
+    /// Answer to `Shutdown`: the node is stopping (or restarting).
+    ShuttingDown {
+        /// Its process id.
+        pid: u32,
+        /// Whether it executes itself again.
+        restart: bool,
+    },
+    /// Answer to `Process`.
+    Process {
+        /// The node's process id.
+        pid: u32,
+        /// The name of its machine.
+        host: String,
+        /// How long the process has served (since its last start or restart), in milliseconds.
+        uptime_ms: u64,
+    },
 }
 
 /// What a node knows, for `distsync leader` and `distsync cluster status`.

@@ -124,6 +124,32 @@ impl Netns {
         format!("{}-{tag}", self.prefix)
     }
 
+    /// The tags of every namespace a command runs in: the nodes' "0".."n-1" and the clients' "c".
+    fn tags(&self) -> Vec<String> {
+        (0..self.n)
+            .map(|i| i.to_string())
+            .chain(["c".to_string()])
+            .collect()
+    }
+
+    /// Gives node i's address the host name `node{i}.{domain}` in every namespace, as an
+    /// `/etc/hosts` of each "machine" would: `ip netns exec` shows `/etc/netns/NAME/hosts` as
+    /// `/etc/hosts` to the commands it runs (the machine's own `/etc/hosts` is untouched).
+    /// Removed when dropped.
+    pub fn name_hosts(&self, domain: &str) -> Result<(), String> {
+        let mut hosts = String::from("127.0.0.1 localhost\n");
+        for i in 0..self.n {
+            hosts += &format!("10.77.0.{} node{i}.{domain}\n", i + 1);
+        }
+        for t in self.tags() {
+            let dir = Path::new("/etc/netns").join(self.name(&t));
+            fs::create_dir_all(&dir)
+                .and_then(|()| fs::write(dir.join("hosts"), &hosts))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Ok(())
+    }
+
     /// A command running `BIN` inside namespace `tag` ("0".."n-1", or "c" for clients).
     pub fn bin(&self, tag: &str) -> Command {
         let mut c = Command::new("ip");
@@ -160,15 +186,16 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let tags: Vec<String> = (0..self.n)
-            .map(|i| i.to_string())
-            .chain(["c".to_string(), "hub".to_string()])
-            .collect();
+        let mut tags = self.tags();
+        tags.push("hub".to_string());
         for t in tags {
+            let _ = fs::remove_dir_all(Path::new("/etc/netns").join(self.name(&t)));
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.name(&t)])
                 .output();
         }
+        // The directory `name_hosts` made, if nothing else is in it.
+        let _ = fs::remove_dir("/etc/netns");
     }
 }
 

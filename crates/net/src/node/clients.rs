@@ -96,6 +96,27 @@ impl Node {
                 self.reply(c, ClientReply::Released { name });
             }
             ClientRequest::Release { name } => self.unlock(c, &name),
+            // Admin requests (the connection proved the node key: `peer` refuses them from
+            // clients before they get here).
+            ClientRequest::Shutdown { restart } => {
+                info!(node = %self.id, client = c, restart, "an admin asked this node to stop");
+                self.reply(
+                    c,
+                    ClientReply::ShuttingDown {
+                        pid: std::process::id(),
+                        restart,
+                    },
+                );
+                self.shutdown = Some(restart);
+            }
+            ClientRequest::Process => self.reply(
+                c,
+                ClientReply::Process {
+                    pid: std::process::id(),
+                    host: host_name(),
+                    uptime_ms: self.start.elapsed().as_millis() as u64,
+                },
+            ),
             req @ (ClientRequest::Send { .. }
             | ClientRequest::Snapshot { .. }
             | ClientRequest::Update(_)
@@ -159,4 +180,15 @@ impl Node {
             handoffs: self.locks.handoffs,
         }
     }
+}
+
+/// This machine's name (gethostname(2)), or "?" when it has none.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer we own.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return "?".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }

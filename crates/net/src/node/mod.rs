@@ -100,12 +100,20 @@ pub async fn run_notify(
         ))
     })?;
     raise_descriptor_limit(id);
-    // Started by `cluster up`, the node is handed the socket held for it since its port was
-    // chosen (crate::local::HeldPorts); otherwise it binds the address itself.
-    let inherited = crate::local::take_inherited_tcp(addr).map(|l| {
-        l.set_nonblocking(true)?;
-        TcpListener::from_std(l)
-    });
+    // Started by systemd's socket activation, the node takes the socket systemd listens on;
+    // started by `cluster up`, the socket held for it since its port was chosen
+    // (crate::local::HeldPorts); otherwise it binds the address itself.
+    let activated = crate::systemd::take_activated(addr.port())
+        .map_err(|e| NodeError(format!("node {id}: {e}")))?;
+    if let Some(l) = &activated {
+        info!(node = %id, socket = ?l.local_addr().ok(), "listening on the socket passed by the service manager (LISTEN_FDS)");
+    }
+    let inherited = activated
+        .or_else(|| crate::local::take_inherited_tcp(addr))
+        .map(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        });
     let listener = match inherited {
         Some(l) => l,
         None => TcpListener::bind(addr).await,
@@ -270,7 +278,25 @@ async fn serve(
             tokio::task::yield_now().await;
             node.epochs.store();
         }
+        if let Some(restart) = node.shutdown {
+            info!(node = %node.id, restart, "stopping: an admin asked");
+            RESTART.store(restart, std::sync::atomic::Ordering::SeqCst);
+            // The answer (`ShuttingDown`) reaches the admin's connection before the node's
+            // connections close with it.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            break;
+        }
     }
+}
+
+/// Set when an admin asked the node that ran in this process to restart (`Shutdown { restart:
+/// true }`): once [`run`] returns, the process is to execute itself again.
+static RESTART: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the node that ran in this process stopped because an admin asked it to restart
+/// (`distsync cluster restart`): `distsync node` then executes itself again, in place.
+pub fn restart_requested() -> bool {
+    RESTART.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// A node's Unix socket file, removed when the node stops.
@@ -326,6 +352,8 @@ struct Node {
     dropped: dropped::Dropped,
     /// The mark last told to every peer (`Mark`).
     marked: Epoch,
+    /// An admin asked this node to stop (`Some(false)`) or to restart (`Some(true)`).
+    shutdown: Option<bool>,
     apps: apps::Apps,
 }
 
@@ -361,6 +389,7 @@ impl Node {
             last_join: None,
             epochs: EpochMark::new(id, cluster.peers.len()),
             marked: 0,
+            shutdown: None,
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),
