@@ -409,7 +409,7 @@ function drawTopology(v) {
   const svg = $("#topo");
   // The element of the drawing that has the focus keeps it across the redraw.
   const had = document.activeElement && svg.contains(document.activeElement)
-    ? (document.activeElement.dataset.node !== undefined ? `g.t-node[data-node="${document.activeElement.dataset.node}"]` : `g.t-msg[data-id="${document.activeElement.dataset.id}"]`) : null;
+    ? (document.activeElement.dataset.node !== undefined ? `g.t-hit[data-node="${document.activeElement.dataset.node}"]` : `g.t-msg[data-id="${document.activeElement.dataset.id}"]`) : null;
   svg.textContent = "";
   const defs = svgEl("defs");
   const marker = svgEl("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" });
@@ -494,10 +494,14 @@ function drawTopology(v) {
     if (bc === "leader") cls.push("t-leader");
     if (bad.has(p.id)) cls.push("t-bad");
     const g = svgEl("g", { class: cls.join(" "), "data-node": p.id });
-    g.append(svgEl("circle", { cx: q.x, cy: q.y, r: geo.r }));
+    // The process itself (its circle and name) is the button; its badge and token are drawn
+    // beside it and said in its accessible name.
+    const hit = svgEl("g", { class: "t-hit", "data-node": p.id });
+    hit.append(svgEl("circle", { cx: q.x, cy: q.y, r: geo.r }));
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
-    g.append(t);
+    hit.append(t);
+    g.append(hit);
     if (p.holds_token) {
       // The token, drawn at the process that holds it.
       const tk = svgEl("g", { class: "t-token" });
@@ -516,7 +520,8 @@ function drawTopology(v) {
       g.append(b);
     }
     g.addEventListener("click", (ev) => { ev.stopPropagation(); nodeMenu(p, ev); });
-    focusable(g, `process P${p.id}${p.alive ? (p.badge ? ", " + p.badge : "") : ", crashed"}${p.holds_token ? ", holds the token" : ""}: open its menu`, (ev) => nodeMenu(p, ev));
+    // The accessible name starts with what the drawing shows ("P1 requesting"), then says more.
+    focusable(hit, `P${p.id}${p.alive ? (p.badge ? " " + p.badge : "") : " crashed"}${p.holds_token ? ", holds the token" : ""}: open the process's menu`, (ev) => nodeMenu(p, ev));
     svg.append(g);
   }
   if (had) { const again = svg.querySelector(had); if (again) again.focus(); }
@@ -703,7 +708,9 @@ function drawRule(v, prevStep) {
     ? Object.keys(now.state).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(now.state[k])) : [];
   const reads = [...new Set(r.texts.flatMap((t) => t.reads))];
   box.append(el("h2", {}, `Step ${v.step}: P${r.node} applied rule ${r.texts.map((t) => t.rule).join(", ")} `, el("span", { class: "hint" }, `of ${r.file}`)));
-  for (const t of r.texts) box.append(el("p", { class: "rule-text", "data-rule": t.rule }, el("b", {}, t.rule + ". "), t.text));
+  // The file's sentence, its `field` names as code.
+  const words = (text) => text.split("`").map((part, i) => (i % 2 ? el("code", {}, part) : part));
+  for (const t of r.texts) box.append(el("p", { class: "rule-text", "data-rule": t.rule }, el("b", {}, t.rule + ". "), ...words(t.text)));
   box.append(el("p", { class: "hint" },
     reads.length ? `fields the rule names: ${reads.join(", ")}` : "the rule names no field of the state", " · ",
     changed.length ? `changed by this step: ${changed.join(", ")}` : prevStep === v.step - 1 ? "no field changed" : "",

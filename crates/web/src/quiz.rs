@@ -289,7 +289,9 @@ fn predict(session: &Session, view: &View) -> Result<Made, String> {
             for _ in 0..LOOK_AHEAD {
                 let Some(lines) = ahead.step() else { break };
                 for l in &lines {
-                    if let Some(leader) = output_of(l, "Leader").and_then(Value::as_u64) {
+                    // The next process to announce itself leader (the others then hear of it).
+                    let leader = output_of(l, "Leader").and_then(Value::as_u64);
+                    if let Some(leader) = leader.filter(|&x| l["node"].as_u64() == Some(x)) {
                         return Ok((
                             "leader-next",
                             "Which process becomes leader next?".into(),
@@ -298,9 +300,8 @@ fn predict(session: &Session, view: &View) -> Result<Made, String> {
                             Answer {
                                 right: vec![format!("P{leader}")],
                                 why: format!(
-                                    "at step {}, P{} names {leader} its leader",
+                                    "at step {}, P{leader} announces itself leader",
                                     ahead.copy.choices().len(),
-                                    l["node"]
                                 ),
                             },
                             Some(ahead.copy.choices().len()),
