@@ -5,7 +5,7 @@ use crate::api::{
     parse_body, scenario_error, ApiError, Ctx, IntoResponse, Json, Path, Query, Response, State,
 };
 use crate::sessions::Open;
-use distsync_sim::session::{Choice, Session, SessionError};
+use distsync_sim::session::{Choice, LogEntry, Session, SessionError};
 use distsync_sim::{Scenario, SimError};
 use http::StatusCode;
 use serde::Deserialize;
@@ -77,14 +77,14 @@ pub const DEFAULT_LOG_TAIL: usize = 150;
 /// else the latest `log_tail` (default [`DEFAULT_LOG_TAIL`]); the View says which (`log_from`,
 /// `log_total`).
 pub fn view_json(session: &Session, window: Window) -> Value {
-    view_with(session, window, &mut None)
+    view_with(session, window, &mut None, None)
 }
 
 /// The view of an open session: [`view_json`], its causes kept until the run changes (a view
 /// of the same step, another window of its log, costs no new pass over the trace), and its
 /// branches (`branches`: the futures left behind by going back and choosing differently).
 pub(crate) fn view_open(o: &mut Open<Session>, window: Window) -> Value {
-    let mut json = view_with(&o.session, window, &mut o.causes);
+    let mut json = view_with(&o.session, window, &mut o.causes, Some(&mut o.log));
     if !o.branches.is_empty() {
         let current = o.session.recorded();
         json["branches"] = o
@@ -104,7 +104,12 @@ pub(crate) fn view_open(o: &mut Open<Session>, window: Window) -> Value {
 /// when it holds them for the session's current version.
 type CauseCache = Option<(u64, Vec<Option<crate::cause::Cause>>)>;
 
-fn view_with(session: &Session, window: Window, cache: &mut CauseCache) -> Value {
+fn view_with(
+    session: &Session,
+    window: Window,
+    cache: &mut CauseCache,
+    log: Option<&mut Vec<LogEntry>>,
+) -> Value {
     let view = match (window.log_from, window.log_to) {
         (None, None) => {
             // The number of lines first (an empty window is cheap), then the tail.
@@ -135,8 +140,21 @@ fn view_with(session: &Session, window: Window, cache: &mut CauseCache) -> Value
                 causes.clone()
             }
             _ => {
-                let all = session.view_window(0, usize::MAX).log;
-                let causes = crate::cause::explain_all(first, &all);
+                let causes = match log {
+                    // The lines since the log was last read, appended (the run only went
+                    // forward since: a step back emptied it).
+                    Some(log) => {
+                        let total = view.log_total;
+                        if log.len() > total {
+                            log.clear();
+                        }
+                        log.extend(session.view_window(log.len(), total).log);
+                        crate::cause::explain_all(first, log)
+                    }
+                    None => {
+                        crate::cause::explain_all(first, &session.view_window(0, usize::MAX).log)
+                    }
+                };
                 *cache = Some((session.version(), causes.clone()));
                 causes
             }
@@ -148,6 +166,9 @@ fn view_with(session: &Session, window: Window, cache: &mut CauseCache) -> Value
                 }
             }
         }
+    } else if let Some(log) = log {
+        // Nothing to explain: the log is not kept.
+        *log = Vec::new();
     }
     crate::rules::annotate(&mut json);
     json
@@ -281,6 +302,7 @@ pub(crate) fn back(
 ) -> Result<Json<Value>, ApiError> {
     with_session(&state, id, move |o| {
         o.session.back().map_err(session_error)?;
+        o.log.clear();
         Ok(Json(view_open(o, window)))
     })
 }
@@ -299,6 +321,9 @@ pub(crate) fn goto(
 ) -> Result<Json<Value>, ApiError> {
     let b: GotoBody = parse_body(body)?;
     with_session(&state, id, move |o| {
+        if b.step < o.session.choices().len() {
+            o.log.clear();
+        }
         o.session.goto(b.step).map_err(session_error)?;
         Ok(Json(view_open(o, window)))
     })
@@ -459,6 +484,7 @@ pub(crate) fn branch(
             Session::replay(o.session.scenario(), "branch", &target).map_err(session_error)?;
         session.goto(fork).map_err(session_error)?;
         o.session = session;
+        o.log.clear();
         o.branches[b.index] = current;
         Ok(Json(view_open(o, window)))
     })

@@ -57,6 +57,10 @@ pub struct Open<S> {
     pub branches: Vec<Vec<distsync_sim::session::Choice>>,
     /// The causes of the first violations, with the session version they were read at.
     pub causes: Option<(u64, Vec<Option<crate::cause::Cause>>)>,
+    /// The run's log so far, kept while it has violations to explain: a step forward only
+    /// appends to it (its new lines are read, not the whole trace again); a step back empties
+    /// it.
+    pub log: Vec<distsync_sim::session::LogEntry>,
 }
 
 impl<S> Open<S> {
@@ -67,6 +71,7 @@ impl<S> Open<S> {
             toml,
             branches: Vec::new(),
             causes: None,
+            log: Vec::new(),
         }
     }
 }

@@ -1486,3 +1486,72 @@ recover = 1
     // Back to just before the second announcement.
     assert_eq!(x["cause"]["back_to"], 8);
 }
+
+/// Timing, not a test (`cargo test -p distsync-web --test api -- --ignored --nocapture
+/// causes_timing`): a 5-process Lamport run without FIFO at 20,000 events with its violations,
+/// then views of it. The first view of a run's version reads the causes off the whole trace (what
+/// every view cost before causes were kept per version); the next views of the same step, and
+/// other windows of its log, take them from the session. Prints the figures; asserts nothing
+/// about time.
+#[test]
+#[ignore]
+fn causes_timing() {
+    let c = Client::start();
+    let toml = r#"
+algorithm = "lamport-mutex"
+nodes = 5
+until = "1000s"
+[network]
+delay = { uniform = ["1ms", "5ms"] }
+fifo = false
+[workload]
+kind = "saturated"
+requests = 100000
+cs = "1ms"
+"#;
+    let (id, _) = c.session(toml);
+    // Run on past the violations (each stops a run) up to 20,000 events.
+    let mut v = Value::Null;
+    for _ in 0..400 {
+        let done = v["log_total"].as_u64().unwrap_or(0);
+        if done >= 20_000 {
+            break;
+        }
+        v = c.ok(
+            &format!("/api/session/{id}/run"),
+            json!({ "limit": 20_000 - done }),
+        );
+    }
+    println!(
+        "{} events, {} violations, {} explained",
+        v["log_total"],
+        v["violations"].as_array().unwrap().len(),
+        v["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x.get("cause").is_some())
+            .count()
+    );
+    let time = |what: &str, f: &dyn Fn() -> Value| {
+        let mut ms = Vec::new();
+        for _ in 0..5 {
+            let t0 = std::time::Instant::now();
+            f();
+            ms.push(t0.elapsed().as_millis());
+        }
+        println!("{what}: {ms:?} ms");
+    };
+    time(
+        "a step (a new version of the run: causes read off the trace)",
+        &|| c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" })),
+    );
+    time("a view of the same step (causes kept)", &|| {
+        let (_, _, text) = c.get(&format!("/api/session/{id}/view"));
+        serde_json::from_str(&text).unwrap()
+    });
+    time("another window of its log (causes kept)", &|| {
+        let (_, _, text) = c.get(&format!("/api/session/{id}/view?log_from=100&log_to=400"));
+        serde_json::from_str(&text).unwrap()
+    });
+}

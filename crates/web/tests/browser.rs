@@ -1116,8 +1116,9 @@ fn processes_and_messages_open_their_menus_from_the_keyboard() {
     page.js("document.querySelector('#goto').focus() || true");
     for _ in 0..40 {
         page.tab.press_key("Tab").expect("Tab");
-        if page.js("!!(document.activeElement && document.activeElement.matches('#topo .t-node .t-hit'))")
-            == Value::Bool(true)
+        if page.js(
+            "!!(document.activeElement && document.activeElement.matches('#topo .t-node .t-hit'))",
+        ) == Value::Bool(true)
         {
             reached = true;
             break;
