@@ -1245,16 +1245,16 @@ fn the_quiz_asks_ln_after_a_suzuki_kasami_release_and_the_money_of_a_snapshot() 
     );
     let right = &options[marks.iter().position(|&r| r).unwrap()];
     let v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
-    let node = q["text"].as_str().unwrap()[1..]
+    let node: u64 = q["text"].as_str().unwrap()[1..]
         .split(' ')
         .next()
-        .unwrap()
-        .to_string();
+        .and_then(|n| n.parse().ok())
+        .expect("the question names the releasing process");
     let ln = v["processes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["id"].to_string() == node)
+        .find(|p| p["id"] == node)
         .and_then(|p| p["state"].pointer("/token/ln").cloned())
         .or_else(|| {
             v["log"].as_array().unwrap().iter().rev().find_map(|e| {
