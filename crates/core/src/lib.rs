@@ -58,7 +58,7 @@ mod time;
 pub use clock::{Causality, LamportClock, Stamp, VectorClock};
 pub use id::{NodeId, Peers, PeersError};
 pub use params::{ParamError, Params, QuorumKind};
-pub use process::{Algorithm, Ctx, Effect, EffectOf, Message, NoTimer, Process};
+pub use process::{Algorithm, Ctx, Effect, EffectOf, Message, NoTimer, Process, Rules};
 pub use time::{
     format_duration, parse_duration, parse_signed_duration, serde_duration, DurationError, Time,
 };

@@ -83,6 +83,43 @@ pub struct Ctx<'a, P: Process + ?Sized> {
     recovered: bool,
     rng: &'a mut dyn RngCore,
     effects: &'a mut Vec<EffectOf<P>>,
+    /// The rules the handler said it applied ([`Ctx::rule`]).
+    rules: Rules,
+}
+
+/// The numbered rules of an algorithm's file that one handler call applied, in the order the
+/// handler named them ([`Ctx::rule`]): at most [`Rules::CAPACITY`], a rule named twice counts
+/// once. Runtimes may read them after the call ([`Ctx::rules`]) to show which rule handled an
+/// event (the web page's rule panel); nothing else depends on them, and an algorithm that
+/// names none is run exactly the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    names: [&'static str; Rules::CAPACITY],
+    len: u8,
+}
+
+impl Rules {
+    /// How many rules one handler call can name; further ones are ignored.
+    pub const CAPACITY: usize = 4;
+
+    /// The rules named, in order.
+    pub fn as_slice(&self) -> &[&'static str] {
+        &self.names[..self.len as usize]
+    }
+
+    /// Whether no rule was named.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `rule` unless it is there already or the list is full.
+    pub fn push(&mut self, rule: &'static str) {
+        let len = self.len as usize;
+        if len < Self::CAPACITY && !self.as_slice().contains(&rule) {
+            self.names[len] = rule;
+            self.len += 1;
+        }
+    }
 }
 
 impl<'a, P: Process + ?Sized> Ctx<'a, P> {
@@ -103,6 +140,7 @@ impl<'a, P: Process + ?Sized> Ctx<'a, P> {
             recovered,
             rng,
             effects,
+            rules: Rules::default(),
         }
     }
 
@@ -191,5 +229,17 @@ impl<'a, P: Process + ?Sized> Ctx<'a, P> {
     /// Reports to the application.
     pub fn output(&mut self, output: P::Output) {
         self.effects.push(Effect::Output(output));
+    }
+
+    /// Says that this call applies rule `rule` of the algorithm's file, as its header comment
+    /// numbers it (`"2"` for "2. On REQUEST ..."). Optional and without effect on the run: a
+    /// runtime that shows the rules reads them with [`Ctx::rules`]; the others ignore them.
+    pub fn rule(&mut self, rule: &'static str) {
+        self.rules.push(rule);
+    }
+
+    /// The rules this call named so far ([`Ctx::rule`]).
+    pub fn rules(&self) -> Rules {
+        self.rules
     }
 }

@@ -23,7 +23,7 @@ use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
 use crate::timer_lists::{listed, TimerLists};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
-    Algorithm, Ctx, Effect, EffectOf, Message, NodeId, Params, Peers, Process, Time,
+    Algorithm, Ctx, Effect, EffectOf, Message, NodeId, Params, Peers, Process, Rules, Time,
 };
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -331,6 +331,10 @@ pub struct Core<P: Process> {
     clocks: Clocks,
     rng: Xoshiro256PlusPlus,
     effects: Vec<EffectOf<P>>,
+    /// The rules of the algorithm's file that the latest handler naming any applied, and the
+    /// position of its process ([`Ctx::rule`]; read by the stepping session, see
+    /// [`Engine::take_rules`]).
+    rules: Option<(usize, Rules)>,
     actions: Vec<Action>,
     pending_actions: usize,
     next_msg_id: u64,
@@ -930,6 +934,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             clocks,
             rng,
             effects: Vec::new(),
+            rules: None,
             pending_actions: actions.len(),
             actions,
             next_msg_id: 0,
@@ -1433,6 +1438,10 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             )
             .at_position(pos);
             handler(process, &mut ctx);
+            let rules = ctx.rules();
+            if !rules.is_empty() {
+                core.rules = Some((pos, rules));
+            }
         }
         for effect in effects.drain(..) {
             // Sends first, by a branch: most effects are sends (a broadcast is N-1 of them),

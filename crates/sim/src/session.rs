@@ -34,7 +34,7 @@ use crate::report::{Report, Violation};
 use crate::scenario::{Action, Scenario};
 use crate::{build, Built, Mode, SimError};
 use distsync_algorithms::registry::{self, Family};
-use distsync_core::{Algorithm, NodeId, Time};
+use distsync_core::{Algorithm, NodeId, Rules, Time};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -219,6 +219,20 @@ pub struct View {
     /// `warnings`, as `distsync run` prints them); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The rules of the algorithm's file that the latest choice applied, as its handler named
+    /// them ([`distsync_core::Ctx::rule`]); absent when it named none (a crash, a message
+    /// ignored, an algorithm whose handlers name no rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleView>,
+}
+
+/// Which process applied which rules of its algorithm's file at the latest step.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct RuleView {
+    /// The process.
+    pub node: u32,
+    /// The rules, as the file's header comment numbers them ("2"), in the order applied.
+    pub rules: Vec<&'static str>,
 }
 
 /// A step that wrote no trace line, as the log shows it.
@@ -332,6 +346,7 @@ pub(crate) trait Stepper: Send {
     fn find_delivery(&self, from: NodeId, to: NodeId, msg: &Value) -> Option<u64>;
     fn find_timer(&self, node: NodeId, timer: &Value) -> Option<u64>;
     fn find_checker_step(&self, text: &str) -> Option<u64>;
+    fn take_rules(&mut self) -> Option<(NodeId, Rules)>;
 }
 
 /// A live engine.
@@ -488,6 +503,10 @@ where
     fn find_checker_step(&self, text: &str) -> Option<u64> {
         self.engine.find_checker_step(text)
     }
+
+    fn take_rules(&mut self) -> Option<(NodeId, Rules)> {
+        self.engine.take_rules()
+    }
 }
 
 /// A process's state as the page shows it: an algorithm behind the reliable ring link
@@ -557,6 +576,7 @@ struct Checkpoint {
     trace_len: usize,
     lines: usize,
     scanned: usize,
+    rules: Option<(NodeId, Rules)>,
 }
 
 /// A run that is advanced one choice at a time, and can go back.
@@ -584,6 +604,10 @@ pub struct Session {
     spacing: usize,
     /// Copies of the engine every `spacing` choices, earliest first.
     checkpoints: Vec<Checkpoint>,
+    /// The rules of the algorithm's file that the latest choice applied (see [`View::rule`]).
+    rules: Option<(NodeId, Rules)>,
+    /// Counts the changes of the run (see [`Session::version`]).
+    version: u64,
     /// The finished copy of the run at this step, once asked for (see [`Session::finished`]);
     /// forgotten by every change of step.
     finished: Mutex<Option<Option<Finished>>>,
@@ -662,6 +686,8 @@ impl Session {
             first_line: Vec::new(),
             spacing: CHECKPOINT_EVERY,
             checkpoints: Vec::new(),
+            rules: None,
+            version: 0,
             finished: Mutex::new(None),
         };
         session.scan();
@@ -705,12 +731,15 @@ impl Session {
     fn apply_recorded(&mut self, choice: &Choice) -> Result<(), SessionError> {
         self.forget_finished();
         let before = self.lines.len();
+        // Forget what an earlier choice applied, so that only this choice's rules are kept.
+        self.live.take_rules();
         self.live
             .apply(choice)
             .map_err(|message| SessionError::Choice {
                 step: self.step,
                 message,
             })?;
+        self.rules = self.live.take_rules();
         self.first_line.truncate(self.step);
         self.first_line.push(before);
         self.step += 1;
@@ -723,6 +752,7 @@ impl Session {
                 live: self.live.fork_untraced(),
                 lines: self.lines.len(),
                 scanned: self.scanned,
+                rules: self.rules,
             });
             if self.checkpoints.len() > MAX_CHECKPOINTS {
                 let spacing = self.spacing * 2;
@@ -785,6 +815,7 @@ impl Session {
                     self.step = c.step;
                     self.lines.truncate(c.lines);
                     self.scanned = c.scanned;
+                    self.rules = c.rules;
                     self.first_line.truncate(c.step);
                 }
                 None => {
@@ -792,6 +823,7 @@ impl Session {
                     self.step = 0;
                     self.lines.clear();
                     self.scanned = 0;
+                    self.rules = None;
                     self.first_line.clear();
                     self.scan();
                 }
@@ -857,7 +889,15 @@ impl Session {
     }
 
     fn forget_finished(&mut self) {
+        self.version += 1;
         *self.finished.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// A number that changes whenever the run shown changes (a choice applied, a step back or
+    /// forward), so that what is read off the run (the causes of its violations) can be kept
+    /// until then.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The run taken to its end on a copy, with the family's final checks, when it is over or
@@ -998,6 +1038,10 @@ impl Session {
                 .map_or_else(|| self.live.violations().to_vec(), |f| f.violations.clone()),
             final_checks: finished.map(|f| f.ended_by),
             warnings: self.warnings.clone(),
+            rule: self.rules.map(|(node, rules)| RuleView {
+                node: node.0,
+                rules: rules.as_slice().to_vec(),
+            }),
         }
     }
 

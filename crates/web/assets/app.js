@@ -33,7 +33,7 @@ const app = {
   prevStates: {},      // node -> JSON of its state at the previous view (to mark changes)
   violationsSeen: 0,
   svgTimer: null,
-  quiz: { asked: 0, right: 0, pending: null },
+  quiz: { pending: null, seen: new Set(), scores: {} },
 };
 window.distsyncApp = app; // for the browser tests and the curious
 
@@ -240,6 +240,13 @@ async function startSession(toml, choices, origin) {
     const r = await api("POST", "/api/session", body);
     app.session = r.session;
     app.toml = toml;
+    app.origin = origin || "scenario";
+    // A new run: the quiz asks afresh (its score stays with the scenario).
+    app.quiz.seen = new Set();
+    app.quiz.pending = null;
+    $("#quiz-box").hidden = true;
+    delete $("#quiz-box").dataset.right;
+    quizUnhide();
     app.logFrom = null;
     app.prevStates = {};
     app.violationsSeen = 0;
@@ -298,7 +305,10 @@ function show(v) {
   $("#goto-step").placeholder = v.step;
   drawTopology(v);
   drawPending(v);
+  const prevStep = prev ? prev.step : null;
   drawStates(v, prev);
+  drawRule(v, prevStep);
+  drawBranches(v);
   drawLog(v);
   announce(v);
   showWarnings(v);
@@ -379,8 +389,27 @@ function badgeClass(b, id) {
   return "";
 }
 
+// Processes and messages of the drawing are buttons for the keyboard too: Tab reaches them,
+// Enter (or space) opens their menu, whose first item takes the focus; Escape closes it.
+function focusable(g, label, open) {
+  g.setAttribute("tabindex", "0");
+  g.setAttribute("role", "button");
+  g.setAttribute("aria-label", label);
+  g.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    ev.preventDefault();
+    ev.stopPropagation();
+    const r = g.getBoundingClientRect();
+    open({ clientX: r.left + r.width / 2, clientY: r.top + r.height / 2 });
+    const first = document.querySelector("#node-menu:not([hidden]) button, #msg-menu button");
+    if (first) first.focus();
+  });
+}
 function drawTopology(v) {
   const svg = $("#topo");
+  // The element of the drawing that has the focus keeps it across the redraw.
+  const had = document.activeElement && svg.contains(document.activeElement)
+    ? (document.activeElement.dataset.node !== undefined ? `g.t-hit[data-node="${document.activeElement.dataset.node}"]` : `g.t-msg[data-id="${document.activeElement.dataset.id}"]`) : null;
   svg.textContent = "";
   const defs = svgEl("defs");
   const marker = svgEl("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" });
@@ -452,6 +481,7 @@ function drawTopology(v) {
     title.textContent = `${p.label || label} (arrives ${fmtNs(p.time_ns)}): click to deliver, drop or duplicate`;
     g.append(title);
     g.addEventListener("click", (ev) => { ev.stopPropagation(); messageMenu(p, ev); });
+    focusable(g, `message ${p.label || label}, arrives ${fmtNs(p.time_ns)}: deliver, drop or duplicate`, (ev) => messageMenu(p, ev));
     svg.append(g);
   }
   const bad = violationNodes(v);
@@ -464,10 +494,14 @@ function drawTopology(v) {
     if (bc === "leader") cls.push("t-leader");
     if (bad.has(p.id)) cls.push("t-bad");
     const g = svgEl("g", { class: cls.join(" "), "data-node": p.id });
-    g.append(svgEl("circle", { cx: q.x, cy: q.y, r: geo.r }));
+    // The process itself (its circle and name) is the button; its badge and token are drawn
+    // beside it and said in its accessible name.
+    const hit = svgEl("g", { class: "t-hit", "data-node": p.id });
+    hit.append(svgEl("circle", { cx: q.x, cy: q.y, r: geo.r }));
     const t = svgEl("text", { x: q.x, y: q.y });
     t.textContent = "P" + p.id;
-    g.append(t);
+    hit.append(t);
+    g.append(hit);
     if (p.holds_token) {
       // The token, drawn at the process that holds it.
       const tk = svgEl("g", { class: "t-token" });
@@ -486,8 +520,11 @@ function drawTopology(v) {
       g.append(b);
     }
     g.addEventListener("click", (ev) => { ev.stopPropagation(); nodeMenu(p, ev); });
+    // The accessible name starts with what the drawing shows ("P1 requesting"), then says more.
+    focusable(hit, `P${p.id}${p.alive ? (p.badge ? " " + p.badge : "") : " crashed"}${p.holds_token ? ", holds the token" : ""}: open the process's menu`, (ev) => nodeMenu(p, ev));
     svg.append(g);
   }
+  if (had) { const again = svg.querySelector(had); if (again) again.focus(); }
 }
 
 function payloadOf(msg) {
@@ -501,6 +538,9 @@ function payloadOf(msg) {
 
 function closeMenus() { $("#node-menu").hidden = true; const m = $("#msg-menu"); if (m) m.remove(); }
 document.addEventListener("click", closeMenus);
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && (!$("#node-menu").hidden || $("#msg-menu"))) { closeMenus(); ev.preventDefault(); }
+});
 
 function menuAt(menu, ev) {
   const box = $("#topo-panel").getBoundingClientRect();
@@ -621,8 +661,69 @@ function drawStates(v, prev) {
       el("h3", {}, "P" + p.id, badge ? el("span", { class: "badge " + badgeClass(badge, p.id) }, badge) : null),
       el("div", { class: "state" }, renderValue(p.state)), link));
   }
+  app.prevStateObjs = app.prevStateObjs || {};
+  app.ruleBefore = app.prevStateObjs;
   app.prevStates = {};
-  for (const p of v.processes || []) app.prevStates[p.id] = JSON.stringify(p.state);
+  app.prevStateObjs = {};
+  for (const p of v.processes || []) {
+    app.prevStates[p.id] = JSON.stringify(p.state);
+    app.prevStateObjs[p.id] = p.state;
+  }
+}
+
+// Branching history: going back and choosing differently keeps the old future as a branch
+// (the View's `branches`); switching to one replays it up to where it parts from this run.
+function drawBranches(v) {
+  const box = $("#branches");
+  box.textContent = "";
+  const bs = v.branches || [];
+  box.hidden = !bs.length;
+  if (!bs.length) return;
+  box.append(el("span", { class: "hint" }, "branches: "));
+  box.append(el("span", { class: "branch current" }, `this run (${v.steps_recorded} steps)`));
+  for (const b of bs) {
+    box.append(el("button", { class: "small branch", "data-branch": b.index,
+      title: `the future left at step ${b.fork}: switch to it (it replays to step ${b.fork}; Redo follows it)`,
+      onclick: () => act("branch", { index: b.index }) }, `branch ${b.index + 1}: parts at step ${b.fork}, ${b.steps} steps`));
+  }
+}
+
+// The rule panel: the rule of the algorithm's file that the process applied at this step, in
+// the file's words (the View's `rule`, its sentences read from the file by the server), with
+// the fields the rule names and those the step changed marked in the process's card.
+function drawRule(v, prevStep) {
+  const box = $("#rule-box");
+  box.textContent = "";
+  const r = v.rule;
+  if (!r || !r.texts || !r.texts.length) {
+    box.hidden = !v.rule_file;
+    if (v.rule_file) box.append(el("p", { class: "hint" }, `Step ${v.step}: no rule of ${v.rule_file} applied (${v.step ? "a crash, a message ignored, the link's own traffic or the workload" : "the start"}).`));
+    return;
+  }
+  box.hidden = false;
+  const before = app.ruleBefore && app.ruleBefore[r.node];
+  const now = (v.processes || []).find((p) => p.id === r.node);
+  // Changed fields: only when this view is the step right after the one drawn before.
+  const changed = prevStep === v.step - 1 && before && now && now.state
+    ? Object.keys(now.state).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(now.state[k])) : [];
+  const reads = [...new Set(r.texts.flatMap((t) => t.reads))];
+  box.append(el("h2", {}, `Step ${v.step}: P${r.node} applied rule ${r.texts.map((t) => t.rule).join(", ")} `, el("span", { class: "hint" }, `of ${r.file}`)));
+  // The file's sentence, its `field` names as code.
+  const words = (text) => text.split("`").map((part, i) => (i % 2 ? el("code", {}, part) : part));
+  for (const t of r.texts) box.append(el("p", { class: "rule-text", "data-rule": t.rule }, el("b", {}, t.rule + ". "), ...words(t.text)));
+  box.append(el("p", { class: "hint" },
+    reads.length ? `fields the rule names: ${reads.join(", ")}` : "the rule names no field of the state", " · ",
+    changed.length ? `changed by this step: ${changed.join(", ")}` : prevStep === v.step - 1 ? "no field changed" : "",
+  ));
+  const card = document.querySelector(`#states .proc-card[data-node="${r.node}"]`);
+  if (!card) return;
+  card.classList.add("rule-node");
+  for (const tr of card.querySelectorAll(":scope > .state > table.kv > tbody > tr, :scope > .state > table.kv > tr")) {
+    const k = tr.querySelector("td.k");
+    if (!k) continue;
+    if (reads.includes(k.textContent)) tr.classList.add("rule-read");
+    if (changed.includes(k.textContent)) tr.classList.add("rule-changed");
+  }
 }
 
 function drawLog(v) {
@@ -889,7 +990,7 @@ async function runLoop() {
 // Step: the next recorded choice when there is one ahead (after Back, or a loaded
 // counterexample), else the earliest pending event.
 async function stepOnce() {
-  if (app.quiz.pending !== null && app.quiz.pending !== undefined) { setStatus("answer the quiz first (or turn the quiz off)"); return null; }
+  if (app.quiz.pending) { setStatus("answer the quiz first (or turn the quiz off)"); return null; }
   if (app.quiz.enabled && (await quizGateOnce())) return null;
   const v = app.view;
   if (v && v.steps_recorded > v.step) return act("goto", { step: v.step + 1 });
@@ -978,6 +1079,8 @@ document.addEventListener("keydown", (ev) => {
   const t = ev.target;
   if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
   if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+  // Space and Enter on a button or an element of the drawing press that, not Run.
+  if ((ev.key === " " || ev.key === "Enter") && t && (t.tagName === "BUTTON" || t.tagName === "SUMMARY" || (t.getAttribute && t.getAttribute("role") === "button"))) return;
   const key = ev.key;
   if (key === "ArrowRight" || key === "n") { ev.preventDefault(); if (!$("#step").disabled) stepOnce(); }
   else if (key === "ArrowLeft" || key === "b") { ev.preventDefault(); if (!$("#back").disabled) act("back"); }
@@ -1086,76 +1189,80 @@ $("#check").addEventListener("click", async () => {
 });
 
 // ---------------------------------------------------------------- quiz
-// Before a decisive event (a process about to enter the critical section, or to be announced
-// leader) the page asks who it will be, then reveals the answer.
-function decisive(v) {
-  const fam = v.family;
-  const next = (v.pending || [])[0];
-  return next && (fam === "mutex" || fam === "election") ? next : null;
+// Questions at three levels (observe, predict, explain), asked before a Step (and during Run),
+// made and marked by the server from the run itself (GET/POST /api/session/ID/quiz): the page
+// never holds the right answer while it asks, and hides what would give it away. A score is
+// kept per scenario.
+function quizLevel() { return $("#quiz-level").value; }
+function quizKey(q) {
+  return [q.level, q.kind, q.text, q.options.join("/"), q.reveal_at ?? (q.level === "predict" ? "" : q.step)].join("|");
+}
+function scenarioKey() { return app.origin || (app.view && app.view.algorithm) || "scenario"; }
+function score() {
+  const s = app.quiz.scores[scenarioKey()] || (app.quiz.scores[scenarioKey()] = { right: 0, asked: 0 });
+  return s;
+}
+function quizHide(q) {
+  document.body.classList.add("quiz-asking");
+  for (const h of q.hide) document.body.classList.add("quiz-hide-" + h);
+}
+function quizUnhide() {
+  for (const c of [...document.body.classList]) if (c.startsWith("quiz-")) document.body.classList.remove(c);
 }
 async function quizGate() {
   const v = app.view;
-  if (!v || !decisive(v) || app.quiz.pending) return false;
-  // Look one step ahead on a throwaway replay: does the next event make someone enter / lead?
-  const probe = await api("POST", "/api/session", { toml: app.toml, choices: [...(await currentChoices()), { do: "next" }] });
-  api("DELETE", `/api/session/${probe.session}`).catch(() => {});
-  const answer = quizAnswer(v, probe.view);
-  if (answer === null) return false;
-  const question = v.family === "mutex" ? "Which process enters the critical section next?" : "Which process is announced leader next?";
-  app.quiz.pending = answer.id;
-  // While the question is asked, what would give the answer away is hidden: the pending events
-  // (the first is what happens next) and the messages' labels in the drawing.
-  document.body.classList.add("quiz-asking");
+  if (!v || app.session === null || app.quiz.pending) return false;
+  const r = await api("GET", `/api/session/${app.session}/quiz?level=${quizLevel()}`);
+  const q = r.question;
+  if (!q) { app.quiz.why = r.why; return false; }
+  const key = quizKey(q);
+  if (app.quiz.seen.has(key)) return false;
+  app.quiz.seen.add(key);
+  app.quiz.pending = q;
+  quizHide(q);
   const box = $("#quiz-box");
   box.hidden = false;
   box.textContent = "";
-  box.append(el("strong", {}, "Quiz: " + question + " "), ...nodeIds(v).map((id) => el("button", { "data-answer": id, onclick: () => {
-    app.quiz.asked++;
-    const right = id === answer.id;
-    if (right) app.quiz.right++;
-    box.textContent = `${right ? "Right" : "Not quite"}: it is P${answer.id} (${answer.why}). Score ${app.quiz.right}/${app.quiz.asked}. ` +
-      (app.quiz.resume ? "The run goes on." : "Press Step to see it happen.");
-    document.body.classList.remove("quiz-asking");
-    app.quiz.pending = null;
-    app.quiz.skipOnce = true;
-    if (app.quiz.resume) { app.quiz.resume = false; startRunning(); }
-  } }, "P" + id)));
+  const buttons = q.options.map((o) => el("button", { "data-answer": o.replace(/^P(\d+)$/, "$1"), "data-option": o, onclick: () => quizAnswer(q, o) }, o));
+  box.append(el("strong", {}, `Quiz (${q.level}): ${q.text} `), ...buttons);
   return true;
 }
-// The quiz's answer, from the view before the next event and the view after it: the process
-// that enters the critical section, or the process newly named leader (by the badge of the
-// processes that changed: "leader 6" names P6, whichever process carries it).
-function quizAnswer(before, after) {
-  const was = new Map((before.processes || []).map((p) => [p.id, p.badge || ""]));
-  const changed = (after.processes || []).filter((p) => (p.badge || "") !== was.get(p.id));
-  if (before.family === "mutex") {
-    const p = changed.find((q) => /^in CS$/.test(q.badge || ""));
-    return p ? { id: p.id, why: "it enters the critical section" } : null;
+async function quizAnswer(q, option) {
+  const box = $("#quiz-box");
+  let r;
+  try {
+    r = await api("POST", `/api/session/${app.session}/quiz`, { level: q.level, step: q.step, kind: q.kind, answer: option });
+  } catch (e) {
+    box.textContent = e.message;
+    app.quiz.pending = null;
+    quizUnhide();
+    return;
   }
-  // Asked once per new leader: not again as the others hear of the same one.
-  const named = new Set([...was.values()].map((b) => (/^leader (\d+)$/.exec(b) || [])[1]).filter(Boolean));
-  for (const p of changed) {
-    const m = /^leader (\d+)$/.exec(p.badge || "");
-    if (m && !named.has(m[1])) return { id: Number(m[1]), why: `P${p.id} now names leader ${m[1]}` };
-  }
-  return null;
-}
-async function currentChoices() {
-  const r = await api("GET", `/api/session/${app.session}/share`);
-  const p = new URLSearchParams(r.fragment);
-  return unpackChoices(JSON.parse(p.get("choices") || "[]"));
+  const s = score();
+  s.asked++;
+  if (r.right) s.right++;
+  const is = r.answer.length === 1 ? `it is ${r.answer[0]}` : `it is any of ${r.answer.join(", ")}`;
+  box.textContent = `${r.right ? "Right" : "Not quite"}: ${is} (${r.why}). Score for ${scenarioKey()}: ${s.right}/${s.asked}. ` +
+    (app.quiz.resume ? "The run goes on." : "Press Step to go on.");
+  box.dataset.right = String(r.right);
+  quizUnhide();
+  app.quiz.pending = null;
+  if (app.quiz.resume) { app.quiz.resume = false; startRunning(); }
 }
 $("#quiz").addEventListener("change", () => {
   app.quiz.enabled = $("#quiz").checked;
+  $("#quiz-level").disabled = !app.quiz.enabled;
   $("#quiz-box").hidden = true;
   app.quiz.pending = null;
   app.quiz.resume = false;
-  document.body.classList.remove("quiz-asking");
+  quizUnhide();
 });
-// After an answer, the next Step goes ahead without asking again.
+$("#quiz-level").addEventListener("change", () => { app.quiz.pending = null; $("#quiz-box").hidden = true; quizUnhide(); });
+// A question already answered at this point is not asked again: the next Step goes ahead.
 async function quizGateOnce() {
-  if (app.quiz.skipOnce) { app.quiz.skipOnce = false; $("#quiz-box").hidden = true; return false; }
-  return quizGate();
+  const asked = await quizGate();
+  if (!asked && !app.quiz.pending) $("#quiz-box").hidden = $("#quiz-box").dataset.right === undefined ? true : $("#quiz-box").hidden;
+  return asked;
 }
 
 // ---------------------------------------------------------------- wiring the set-up form

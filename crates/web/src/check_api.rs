@@ -191,6 +191,21 @@ pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, Stri
             .map(|id| Some(Choice::Event { id }))
             .ok_or_else(|| format!("no pending timer at {node} for checker step `{t}`"));
     }
+    // A crash or a recovery the checker chose ("crash 2", "recover 2"): the same fault now.
+    for (prefix, crash) in [("crash ", true), ("recover ", false)] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            let node = distsync_core::NodeId(
+                rest.trim()
+                    .parse()
+                    .map_err(|_| format!("cannot read the node of checker step `{t}`"))?,
+            );
+            return Ok(Some(if crash {
+                Choice::Crash { node }
+            } else {
+                Choice::Recover { node }
+            }));
+        }
+    }
     Err(format!("cannot read checker step `{t}`"))
 }
 
@@ -248,8 +263,29 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
                     Choice::Request { node } | Choice::Elect { node } => Some(node),
                     _ => None,
                 };
+                let crashed = match choice {
+                    Choice::Crash { node } => Some(node),
+                    _ => None,
+                };
                 session.apply(choice.clone()).map_err(|e| e.to_string())?;
                 choices.push(choice);
+                // The checker's crash loses the messages on their way to the crashed process
+                // ("dropped: crashed"); the simulator's would deliver them after a recovery:
+                // drop them, as the checker's step says.
+                if let Some(node) = crashed {
+                    let lost: Vec<u64> = session
+                        .view()
+                        .pending
+                        .iter()
+                        .filter(|p| p.kind == "deliver" && p.to == Some(node.0))
+                        .map(|p| p.id)
+                        .collect();
+                    for id in lost {
+                        let drop = Choice::Drop { id };
+                        session.apply(drop.clone()).map_err(|e| e.to_string())?;
+                        choices.push(drop);
+                    }
+                }
                 // A request or an election's start reaches the process as an input event: take
                 // it now, as the checker's step does.
                 if let Some(node) = request {

@@ -125,6 +125,15 @@ pub fn handle(app: &AppState, req: &Request<'_>) -> Response {
                 "scenario" => only!("GET", session_api::scenario(s, p).into_response()),
                 "report" => only!("GET", session_api::report(s, p).into_response()),
                 "share" => only!("GET", session_api::share(s, p).into_response()),
+                "branch" => only!(
+                    "POST",
+                    session_api::branch(s, p, q!(session_api::Window), body).into_response()
+                ),
+                "quiz" => match method.to_ascii_uppercase().as_str() {
+                    "GET" => session_api::quiz(s, p, q!(session_api::QuizQuery)).into_response(),
+                    "POST" => session_api::quiz_answer(s, p, body).into_response(),
+                    _ => wrong_method(method, req.path, "GET, POST"),
+                },
                 _ => not_found(req.path),
             }
         }

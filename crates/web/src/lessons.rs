@@ -49,6 +49,10 @@ pub const LESSONS: &[(&str, &str)] = &[
         include_str!("../lessons/total-order-database.toml"),
     ),
     ("berkeley", include_str!("../lessons/berkeley.toml")),
+    (
+        "raymond-chain",
+        include_str!("../lessons/raymond-chain.toml"),
+    ),
 ];
 
 /// A lesson, as its file writes it.
@@ -57,8 +61,13 @@ pub const LESSONS: &[(&str, &str)] = &[
 pub struct Lesson {
     /// Its title.
     pub title: String,
-    /// The built-in scenario it steps through (a name `distsync examples` lists).
+    /// The built-in scenario it steps through (a name `distsync examples` lists), or the name
+    /// of its own `scenario`.
     pub example: String,
+    /// The lesson's own scenario (TOML), when no built-in one shows the example: then `example`
+    /// only names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
     /// A sentence or two before the first step.
     pub intro: String,
     /// The steps it comments, by increasing `at`.
@@ -160,7 +169,10 @@ pub struct ExpectBadge {
 /// with an answer, an example that exists.
 pub fn parse(name: &str, text: &str) -> Result<Lesson, String> {
     let lesson: Lesson = toml::from_str(text).map_err(|e| format!("lesson {name}: {e}"))?;
-    if !EXAMPLES.iter().any(|(n, _)| *n == lesson.example) {
+    if let Some(toml) = &lesson.scenario {
+        distsync_sim::Scenario::from_toml(toml, name)
+            .map_err(|e| format!("lesson {name}: `scenario`: {e}"))?;
+    } else if !EXAMPLES.iter().any(|(n, _)| *n == lesson.example) {
         return Err(format!(
             "lesson {name}: `example`: no built-in scenario is called `{}`",
             lesson.example
@@ -183,13 +195,16 @@ pub fn parse(name: &str, text: &str) -> Result<Lesson, String> {
     Ok(lesson)
 }
 
-/// The scenario text of a lesson's example.
-pub fn scenario_of(lesson: &Lesson) -> &'static str {
-    EXAMPLES
-        .iter()
-        .find(|(n, _)| *n == lesson.example)
-        .map(|(_, t)| *t)
-        .unwrap_or_default()
+/// The scenario text of a lesson: its own, or its built-in example's.
+pub fn scenario_of(lesson: &Lesson) -> &str {
+    match &lesson.scenario {
+        Some(toml) => toml,
+        None => EXAMPLES
+            .iter()
+            .find(|(n, _)| *n == lesson.example)
+            .map(|(_, t)| *t)
+            .unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@ pub mod check_config;
 pub mod examples;
 pub mod handle;
 pub mod lessons;
+pub mod quiz;
 mod report_view;
+pub mod rules;
 #[cfg(feature = "server")]
 mod server;
 mod session_api;

@@ -5,7 +5,7 @@ use crate::api::{
     parse_body, scenario_error, ApiError, Ctx, IntoResponse, Json, Path, Query, Response, State,
 };
 use crate::sessions::Open;
-use distsync_sim::session::{Choice, Session, SessionError};
+use distsync_sim::session::{Choice, LogEntry, Session, SessionError};
 use distsync_sim::{Scenario, SimError};
 use http::StatusCode;
 use serde::Deserialize;
@@ -77,6 +77,39 @@ pub const DEFAULT_LOG_TAIL: usize = 150;
 /// else the latest `log_tail` (default [`DEFAULT_LOG_TAIL`]); the View says which (`log_from`,
 /// `log_total`).
 pub fn view_json(session: &Session, window: Window) -> Value {
+    view_with(session, window, &mut None, None)
+}
+
+/// The view of an open session: [`view_json`], its causes kept until the run changes (a view
+/// of the same step, another window of its log, costs no new pass over the trace), and its
+/// branches (`branches`: the futures left behind by going back and choosing differently).
+pub(crate) fn view_open(o: &mut Open<Session>, window: Window) -> Value {
+    let mut json = view_with(&o.session, window, &mut o.causes, Some(&mut o.log));
+    if !o.branches.is_empty() {
+        let current = o.session.recorded();
+        json["branches"] = o
+            .branches
+            .iter()
+            .enumerate()
+            .map(|(index, b)| {
+                let fork = b.iter().zip(current).take_while(|(a, c)| a == c).count();
+                json!({ "index": index, "fork": fork, "steps": b.len() })
+            })
+            .collect();
+    }
+    json
+}
+
+/// The causes of a view's first violations, read off the whole trace, or taken from `cache`
+/// when it holds them for the session's current version.
+type CauseCache = Option<(u64, Vec<Option<crate::cause::Cause>>)>;
+
+fn view_with(
+    session: &Session,
+    window: Window,
+    cache: &mut CauseCache,
+    log: Option<&mut Vec<LogEntry>>,
+) -> Value {
     let view = match (window.log_from, window.log_to) {
         (None, None) => {
             // The number of lines first (an empty window is cheap), then the tail.
@@ -97,10 +130,35 @@ pub fn view_json(session: &Session, window: Window) -> Value {
     };
     let mut json = serde_json::to_value(&view).expect("a view is plain data");
     if !view.violations.is_empty() {
-        // Say why: each violation's cause, read off the whole trace so far.
-        let all = session.view_window(0, usize::MAX).log;
+        // Say why: each violation's cause, read off the whole trace so far (once per version
+        // of the run).
         let first = &view.violations[..view.violations.len().min(MAX_CAUSES)];
-        let causes = crate::cause::explain_all(first, &all);
+        let causes = match cache {
+            Some((version, causes))
+                if *version == session.version() && causes.len() == first.len() =>
+            {
+                causes.clone()
+            }
+            _ => {
+                let causes = match log {
+                    // The lines since the log was last read, appended (the run only went
+                    // forward since: a step back emptied it).
+                    Some(log) => {
+                        let total = view.log_total;
+                        if log.len() > total {
+                            log.clear();
+                        }
+                        log.extend(session.view_window(log.len(), total).log);
+                        crate::cause::explain_all(first, log)
+                    }
+                    None => {
+                        crate::cause::explain_all(first, &session.view_window(0, usize::MAX).log)
+                    }
+                };
+                *cache = Some((session.version(), causes.clone()));
+                causes
+            }
+        };
         if let Some(vs) = json.get_mut("violations").and_then(Value::as_array_mut) {
             for (x, cause) in vs.iter_mut().zip(causes) {
                 if let Some(cause) = cause {
@@ -108,7 +166,11 @@ pub fn view_json(session: &Session, window: Window) -> Value {
                 }
             }
         }
+    } else if let Some(log) = log {
+        // Nothing to explain: the log is not kept.
+        *log = Vec::new();
     }
+    crate::rules::annotate(&mut json);
     json
 }
 
@@ -176,7 +238,7 @@ pub(crate) fn store(state: &Ctx<'_>, session: Session, toml: String) -> Result<S
         .sessions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(state.client, Open { session, toml })
+        .insert(state.client, Open::new(session, toml))
         .map_err(|why| ApiError::no_session("", why))
 }
 
@@ -210,7 +272,7 @@ pub(crate) fn view(
     Path(id): Path<&str>,
     Query(window): Query<Window>,
 ) -> Result<Json<Value>, ApiError> {
-    with_session(&state, id, move |o| Ok(Json(view_json(&o.session, window))))
+    with_session(&state, id, move |o| Ok(Json(view_open(o, window))))
 }
 
 pub(crate) fn apply(
@@ -222,8 +284,14 @@ pub(crate) fn apply(
     let choice: Choice = parse_body(body)?;
     with_session(&state, id, move |o| {
         room(&o.session)?;
+        // Choosing after going back leaves the recorded future: keep it as a branch.
+        let old = o.session.recorded().to_vec();
+        let step = o.session.choices().len();
         o.session.apply(choice).map_err(session_error)?;
-        Ok(Json(view_json(&o.session, window)))
+        if old.len() > step && o.session.recorded() != &old[..] && !o.branches.contains(&old) {
+            o.branches.push(old);
+        }
+        Ok(Json(view_open(o, window)))
     })
 }
 
@@ -234,7 +302,8 @@ pub(crate) fn back(
 ) -> Result<Json<Value>, ApiError> {
     with_session(&state, id, move |o| {
         o.session.back().map_err(session_error)?;
-        Ok(Json(view_json(&o.session, window)))
+        o.log.clear();
+        Ok(Json(view_open(o, window)))
     })
 }
 
@@ -252,8 +321,11 @@ pub(crate) fn goto(
 ) -> Result<Json<Value>, ApiError> {
     let b: GotoBody = parse_body(body)?;
     with_session(&state, id, move |o| {
+        if b.step < o.session.choices().len() {
+            o.log.clear();
+        }
         o.session.goto(b.step).map_err(session_error)?;
-        Ok(Json(view_json(&o.session, window)))
+        Ok(Json(view_open(o, window)))
     })
 }
 
@@ -290,8 +362,13 @@ pub(crate) fn run(
     with_session(&state, id, move |o| {
         let until = b.until_ns.map(distsync_core::Time::from_nanos);
         let limit = limit.min(room(&o.session)?);
+        let old = o.session.recorded().to_vec();
+        let step = o.session.choices().len();
         let stop = o.session.run(limit, until).map_err(session_error)?;
-        let mut v = view_json(&o.session, window);
+        if old.len() > step && o.session.recorded() != &old[..] && !o.branches.contains(&old) {
+            o.branches.push(old);
+        }
+        let mut v = view_open(o, window);
         v["stop"] = serde_json::to_value(stop).expect("plain data");
         Ok(Json(v))
     })
@@ -372,6 +449,115 @@ pub(crate) fn svg(
 pub(crate) fn report(State(state): State, Path(id): Path<&str>) -> Result<Json<Value>, ApiError> {
     with_session(&state, id, |o| {
         Ok(Json(crate::report_view::report_json(&o.session)))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BranchBody {
+    index: usize,
+}
+
+/// Switches to branch `index`: the run shown becomes that branch's (replayed), at the step
+/// where it parts from the run shown before, which becomes a branch in its place.
+pub(crate) fn branch(
+    State(state): State,
+    Path(id): Path<&str>,
+    Query(window): Query<Window>,
+    body: &[u8],
+) -> Result<Json<Value>, ApiError> {
+    let b: BranchBody = parse_body(body)?;
+    with_session(&state, id, move |o| {
+        let Some(target) = o.branches.get(b.index).cloned() else {
+            return Err(ApiError::bad(
+                "body.index",
+                format!("there are {} branches, numbered from 0", o.branches.len()),
+            ));
+        };
+        let current = o.session.recorded().to_vec();
+        let fork = target
+            .iter()
+            .zip(&current)
+            .take_while(|(a, c)| a == c)
+            .count();
+        let mut session =
+            Session::replay(o.session.scenario(), "branch", &target).map_err(session_error)?;
+        session.goto(fork).map_err(session_error)?;
+        o.session = session;
+        o.log.clear();
+        o.branches[b.index] = current;
+        Ok(Json(view_open(o, window)))
+    })
+}
+
+/// `GET /api/session/ID/quiz?level=...`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuizQuery {
+    level: crate::quiz::Level,
+}
+
+/// The question of a level at the session's step, without its answer, or why there is none.
+pub(crate) fn quiz(
+    State(state): State,
+    Path(id): Path<&str>,
+    Query(q): Query<QuizQuery>,
+) -> Result<Json<Value>, ApiError> {
+    with_session(&state, id, move |o| {
+        Ok(Json(match crate::quiz::question(&o.session, q.level) {
+            Ok((question, _)) => json!({ "question": question }),
+            Err(why) => json!({ "question": null, "why": why }),
+        }))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuizAnswerBody {
+    level: crate::quiz::Level,
+    step: usize,
+    kind: String,
+    answer: String,
+}
+
+/// Marks an answer against the run at the question's step: `{right, answer: [...], why}`.
+pub(crate) fn quiz_answer(
+    State(state): State,
+    Path(id): Path<&str>,
+    body: &[u8],
+) -> Result<Json<Value>, ApiError> {
+    let b: QuizAnswerBody = parse_body(body)?;
+    with_session(&state, id, move |o| {
+        let moved = |why: String| ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            field: "body.step".into(),
+            message: why,
+        };
+        if o.session.choices().len() != b.step {
+            return Err(moved(format!(
+                "the question was about step {}, the run is at step {}: ask again",
+                b.step,
+                o.session.choices().len()
+            )));
+        }
+        let (question, answer) = crate::quiz::question(&o.session, b.level).map_err(moved)?;
+        if question.kind != b.kind {
+            return Err(moved(format!(
+                "the question at this step is `{}`, not `{}`: ask again",
+                question.kind, b.kind
+            )));
+        }
+        if !question.options.contains(&b.answer) {
+            return Err(ApiError::bad(
+                "body.answer",
+                format!("not one of the options: {:?}", question.options),
+            ));
+        }
+        Ok(Json(json!({
+            "right": answer.right.contains(&b.answer),
+            "answer": answer.right,
+            "why": answer.why,
+        })))
     })
 }
 

@@ -52,6 +52,28 @@ pub struct Open<S> {
     pub session: S,
     /// The scenario TOML it was made from.
     pub toml: String,
+    /// Branching history: the futures left behind by going back and choosing differently,
+    /// each as the whole list of choices it recorded.
+    pub branches: Vec<Vec<distsync_sim::session::Choice>>,
+    /// The causes of the first violations, with the session version they were read at.
+    pub causes: Option<(u64, Vec<Option<crate::cause::Cause>>)>,
+    /// The run's log so far, kept while it has violations to explain: a step forward only
+    /// appends to it (its new lines are read, not the whole trace again); a step back empties
+    /// it.
+    pub log: Vec<distsync_sim::session::LogEntry>,
+}
+
+impl<S> Open<S> {
+    /// A session just opened, without branches.
+    pub fn new(session: S, toml: String) -> Open<S> {
+        Open {
+            session,
+            toml,
+            branches: Vec::new(),
+            causes: None,
+            log: Vec::new(),
+        }
+    }
 }
 
 struct Slot<S> {
@@ -197,10 +219,7 @@ mod tests {
     use super::*;
 
     fn open(n: u32) -> Open<u32> {
-        Open {
-            session: n,
-            toml: String::new(),
-        }
+        Open::new(n, String::new())
     }
 
     #[test]

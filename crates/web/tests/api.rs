@@ -1029,3 +1029,529 @@ fn a_causal_order_violation_names_the_message_it_overtook() {
     );
     assert_eq!(x["cause"]["back_to"], 6, "{}", x["cause"]);
 }
+
+#[test]
+fn each_step_names_the_rule_of_the_algorithms_file_that_handled_it() {
+    // Ricart-Agrawala, two sites, requests by hand: each step's rule is the one the file
+    // numbers for it, with its sentence and the state fields it names.
+    let c = Client::start();
+    let toml = r#"
+algorithm = "ricart-agrawala"
+nodes = 2
+[network]
+delay = "1ms"
+[workload]
+kind = "none"
+"#;
+    let (id, start) = c.session(toml);
+    assert_eq!(
+        start["rule_file"],
+        "crates/algorithms/src/mutex/ricart_agrawala.rs"
+    );
+    assert!(start.get("rule").is_none(), "no rule at the start");
+    let apply = |choice: Value| c.ok(&format!("/api/session/{id}/apply"), choice);
+    let rules = |v: &Value| -> Vec<String> {
+        v["rule"]["texts"]
+            .as_array()
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| t["rule"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The Request choice makes the input pending; taking it is rule 1 at P0.
+    let v = apply(json!({ "do": "request", "node": 0 }));
+    let input = v["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "input")
+        .unwrap_or_else(|| panic!("an input pending: {}", v["pending"]))["id"]
+        .clone();
+    let v = apply(json!({ "do": "event", "id": input }));
+    assert_eq!(v["rule"]["node"], 0);
+    assert_eq!(rules(&v), ["1"]);
+    let text = v["rule"]["texts"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("To request: send a timestamped REQUEST"),
+        "{text}"
+    );
+    assert_eq!(v["rule"]["texts"][0]["reads"], json!(["request"]));
+    // P1 receives the REQUEST, is idle and replies at once: rule 2, naming in_cs, request and
+    // deferred_replies.
+    let v = apply(json!({ "do": "event", "id": pending_id(&v, "Request", 0, 1) }));
+    assert_eq!(
+        (v["rule"]["node"].clone(), rules(&v)),
+        (json!(1), vec!["2".to_string()])
+    );
+    assert_eq!(
+        v["rule"]["texts"][0]["reads"],
+        json!(["in_cs", "request", "deferred_replies"])
+    );
+    // The REPLY: rule 3, P0 enters.
+    let v = apply(json!({ "do": "event", "id": pending_id(&v, "Reply", 1, 0) }));
+    assert_eq!(
+        (v["rule"]["node"].clone(), rules(&v)),
+        (json!(0), vec!["3".to_string()])
+    );
+    assert_eq!(v["processes"][0]["badge"], "in CS");
+    // A crash applies no rule of the file; going back to the REPLY's step shows rule 3 again.
+    let v = apply(json!({ "do": "crash", "node": 1 }));
+    assert!(v.get("rule").is_none(), "{}", v["rule"]);
+    let back = c.ok(&format!("/api/session/{id}/back"), json!({}));
+    assert_eq!(rules(&back), ["3"]);
+}
+
+#[test]
+fn election_steps_name_their_rules_behind_the_ring_link_too() {
+    // Chang-Roberts runs behind the reliable ring link: the rules shown are the election's
+    // (its file's 2 to 5), never the link's; the link's acks apply none.
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("chang-roberts-all-start.toml"));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut acks_without_rule = 0;
+    for _ in 0..600 {
+        let v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+        assert_eq!(
+            v["rule_file"],
+            "crates/algorithms/src/election/chang_roberts.rs"
+        );
+        let last = v["log"]
+            .as_array()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap_or_default();
+        match v["rule"]["texts"].as_array() {
+            Some(ts) => {
+                for t in ts {
+                    seen.insert(t["rule"].as_str().unwrap().to_string());
+                    assert!(!t["text"].as_str().unwrap().is_empty());
+                }
+            }
+            None if last["link"] == true => acks_without_rule += 1,
+            None => {}
+        }
+        if v["quiet"] == true {
+            break;
+        }
+    }
+    assert!(acks_without_rule > 0, "the link's own events name no rule");
+    for rule in ["2", "3", "4", "5"] {
+        assert!(
+            seen.contains(rule),
+            "rule {rule} of chang_roberts.rs seen: {seen:?}"
+        );
+    }
+}
+
+/// Asks the quiz of `level` at the session's step; the question (without its answer).
+fn quiz(c: &Client, id: &str, level: &str) -> Value {
+    let (status, _, text) = c.get(&format!("/api/session/{id}/quiz?level={level}"));
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        v["question"].get("answer").is_none() && !text.contains("\"right\""),
+        "{text}"
+    );
+    v
+}
+
+fn answer(c: &Client, id: &str, q: &Value, option: &str) -> Value {
+    c.ok(
+        &format!("/api/session/{id}/quiz"),
+        json!({ "level": q["level"], "step": q["step"], "kind": q["kind"], "answer": option }),
+    )
+}
+
+#[test]
+fn the_quiz_predicts_the_leader_and_marks_right_and_wrong_from_the_run() {
+    // Bully, seed 002's example: the next leader is 6 (7 is down), then 7 recovers and wins.
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("bully-eight-processes.toml"));
+    let q = quiz(&c, &id, "predict")["question"].clone();
+    assert_eq!(q["kind"], "leader-next");
+    assert_eq!(q["text"], "Which process becomes leader next?");
+    assert!(q["hide"].as_array().unwrap().contains(&json!("pending")));
+    let wrong = answer(&c, &id, &q, "P7");
+    assert_eq!(wrong["right"], false);
+    assert_eq!(wrong["answer"], json!(["P6"]));
+    let right = answer(&c, &id, &q, "P6");
+    assert_eq!(right["right"], true, "{right}");
+    // Step to the step the question named: 6 is leader there, as the answer said.
+    let reveal = q["reveal_at"].as_u64().unwrap();
+    let v = c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 0 }));
+    assert_eq!(v["step"], 0);
+    let mut v = v;
+    while v["step"].as_u64().unwrap() < reveal {
+        v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    assert!(
+        v["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["step"] == reveal && e["event"] == "output" && e["output"]["Leader"] == 6),
+        "6 is named at step {reveal}"
+    );
+    // The run moved on: the old question is not marked any more.
+    let (status, moved) = c.post(
+        &format!("/api/session/{id}/quiz"),
+        json!({ "level": "predict", "step": 0, "kind": "leader-next", "answer": "P6" }),
+    );
+    assert_eq!(status, 422, "{moved}");
+    assert_eq!(moved["field"], "body.step");
+    // An answer that is not an option is refused, naming the field.
+    let q = quiz(&c, &id, "predict")["question"].clone();
+    let (status, bad) = c.post(
+        &format!("/api/session/{id}/quiz"),
+        json!({ "level": "predict", "step": q["step"], "kind": q["kind"], "answer": "P99" }),
+    );
+    assert_eq!((status, bad["field"].clone()), (400, json!("body.answer")));
+}
+
+#[test]
+fn the_quiz_asks_ln_after_a_suzuki_kasami_release_and_the_money_of_a_snapshot() {
+    let c = Client::start();
+    // Suzuki-Kasami: step until the question about LN is asked (the holder's release is next),
+    // then check its answer against the token after the release.
+    let (id, _) = c.session(&scenario_file("suzuki-kasami-light.toml"));
+    let mut asked = None;
+    for _ in 0..200 {
+        let q = quiz(&c, &id, "predict");
+        if q["question"]["kind"] == "ln-after-release" {
+            asked = Some(q["question"].clone());
+            break;
+        }
+        c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    let q = asked.expect("a release by the token's holder within 200 steps");
+    assert!(q["options"].as_array().unwrap().len() >= 2, "{q}");
+    let options: Vec<String> = q["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    let marks: Vec<bool> = options
+        .iter()
+        .map(|o| answer(&c, &id, &q, o)["right"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        marks.iter().filter(|&&r| r).count(),
+        1,
+        "one right option: {options:?}"
+    );
+    let right = &options[marks.iter().position(|&r| r).unwrap()];
+    let v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    let node: u64 = q["text"].as_str().unwrap()[1..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("the question names the releasing process");
+    let ln = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == node)
+        .and_then(|p| p["state"].pointer("/token/ln").cloned())
+        .or_else(|| {
+            v["log"].as_array().unwrap().iter().rev().find_map(|e| {
+                (e["event"] == "send").then(|| e.pointer("/msg/Token/ln").cloned())?
+            })
+        })
+        .expect("the token after the release");
+    assert_eq!(right, &ln.to_string().replace(',', ", "));
+
+    // Chandy-Lamport on the bank, FIFO links: the snapshot conserves the money.
+    let (id, _) = c.session(&scenario_file("chandy-lamport-bank.toml"));
+    let mut asked = None;
+    for _ in 0..100 {
+        let q = quiz(&c, &id, "predict");
+        if q["question"]["kind"] == "conserves" {
+            asked = Some(q["question"].clone());
+            break;
+        }
+        c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    let q = asked.expect("a snapshot ahead");
+    assert_eq!(answer(&c, &id, &q, "yes")["right"], true);
+    assert_eq!(answer(&c, &id, &q, "no")["right"], false);
+}
+
+#[test]
+fn the_quiz_asks_which_message_is_held_back_and_which_rule_applied() {
+    let c = Client::start();
+    // Causal broadcast: among the messages in flight, the one its receiver holds back.
+    let (id, _) = c.session(&scenario_file("causal-broadcast.toml"));
+    let mut asked = None;
+    for _ in 0..200 {
+        let q = quiz(&c, &id, "predict");
+        if q["question"]["kind"] == "held-back" {
+            asked = Some(q["question"].clone());
+            break;
+        }
+        c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    let q = asked.expect("a message held back within 200 steps");
+    let (_, _, text) = c.get(&format!("/api/session/{id}/view"));
+    let view: Value = serde_json::from_str(&text).unwrap();
+    // Deliver a message the quiz marks held back: no delivery to the application follows.
+    let options: Vec<String> = q["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    let held = options
+        .iter()
+        .find(|o| answer(&c, &id, &q, o)["right"] == true)
+        .expect("a right option")
+        .clone();
+    assert_eq!(answer(&c, &id, &q, "none of them")["right"], false);
+    let p = view["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["kind"] == "deliver"
+                && held
+                    == format!(
+                        "{} from P{} to P{}",
+                        p["what"].as_str().unwrap(),
+                        p["from"],
+                        p["to"]
+                    )
+        })
+        .expect("the held-back message is pending");
+    let v = c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "event", "id": p["id"] }),
+    );
+    let step = v["step"].clone();
+    assert!(
+        !v["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["step"] == step && e["event"] == "output"),
+        "{held} was delivered to the application at once"
+    );
+
+    // Explain: the rule Ricart-Agrawala's P1 applied on a REQUEST is rule 2.
+    let (id, v) = c.session(
+        "algorithm = \"ricart-agrawala\"\nnodes = 2\n[network]\ndelay = \"1ms\"\n[workload]\nkind = \"none\"\n",
+    );
+    assert_eq!(
+        quiz(&c, &id, "explain")["question"],
+        Value::Null,
+        "no step yet"
+    );
+    let _ = v;
+    c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "request", "node": 0 }),
+    );
+    let mut v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    while v["rule"]["node"] != 1 {
+        v = c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    let q = quiz(&c, &id, "explain")["question"].clone();
+    assert_eq!(q["kind"], "rule");
+    assert_eq!(q["hide"], json!(["rule"]));
+    let options = q["options"].as_array().unwrap();
+    assert_eq!(options.len(), 4);
+    let two = options[1].as_str().unwrap();
+    assert!(two.starts_with("2. On REQUEST"), "{two}");
+    assert_eq!(answer(&c, &id, &q, two)["right"], true);
+    assert_eq!(
+        answer(&c, &id, &q, options[0].as_str().unwrap())["right"],
+        false
+    );
+
+    // Observe: who is in the critical section now (nobody yet, then P0).
+    let q = quiz(&c, &id, "observe")["question"].clone();
+    assert_eq!(q["kind"], "in-cs");
+    assert!(q["hide"].as_array().unwrap().contains(&json!("states")));
+}
+
+#[test]
+fn going_back_and_choosing_differently_keeps_the_old_future_as_a_branch() {
+    let c = Client::start();
+    let (id, _) = c.session(LAMPORT_NON_FIFO);
+    let apply = |choice: Value| c.ok(&format!("/api/session/{id}/apply"), choice);
+    apply(json!({ "do": "request", "node": 0 }));
+    apply(json!({ "do": "next" }));
+    let mut v = apply(json!({ "do": "next" }));
+    for _ in 0..3 {
+        v = apply(json!({ "do": "next" }));
+    }
+    let old_steps = v["steps_recorded"].as_u64().unwrap();
+    let old_log = v["log_total"].clone();
+    assert!(v.get("branches").is_none(), "no branch yet");
+    // Back two steps and crash P1 instead: the old future becomes branch 0.
+    c.ok(&format!("/api/session/{id}/back"), json!({}));
+    let back = c.ok(&format!("/api/session/{id}/back"), json!({}));
+    let fork = back["step"].as_u64().unwrap();
+    let other = apply(json!({ "do": "crash", "node": 1 }));
+    assert_eq!(other["steps_recorded"].as_u64().unwrap(), fork + 1);
+    assert_eq!(
+        other["branches"],
+        json!([{ "index": 0, "fork": fork, "steps": old_steps }])
+    );
+    // Switch to it: the run shown is the old one at the fork, its future ahead to Redo; the
+    // crash's run is branch 0 now.
+    let switched = c.ok(&format!("/api/session/{id}/branch"), json!({ "index": 0 }));
+    assert_eq!(switched["step"].as_u64().unwrap(), fork);
+    assert_eq!(switched["steps_recorded"].as_u64().unwrap(), old_steps);
+    assert_eq!(
+        switched["branches"],
+        json!([{ "index": 0, "fork": fork, "steps": fork + 1 }])
+    );
+    let end = c.ok(
+        &format!("/api/session/{id}/goto"),
+        json!({ "step": old_steps }),
+    );
+    assert_eq!(end["log_total"], old_log, "the branch replays the same run");
+    // And back to the crash's branch.
+    let crash = c.ok(&format!("/api/session/{id}/branch"), json!({ "index": 0 }));
+    let crash = c.ok(
+        &format!("/api/session/{id}/goto"),
+        json!({ "step": crash["steps_recorded"] }),
+    );
+    assert_eq!(crash["processes"][1]["alive"], false);
+    // A branch that does not exist is refused, naming the field.
+    let (status, e) = c.post(&format!("/api/session/{id}/branch"), json!({ "index": 5 }));
+    assert_eq!((status, e["field"].clone()), (400, json!("body.index")));
+}
+
+#[test]
+fn two_crossing_coordinator_messages_are_named_as_the_cause() {
+    // Bully without the failure detector, 3 processes, one crash and one recovery: the checker
+    // finds a run where two COORDINATOR messages cross; loaded into the page and stepped to
+    // its violation, the cause names them.
+    let c = Client::start();
+    let toml = r#"
+algorithm = "bully"
+nodes = 3
+[network]
+delay = "1ms"
+[check]
+crash = 1
+recover = 1
+"#;
+    let r = c.ok("/api/check", json!({ "toml": toml }));
+    assert_eq!(r["proved"], false, "{r}");
+    let id = r["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("loaded: {r}"))
+        .to_string();
+    let n = r["choices"].as_array().unwrap().len();
+    c.ok(&format!("/api/session/{id}/goto"), json!({ "step": n }));
+    // What is left (the ELECTIONs lost to the crashed 2) happens, and the final checks find
+    // the two leaders.
+    let v = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    assert!(
+        properties(&v).contains(&"agreement".to_string()),
+        "{}",
+        v["violations"]
+    );
+    let causes: Vec<&str> = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["cause"]["text"].as_str())
+        .collect();
+    let crossed = causes
+        .iter()
+        .find(|t| t.starts_with("Two COORDINATOR messages crossed"))
+        .unwrap_or_else(|| panic!("no crossing named in {causes:?} of {}", v["violations"]));
+    // The checker's run: 1 times out and announces itself at step 8 (after the crash and its
+    // two lost ELECTIONs), 2 recovers and announces itself at step 9; 0 hears 2, then 1.
+    assert_eq!(
+        *crossed,
+        "Two COORDINATOR messages crossed: P1 announced itself at step 8 and P2 at step 9, \
+         neither knowing of the other's announcement (the sends are concurrent). P0 received \
+         P2's at step 10, then P1's at step 11, and took P1 for its leader."
+    );
+    let x = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["cause"]["text"].as_str() == Some(crossed))
+        .unwrap();
+    assert_eq!(x["cause"]["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(x["cause"]["events"].as_array().unwrap().len(), 4);
+    // Back to just before the second announcement.
+    assert_eq!(x["cause"]["back_to"], 8);
+}
+
+/// Timing, not a test (`cargo test -p distsync-web --test api -- --ignored --nocapture
+/// causes_timing`): a 5-process Lamport run without FIFO at 20,000 events with its violations,
+/// then views of it. The first view of a run's version reads the causes off the whole trace (what
+/// every view cost before causes were kept per version); the next views of the same step, and
+/// other windows of its log, take them from the session. Prints the figures; asserts nothing
+/// about time.
+#[test]
+#[ignore]
+fn causes_timing() {
+    let c = Client::start();
+    let toml = r#"
+algorithm = "lamport-mutex"
+nodes = 5
+until = "1000s"
+[network]
+delay = { uniform = ["1ms", "5ms"] }
+fifo = false
+[workload]
+kind = "saturated"
+requests = 100000
+cs = "1ms"
+"#;
+    let (id, _) = c.session(toml);
+    // Run on past the violations (each stops a run) up to 20,000 events.
+    let mut v = Value::Null;
+    for _ in 0..400 {
+        let done = v["log_total"].as_u64().unwrap_or(0);
+        if done >= 20_000 {
+            break;
+        }
+        v = c.ok(
+            &format!("/api/session/{id}/run"),
+            json!({ "limit": 20_000 - done }),
+        );
+    }
+    println!(
+        "{} events, {} violations, {} explained",
+        v["log_total"],
+        v["violations"].as_array().unwrap().len(),
+        v["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x.get("cause").is_some())
+            .count()
+    );
+    let time = |what: &str, f: &dyn Fn() -> Value| {
+        let mut ms = Vec::new();
+        for _ in 0..5 {
+            let t0 = std::time::Instant::now();
+            f();
+            ms.push(t0.elapsed().as_millis());
+        }
+        println!("{what}: {ms:?} ms");
+    };
+    time(
+        "a step (a new version of the run: causes read off the trace)",
+        &|| c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" })),
+    );
+    time("a view of the same step (causes kept)", &|| {
+        let (_, _, text) = c.get(&format!("/api/session/{id}/view"));
+        serde_json::from_str(&text).unwrap()
+    });
+    time("another window of its log (causes kept)", &|| {
+        let (_, _, text) = c.get(&format!("/api/session/{id}/view?log_from=100&log_to=400"));
+        serde_json::from_str(&text).unwrap()
+    });
+}

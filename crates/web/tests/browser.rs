@@ -717,7 +717,7 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
         "the violation is at the end of the counterexample"
     );
 
-    // Quiz on Ricart-Agrawala's starting run.
+    // Quiz on Ricart-Agrawala's starting run: who enters next, marked by the server.
     page.set("#algorithm", "ricart-agrawala");
     page.wait_for_run_of("ricart-agrawala");
     page.click("#quiz");
@@ -746,11 +746,18 @@ fn the_checker_counterexample_steps_to_the_violation_and_the_quiz_asks_who_enter
     let expected = if who == 0 { "Right" } else { "Not quite" };
     assert!(answer.starts_with(expected), "{answer}");
     assert!(
-        answer.contains(&format!("Score {}/1", u32::from(who == 0))),
+        answer.contains(&format!(": {}/1", u32::from(who == 0))),
         "{answer}"
     );
-    // The next step is the one asked about: P<who> enters.
-    page.click_and_wait("#step");
+    // Step on to the step the answer named: P<who> is the next to enter.
+    assert!(
+        page.click_until(
+            "#step",
+            "(window.distsyncApp.view.processes || []).some(p => p.badge === 'in CS')",
+            300
+        ),
+        "nobody entered"
+    );
     let badge = page.js(&format!(
         "document.querySelector('#states .proc-card[data-node=\"{who}\"] .badge').innerText"
     ));
@@ -924,7 +931,9 @@ fn maekawa_deadlock_opened_from_the_examples_and_stepped_by_keys_is_announced() 
 }
 
 /// The election quiz: the real leader is the right answer (bully's seed 002 example, where 6
-/// wins first), the pending events are hidden while the question is asked, and Run asks too.
+/// wins first), a wrong answer is marked wrong, the pending events are hidden while the
+/// question is asked, Run asks too, and the explain level asks which rule applied, with the
+/// rule panel hidden.
 #[test]
 fn the_election_quiz_marks_the_real_leader_right_and_hides_the_answer() {
     let Some(browser) = browser() else { return };
@@ -939,44 +948,365 @@ fn the_election_quiz_marks_the_real_leader_right_and_hides_the_answer() {
         "the quiz never asked"
     );
     let question = page.text("#quiz-box");
-    assert!(question.contains("announced leader"), "{question}");
+    assert!(
+        question.contains("Which process becomes leader next?"),
+        "{question}"
+    );
     assert_eq!(
         page.js("getComputedStyle(document.querySelector('#pending tbody')).visibility"),
         Value::from("hidden"),
         "the pending events would give the answer away"
     );
-    page.click("#quiz-box button[data-answer=\"6\"]");
+    // A wrong answer first: 7 is down, 6 wins.
+    page.click("#quiz-box button[data-answer=\"7\"]");
     page.wait(
         "/Score/.test(document.querySelector('#quiz-box').innerText)",
         "the answer",
     );
     let answer = page.text("#quiz-box");
-    assert!(answer.starts_with("Right: it is P6"), "{answer}");
+    assert!(answer.starts_with("Not quite: it is P6"), "{answer}");
+    assert!(
+        answer.contains("Score for bully-eight-processes.toml: 0/1"),
+        "{answer}"
+    );
     assert_eq!(
         page.js("getComputedStyle(document.querySelector('#pending tbody')).visibility"),
         Value::from("visible")
     );
-    page.click_and_wait("#step");
-    let badge =
-        page.js("document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText");
-    assert_eq!(badge, Value::from("leader 6"));
+    assert!(
+        page.click_until(
+            "#step",
+            "document.querySelector('#states .proc-card[data-node=\"6\"] .badge') && document.querySelector('#states .proc-card[data-node=\"6\"] .badge').innerText === 'leader 6'",
+            400
+        ),
+        "6 never led"
+    );
     // Only the leader wears the leader's colour.
     assert_eq!(page.count("#topo .t-node.t-leader"), 1);
     page.screenshot("bully-quiz");
-    // Run asks too: 7 comes back and bullies them all.
+    // Run asks too: 7 comes back and bullies them all; the right answer now.
     page.click("#run");
     page.wait(
         &format!("{asked} && !window.distsyncApp.running"),
         "the quiz during Run",
     );
+    assert!(page.text("#quiz-box").contains("becomes leader next"));
     page.click("#quiz-box button[data-answer=\"7\"]");
     page.wait(
-        "/Score 2\\/2/.test(document.querySelector('#quiz-box').innerText)",
+        "/Score for bully-eight-processes.toml: 1\\/2/.test(document.querySelector('#quiz-box').innerText)",
         "the second answer",
     );
+    assert!(page.text("#quiz-box").starts_with("Right: it is P7"));
     page.wait(
         "window.distsyncApp.running || window.distsyncApp.view.quiet",
         "the run to go on",
+    );
+    if page.js("window.distsyncApp.running") == Value::Bool(true) {
+        page.click("#run");
+    }
+    page.wait(
+        "!window.distsyncApp.running && !window.distsyncApp.quiz.pending",
+        "the run to pause",
+    );
+
+    // Explain: which rule did the latest step apply? The rule panel is hidden meanwhile.
+    page.set("#quiz-level", "explain");
+    page.set("#example", "ricart-agrawala-heavy");
+    page.wait_for_run_of("ricart-agrawala");
+    assert!(
+        page.click_until("#step", asked, 50),
+        "the explain question never came"
+    );
+    assert!(page
+        .text("#quiz-box")
+        .contains("Which rule of crates/algorithms/src/mutex/ricart_agrawala.rs"));
+    assert_eq!(
+        page.js("getComputedStyle(document.querySelector('#rule-box')).visibility"),
+        Value::from("hidden"),
+        "the rule panel would give the answer away"
+    );
+    // The right option is the rule the panel names once revealed.
+    let options = page.js("[...document.querySelectorAll('#quiz-box button[data-option]')].map(b => b.dataset.option)");
+    let first = options[0].as_str().unwrap().to_string();
+    page.js(&format!(
+        "document.querySelector('#quiz-box button[data-option=\"' + CSS.escape({}) + '\"]').click()",
+        serde_json::to_string(&first).unwrap()
+    ));
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the explain answer",
+    );
+    let marked = page.text("#quiz-box");
+    let shown =
+        page.js("[...document.querySelectorAll('#rule-box .rule-text')].map(p => p.dataset.rule)");
+    let right = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| first.starts_with(&format!("{}. ", r.as_str().unwrap())));
+    assert!(
+        marked.starts_with(if right { "Right" } else { "Not quite" }),
+        "{marked} (the panel shows rules {shown})"
+    );
+}
+
+/// The rule panel: at each step, the rule of the algorithm's file that fired, in the file's
+/// words, with the fields it names marked in the card of the process that applied it.
+#[test]
+fn the_rule_panel_names_the_rule_and_marks_its_fields() {
+    on_each_site(the_rule_panel_names_the_rule_and_marks_its_fields_on);
+}
+
+fn the_rule_panel_names_the_rule_and_marks_its_fields_on(browser: &Browser, url: &str) {
+    let page = Page::open(browser, url);
+    page.set("#example", "ricart-agrawala-heavy");
+    page.wait_for_run_of("ricart-agrawala");
+    // Step until a site receives a REQUEST (rule 2).
+    assert!(
+        page.click_until(
+            "#step",
+            "!!document.querySelector('#rule-box .rule-text[data-rule=\"2\"]')",
+            60
+        ),
+        "rule 2 never shown"
+    );
+    let panel = page.text("#rule-box");
+    assert!(panel.contains("applied rule 2"), "{panel}");
+    assert!(
+        panel.contains("of crates/algorithms/src/mutex/ricart_agrawala.rs"),
+        "{panel}"
+    );
+    assert!(
+        panel.contains("On REQUEST (ts, j): reply at once unless inside the CS"),
+        "{panel}"
+    );
+    let node = page.js("window.distsyncApp.view.rule.node");
+    let card = format!("#states .proc-card[data-node=\"{node}\"]");
+    assert_eq!(
+        page.count(&format!("{card}.rule-node")),
+        1,
+        "the card is outlined"
+    );
+    let marked = page.js(&format!(
+        "[...document.querySelectorAll('{} tr.rule-read > td.k')].map(t => t.textContent)",
+        card.replace('\'', "\\'")
+    ));
+    assert!(
+        marked.as_array().unwrap().iter().any(|k| k == "in_cs"),
+        "in_cs marked in {card}: {marked}"
+    );
+    page.screenshot("rule-panel");
+}
+
+/// The drawing by keyboard: Tab reaches a process, Enter opens its menu with the focus on its
+/// first item, Enter applies it; a message in flight likewise.
+#[test]
+fn processes_and_messages_open_their_menus_from_the_keyboard() {
+    let Some(browser) = browser() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "ricart-agrawala");
+    page.wait_for_run_of("ricart-agrawala");
+    assert_eq!(
+        page.js("document.querySelector('#topo .t-node .t-hit').getAttribute('tabindex')"),
+        Value::from("0")
+    );
+    // Tab from the Go button of the bar until a process has the focus.
+    let mut reached = false;
+    page.js("document.querySelector('#goto').focus() || true");
+    for _ in 0..40 {
+        page.tab.press_key("Tab").expect("Tab");
+        if page.js(
+            "!!(document.activeElement && document.activeElement.matches('#topo .t-node .t-hit'))",
+        ) == Value::Bool(true)
+        {
+            reached = true;
+            break;
+        }
+    }
+    assert!(reached, "Tab never reached a process of the drawing");
+    let node: u32 = page
+        .js("document.activeElement.dataset.node")
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .expect("a process id");
+    page.tab.press_key("Enter").expect("Enter");
+    page.wait(
+        "!document.querySelector('#node-menu').hidden",
+        "the process menu",
+    );
+    assert_eq!(
+        page.js("document.activeElement.parentElement.id"),
+        Value::from("node-menu"),
+        "the menu's first item has the focus"
+    );
+    // Escape closes it; Enter again and choose "crash" with the arrow-free Tab order.
+    page.tab.press_key("Escape").expect("Escape");
+    page.wait(
+        "document.querySelector('#node-menu').hidden",
+        "the menu to close",
+    );
+    page.js(&format!(
+        "document.querySelector('#topo .t-hit[data-node=\"{node}\"]').focus() || true"
+    ));
+    page.tab.press_key("Enter").expect("Enter");
+    page.wait(
+        "!document.querySelector('#node-menu').hidden",
+        "the process menu again",
+    );
+    page.js("document.querySelector('#node-menu button[data-do=\"crash\"]').focus() || true");
+    let views = page.js("window.distsyncApp.views");
+    page.tab.press_key("Enter").expect("Enter");
+    page.wait(&format!("window.distsyncApp.views > {views}"), "the crash");
+    assert_eq!(
+        page.js(&format!(
+            "window.distsyncApp.view.processes.find(p => p.id === {node}).alive"
+        )),
+        Value::Bool(false),
+        "the process crashed from the keyboard"
+    );
+    // A message in flight: focus it, Enter, and the message menu is open.
+    assert!(
+        page.click_until(
+            "#step",
+            "document.querySelectorAll('#topo .t-msg').length > 0",
+            30
+        ),
+        "no message in flight"
+    );
+    page.js("document.querySelector('#topo .t-msg').focus() || true");
+    page.tab.press_key("Enter").expect("Enter");
+    page.wait("!!document.querySelector('#msg-menu')", "the message menu");
+    assert_eq!(
+        page.js("document.activeElement.dataset.do"),
+        Value::from("event"),
+        "Deliver now has the focus"
+    );
+}
+
+/// axe-core (installed from npm in the test set-up, or from DISTSYNC_AXE) finds nothing at
+/// WCAG 2 A and AA on the page with a run, a lesson and the quiz shown.
+#[test]
+fn the_page_is_clean_under_axe_core_at_wcag_2_a_and_aa() {
+    let Some(browser) = browser() else { return };
+    let Some(axe) = axe_source() else { return };
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#example", "ricart-agrawala-heavy");
+    page.wait_for_run_of("ricart-agrawala");
+    page.click_until("#step", "window.distsyncApp.view.step >= 8", 20);
+    page.tab.evaluate(&axe, false).expect("axe-core loads");
+    let check = |what: &str| {
+        let found = page.js(
+            "axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })\
+             .then(r => r.violations.map(v => v.id + ': ' + v.help + ' (' + v.nodes.slice(0, 3).map(n => n.target.join(' ') + ' ' + n.failureSummary).join(', ') + ')'))",
+        );
+        assert_eq!(
+            found,
+            Value::Array(vec![]),
+            "axe-core at WCAG 2 A/AA, {what}"
+        );
+    };
+    check("a run stepped");
+    page.set("#lesson", "suzuki-kasami");
+    page.wait(
+        "!document.querySelector('#lesson-box').hidden",
+        "the lesson",
+    );
+    check("a lesson open");
+    page.click("#quiz");
+    page.click_until("#step", "!document.querySelector('#quiz-box').hidden", 50);
+    check("the quiz asking");
+}
+
+/// axe.min.js: DISTSYNC_AXE names it, else `npm install axe-core@4` into target/axe (once);
+/// None (the reason printed) without npm, unless CI is set.
+fn axe_source() -> Option<String> {
+    let file = match std::env::var_os("DISTSYNC_AXE") {
+        Some(f) => PathBuf::from(f),
+        None => {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let dir = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target"))
+                .join("axe");
+            let file = dir.join("node_modules/axe-core/axe.min.js");
+            if !file.exists() {
+                let ok = std::process::Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .arg("axe-core@4")
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if !ok {
+                    if std::env::var_os("CI").is_some() {
+                        panic!("CI is set but `npm install axe-core@4` failed: install npm");
+                    }
+                    println!("skipped: `npm install axe-core@4` failed (is npm installed?)");
+                    return None;
+                }
+            }
+            file
+        }
+    };
+    Some(std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())))
+}
+
+/// Branching history: back two steps, choose differently, and the old future is a branch that
+/// the page switches to and back.
+#[test]
+fn going_back_and_choosing_differently_keeps_a_branch_to_switch_to() {
+    on_each_site(going_back_and_choosing_differently_keeps_a_branch_to_switch_to_on);
+}
+
+fn going_back_and_choosing_differently_keeps_a_branch_to_switch_to_on(
+    browser: &Browser,
+    url: &str,
+) {
+    let page = Page::open(browser, url);
+    page.set("#algorithm", "ricart-agrawala");
+    page.wait_for_run_of("ricart-agrawala");
+    page.click_until("#step", "window.distsyncApp.view.step >= 6", 10);
+    let recorded = page.step();
+    page.click_and_wait("#back");
+    page.click_and_wait("#back");
+    assert!(page.js("document.querySelector('#branches').hidden") == Value::Bool(true));
+    page.node_action(1, "crash");
+    page.wait(
+        "!document.querySelector('#branches').hidden",
+        "the branch control",
+    );
+    let label = page.text("#branches");
+    assert!(
+        label.contains(&format!(
+            "branch 1: parts at step {}, {recorded} steps",
+            recorded - 2
+        )),
+        "{label}"
+    );
+    page.click_and_wait("#branches button[data-branch=\"0\"]");
+    assert_eq!(page.step(), recorded - 2);
+    assert_eq!(
+        page.js("window.distsyncApp.view.steps_recorded"),
+        Value::from(recorded),
+        "the old future is ahead again: Redo follows it"
+    );
+    assert!(page.text("#status").contains("recorded choices ahead"));
+    // The crash's run is the branch now.
+    let label = page.text("#branches");
+    assert!(
+        label.contains(&format!(
+            "parts at step {}, {} steps",
+            recorded - 2,
+            recorded - 1
+        )),
+        "{label}"
+    );
+    page.click_and_wait("#branches button[data-branch=\"0\"]");
+    page.click_and_wait("#forward");
+    assert_eq!(
+        page.js("window.distsyncApp.view.processes.find(p => p.id === 1).alive"),
+        Value::Bool(false)
     );
 }
 
@@ -1238,7 +1568,7 @@ fn the_layout_fits_a_phone_a_large_screen_and_64_processes() {
     assert!(page.click_until("#step", "window.distsyncApp.view.step >= 2", 3));
     let overlaps = page.js(
         "(() => { const bad = []; \
-           const circles = [...document.querySelectorAll('#topo .t-node > circle')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]); \
+           const circles = [...document.querySelectorAll('#topo .t-node > .t-hit > circle')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]); \
            for (let i = 0; i < circles.length; i++) for (let j = i + 1; j < circles.length; j++) { \
              const [a, b] = [circles[i], circles[j]]; if (Math.hypot(a[0] - b[0], a[1] - b[1]) < a[2] + b[2]) bad.push('circles ' + i + ',' + j); } \
            const boxes = [...document.querySelectorAll('#topo .t-msg rect')].map(r => [+r.getAttribute('x'), +r.getAttribute('y'), +r.getAttribute('width'), +r.getAttribute('height')]); \

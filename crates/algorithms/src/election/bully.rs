@@ -120,6 +120,7 @@ impl Process for Bully {
     // Rule 7.
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         if ctx.recovered() {
+            ctx.rule("7");
             self.coordinator = None;
             self.hold_election(ctx);
         }
@@ -136,6 +137,7 @@ impl Process for Bully {
         match msg {
             // Rule 2.
             Msg::Election if from < self.id => {
+                ctx.rule("2");
                 ctx.send(from, Msg::Ok);
                 if self.state == State::Normal {
                     self.hold_election(ctx);
@@ -143,19 +145,24 @@ impl Process for Bully {
             }
             // Rule 3.
             Msg::Ok if self.state == State::Electing => {
+                ctx.rule("3");
                 self.state = State::AwaitingCoordinator;
                 ctx.cancel_timer(Timer::T);
                 ctx.set_timer(Timer::TPrime, self.t_prime);
             }
             // Rule 6.
             Msg::Coordinator if from > self.id => {
+                ctx.rule("6");
                 self.state = State::Normal;
                 ctx.cancel_timer(Timer::T);
                 ctx.cancel_timer(Timer::TPrime);
                 self.coordinator = Some(from);
                 ctx.output(Output::Leader(from));
             }
-            Msg::Coordinator if self.state == State::Normal => self.hold_election(ctx),
+            Msg::Coordinator if self.state == State::Normal => {
+                ctx.rule("6");
+                self.hold_election(ctx);
+            }
             // An ELECTION from above, an OK when not waiting for one, a lower COORDINATOR
             // during an election of our own (which will bully it anyway): nothing to do.
             _ => {}
@@ -167,7 +174,10 @@ impl Process for Bully {
             // Rule 4.
             (Timer::T, State::Electing) => self.win(ctx),
             // Rule 5.
-            (Timer::TPrime, State::AwaitingCoordinator) => self.hold_election(ctx),
+            (Timer::TPrime, State::AwaitingCoordinator) => {
+                ctx.rule("5");
+                self.hold_election(ctx);
+            }
             _ => {}
         }
     }
@@ -176,6 +186,7 @@ impl Process for Bully {
 impl Bully {
     /// Rule 1: ELECTION to every higher process, or victory when there is none.
     fn hold_election(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.coordinator = None;
         ctx.cancel_timer(Timer::TPrime);
         let me = self.id;
@@ -195,6 +206,7 @@ impl Bully {
 
     /// Rule 4: COORDINATOR to every lower process.
     fn win(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("4");
         self.state = State::Normal;
         self.coordinator = Some(self.id);
         let me = self.id;

@@ -137,22 +137,26 @@ impl Process for ChangRoberts {
                 if hops >= n {
                     return; // a lap without its owner: an orphan (the crash rule)
                 }
+                ctx.rule("4");
                 self.send_election(uid, hops + 1, ctx); // 4a
             }
             Msg::Election { uid, .. } if uid < self.uid => {
+                ctx.rule("4");
                 if !self.participant {
                     self.send_election(self.uid, 1, ctx); // 4b
                 } // 4c: discard
             }
             Msg::Election { .. } => {
                 // 4d, 5a.
+                ctx.rule("4");
+                ctx.rule("5");
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(self.uid, ctx);
                 pass_elected(self.uid, 0, ctx);
             }
             // 5c.
-            Msg::Elected { uid, .. } if uid == self.uid => {}
+            Msg::Elected { uid, .. } if uid == self.uid => ctx.rule("5"),
             Msg::Elected { hops, .. } if hops >= n => {} // an orphan (the crash rule)
             Msg::Elected { uid, hops } if uid < self.uid => {
                 // Elected without us (we were down): pass it on, then stand ourselves.
@@ -164,10 +168,12 @@ impl Process for ChangRoberts {
             Msg::Elected { uid, hops } if !self.participant && self.elected == Some(uid) => {
                 // Recorded already (a second round of the same leader): pass it on for those
                 // behind, without recording it twice.
+                ctx.rule("5");
                 pass_elected(uid, hops, ctx);
             }
             Msg::Elected { uid, hops } => {
                 // 5b.
+                ctx.rule("5");
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
                 self.record(uid, ctx);
@@ -198,11 +204,13 @@ fn pass_elected(uid: NodeId, hops: u32, ctx: &mut Ctx<'_, ChangRoberts>) {
 impl ChangRoberts {
     /// Rule 2.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("2");
         self.send_election(self.uid, 1, ctx);
     }
 
     /// Rule 3: sending makes a participant, with no leader until the elected message.
     fn send_election(&mut self, uid: NodeId, hops: u32, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("3");
         if !self.participant {
             ctx.set_timer(Timer::TPrime, self.t_prime);
         }

@@ -35,7 +35,8 @@ use distsync_core::{Ctx, EffectOf, Process};
 
 /// Runs one handler of `inner` (a process wrapped by a combinator) with a context of its own,
 /// and returns the effects it recorded, for the combinator to translate into its own.
-/// `scratch` is reused between calls so that wrapping costs no allocation per event.
+/// `scratch` is reused between calls so that wrapping costs no allocation per event. The rules
+/// the inner handler names ([`Ctx::rule`]) are named on `ctx` too.
 pub(crate) fn nested<A: Process, P: Process + ?Sized>(
     ctx: &mut Ctx<'_, P>,
     inner: &mut A,
@@ -51,5 +52,9 @@ pub(crate) fn nested<A: Process, P: Process + ?Sized>(
         inner_ctx = inner_ctx.at_position(p);
     }
     handler(inner, &mut inner_ctx);
+    // The rules the wrapped algorithm applied are the rules of this call.
+    for &rule in inner_ctx.rules().as_slice() {
+        ctx.rule(rule);
+    }
     effects
 }

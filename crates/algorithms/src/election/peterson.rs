@@ -184,6 +184,7 @@ impl Process for Peterson {
 impl Peterson {
     /// Enters `epoch` as an active process (rule 1) and sends tid.
     fn join(&mut self, epoch: u32, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.epoch = epoch;
         self.role = Role::Active;
         self.round = 1;
@@ -252,8 +253,10 @@ impl Peterson {
     /// Code fragment I, one receive.
     fn active(&mut self, second: bool, v: NodeId, ctx: &mut Ctx<'_, Self>) {
         if v == self.id {
-            return self.elected(self.round, ctx); // rule 4
+            ctx.rule("4");
+            return self.elected(self.round, ctx);
         }
+        ctx.rule("1");
         if !second {
             self.ntid = Some(v);
             self.nntid = None;
@@ -265,11 +268,13 @@ impl Peterson {
         let ntid = self.ntid.expect("ntid is received before nntid");
         if ntid >= self.tid && ntid >= v {
             // Rule 2: stay active with the first value received.
+            ctx.rule("2");
             self.tid = ntid;
             self.ntid = None;
             self.round += 1;
             self.send_value(false, self.tid, ctx);
         } else {
+            ctx.rule("2");
             self.role = Role::Relay;
         }
     }
@@ -280,8 +285,10 @@ impl Peterson {
             return;
         }
         if v == self.id {
-            return self.elected(round, ctx); // rule 4
+            ctx.rule("4");
+            return self.elected(round, ctx);
         }
+        ctx.rule("3");
         let epoch = self.epoch;
         let msg = if second {
             Msg::Max {

@@ -150,6 +150,7 @@ impl Process for Ring {
         match msg {
             // Rule 3.
             Msg::Election { mut list, epoch } if list.contains(&self.id) => {
+                ctx.rule("3");
                 let at = list.iter().position(|&j| j == self.id).unwrap_or(0);
                 list.rotate_left(at);
                 let members = Members::from(list);
@@ -165,6 +166,7 @@ impl Process for Ring {
             }
             // Rule 2.
             Msg::Election { mut list, epoch } => {
+                ctx.rule("2");
                 list.push(self.id);
                 self.epoch = self.epoch.max(epoch);
                 self.join(ctx);
@@ -172,12 +174,15 @@ impl Process for Ring {
                 ctx.send(ctx.successor(), Msg::Election { list, epoch });
             }
             // Rule 4: back at its starter.
-            Msg::Coordinator { members, .. } if members.first() == Some(&self.id) => {}
+            Msg::Coordinator { members, .. } if members.first() == Some(&self.id) => ctx.rule("4"),
             // The crash rule: a lap without meeting its starter.
-            Msg::Coordinator { hops, .. } if hops >= ctx.peers().len() as u32 => {}
+            Msg::Coordinator { hops, .. } if hops >= ctx.peers().len() as u32 => ctx.rule("8"),
             // The epoch rule: stale, older than the result recorded or the election joined.
             Msg::Coordinator { epoch, .. }
-                if epoch < self.recorded_epoch || (self.electing && epoch < self.epoch) => {}
+                if epoch < self.recorded_epoch || (self.electing && epoch < self.epoch) =>
+            {
+                ctx.rule("9");
+            }
             Msg::Coordinator {
                 members,
                 hops,
@@ -186,11 +191,13 @@ impl Process for Ring {
                 let hops = hops + 1;
                 let digest = members.digest();
                 if self.last_passed == Some(digest) {
+                    ctx.rule("8");
                     return; // its starter crashed: it has been all the way round already
                 }
                 let named = members.highest();
                 if epoch == self.recorded_epoch && !self.electing && self.coordinator != named {
                     // The epoch rule: two elections of this epoch met different members.
+                    ctx.rule("9");
                     self.epoch = self.epoch.max(epoch);
                     self.start(ctx);
                     return;
@@ -199,6 +206,7 @@ impl Process for Ring {
                 self.epoch = self.epoch.max(epoch);
                 if members.highest().is_some_and(|h| h < self.id) {
                     // Rule 6: counted without us, we outrank its coordinator.
+                    ctx.rule("6");
                     ctx.send(
                         ctx.successor(),
                         Msg::Coordinator {
@@ -212,6 +220,7 @@ impl Process for Ring {
                     }
                     return;
                 }
+                ctx.rule("4");
                 self.record(&members, epoch, ctx);
                 ctx.send(
                     ctx.successor(),
@@ -227,6 +236,7 @@ impl Process for Ring {
 
     fn on_timer(&mut self, Timer::TPrime: Timer, ctx: &mut Ctx<'_, Self>) {
         if self.electing {
+            ctx.rule("7");
             self.start(ctx);
         }
     }
@@ -235,6 +245,7 @@ impl Process for Ring {
 impl Ring {
     /// Rule 1.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.join(ctx);
         self.epoch += 1;
         ctx.send(

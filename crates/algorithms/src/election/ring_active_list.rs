@@ -141,6 +141,7 @@ impl Process for RingActiveList {
 impl RingActiveList {
     /// Rule 1, in a new epoch.
     fn detect(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.epoch += 1;
         self.begin(ctx);
         self.active_list = Vec::new();
@@ -168,17 +169,20 @@ impl RingActiveList {
         }
         if !self.participant {
             // Rule 2.
+            ctx.rule("2");
             self.begin(ctx);
             self.active_list = vec![self.i, j];
             self.send(self.i, ctx);
             self.send(j, ctx);
         } else if j == self.i {
             // Rule 4.
+            ctx.rule("4");
             let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
             self.decide(coordinator, ctx);
             ctx.send(ctx.successor(), Msg::Elected { epoch, coordinator });
         } else if !self.active_list.contains(&j) {
             // Rule 3. (A j already listed has gone round twice: j crashed; it is dropped.)
+            ctx.rule("3");
             self.active_list.push(j);
             self.send(j, ctx);
         }

@@ -114,6 +114,7 @@ impl Process for LamportMutex {
         match input {
             // Rule 1.
             Input::Request if self.request.is_none() => {
+                ctx.rule("1");
                 let ts = self.clock.tick();
                 let stamp = Stamp {
                     time: ts,
@@ -126,6 +127,7 @@ impl Process for LamportMutex {
             }
             // Rule 3.
             Input::Release if self.in_cs => {
+                ctx.rule("3");
                 if let Some(ours) = self.request.take() {
                     self.request_queue.remove(&ours);
                 }
@@ -148,6 +150,7 @@ impl Process for LamportMutex {
         match msg {
             // Rule 2.
             Msg::Request { ts } => {
+                ctx.rule("2");
                 let new = self.request_queue.insert(Stamp {
                     time: ts,
                     node: from,
@@ -163,11 +166,15 @@ impl Process for LamportMutex {
             // Rule 4: a site has one request at a time, so "j's request" is any entry of j.
             Msg::Release { .. } => match k {
                 Some(k) => {
+                    ctx.rule("4");
                     for time in std::mem::take(&mut self.queued[k]) {
                         self.request_queue.remove(&Stamp { time, node: from });
                     }
                 }
-                None => self.request_queue.retain(|s| s.node != from),
+                None => {
+                    ctx.rule("4");
+                    self.request_queue.retain(|s| s.node != from);
+                }
             },
         }
         self.enter_if_permitted(ctx);
@@ -198,6 +205,8 @@ impl LamportMutex {
                     } > ours
             });
         if l1 {
+            ctx.rule("L1");
+            ctx.rule("L2");
             self.in_cs = true;
             ctx.output(Output::Enter);
         }

@@ -146,6 +146,7 @@ impl Process for Maekawa {
         match input {
             // Rule 1.
             Input::Request if self.request.is_none() => {
+                ctx.rule("1");
                 let ts = self.clock.tick();
                 self.request = Some(Stamp {
                     time: ts,
@@ -161,6 +162,7 @@ impl Process for Maekawa {
             }
             // Rule 6, second half.
             Input::Release if self.in_cs => {
+                ctx.rule("6");
                 let ts = self.request.take().map_or(0, |r| r.time);
                 self.in_cs = false;
                 self.replies.clear();
@@ -225,6 +227,7 @@ impl Maekawa {
         self.failed.remove(&from);
         self.yielded.remove(&from);
         if self.request_set.iter().all(|m| self.replies.contains(m)) {
+            ctx.rule("6");
             self.in_cs = true;
             self.inquiries.clear();
             ctx.output(Output::Enter);
@@ -248,6 +251,7 @@ impl Maekawa {
             .filter(|a| self.replies.contains(a))
             .collect();
         for a in give_back {
+            ctx.rule("4");
             self.inquiries.remove(&a);
             self.replies.remove(&a);
             self.yielded.insert(a);
@@ -259,6 +263,7 @@ impl Maekawa {
 
     /// Rules 2 and 3.
     fn on_request(&mut self, s: Stamp, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("2");
         if self.replied_to.is_none() {
             self.grant(s, ctx);
         } else {
@@ -270,6 +275,7 @@ impl Maekawa {
     /// Rule 5.
     fn on_yield(&mut self, s: Stamp, ctx: &mut Ctx<'_, Self>) {
         if self.replied_to == Some(s) {
+            ctx.rule("5");
             self.replied_to = None;
             // The yielder knows it waits: no FAILED for it.
             self.queue.insert(s, true);
@@ -280,6 +286,7 @@ impl Maekawa {
     /// Rule 7.
     fn on_release(&mut self, s: Stamp, ctx: &mut Ctx<'_, Self>) {
         if self.replied_to == Some(s) {
+            ctx.rule("7");
             self.replied_to = None;
             self.grant_next(ctx);
         }

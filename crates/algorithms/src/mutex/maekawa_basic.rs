@@ -105,6 +105,7 @@ impl Process for MaekawaBasic {
         match input {
             // Rule 1.
             Input::Request if !self.requesting => {
+                ctx.rule("1");
                 self.requesting = true;
                 self.replies.clear();
                 for m in self.request_set.clone() {
@@ -113,6 +114,7 @@ impl Process for MaekawaBasic {
             }
             // Rule 4.
             Input::Release if self.in_cs => {
+                ctx.rule("4");
                 self.in_cs = false;
                 self.requesting = false;
                 ctx.output(Output::Exit);
@@ -136,6 +138,7 @@ impl MaekawaBasic {
         match msg {
             // Rule 2.
             Msg::Request => {
+                ctx.rule("2");
                 if self.replied_to.is_none() {
                     self.replied_to = Some(from);
                     self.post(from, Msg::Reply, ctx);
@@ -145,6 +148,7 @@ impl MaekawaBasic {
             }
             // Rule 3.
             Msg::Reply => {
+                ctx.rule("3");
                 if self.requesting && !self.in_cs {
                     self.replies.insert(from);
                     if self.request_set.iter().all(|m| self.replies.contains(m)) {
@@ -155,6 +159,7 @@ impl MaekawaBasic {
             }
             // Rule 5.
             Msg::Release => {
+                ctx.rule("5");
                 if self.replied_to == Some(from) {
                     self.replied_to = self.queue.pop_front();
                     if let Some(next) = self.replied_to {

@@ -145,6 +145,7 @@ impl Process for MajorityVote {
         match input {
             // Rule 1 (the own vote is asked locally).
             Input::Request if self.request.is_none() => {
+                ctx.rule("1");
                 let ts = self.clock.tick();
                 self.request = Some(Stamp {
                     time: ts,
@@ -158,6 +159,7 @@ impl Process for MajorityVote {
             }
             // Rule 4.
             Input::Release if self.in_cs => {
+                ctx.rule("4");
                 let ts = self.request.take().map_or(0, |r| r.time);
                 self.in_cs = false;
                 self.votes.clear();
@@ -221,6 +223,7 @@ impl MajorityVote {
         self.votes.insert(from);
         self.queued_at.remove(&from);
         if self.votes.len() >= self.majority {
+            ctx.rule("3");
             self.in_cs = true;
             self.inquiries.clear();
             ctx.output(Output::Enter);
@@ -235,6 +238,7 @@ impl MajorityVote {
         let Some(ts) = self.request.map(|r| r.time) else {
             return;
         };
+        ctx.rule("6");
         self.votes.remove(&voter);
         self.post(voter, Msg::Yield { ts }, ctx);
     }
@@ -243,6 +247,7 @@ impl MajorityVote {
 
     /// Rules 2 and 5.
     fn on_request(&mut self, s: Stamp, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("2");
         let pos = ctx.peers().position(s.node);
         if pos.is_some_and(|p| s.time <= self.released[p]) {
             return; // it arrived after its own RELEASE
@@ -272,6 +277,7 @@ impl MajorityVote {
     /// Rule 7.
     fn on_yield(&mut self, s: Stamp, ctx: &mut Ctx<'_, Self>) {
         if self.vote == Some(s) {
+            ctx.rule("7");
             self.vote = None;
             self.queue.insert(s);
             self.grant_next(ctx);
@@ -296,6 +302,7 @@ impl MajorityVote {
             return;
         };
         if best < holder && !self.inquired {
+            ctx.rule("5");
             self.inquired = true;
             self.post(holder.node, Msg::Inquire { ts: holder.time }, ctx);
         }

@@ -205,6 +205,7 @@ impl Process for Raymond {
         match input {
             // Rule 2, then 4 and 3.
             Input::Request if !self.requesting => {
+                ctx.rule("2");
                 self.requesting = true;
                 self.request_q.push_back(Entry {
                     from: self.id,
@@ -215,6 +216,7 @@ impl Process for Raymond {
             }
             // Rule 5.
             Input::Release if self.using => {
+                ctx.rule("5");
                 self.using = false;
                 self.requesting = false;
                 ctx.output(Output::Exit);
@@ -229,6 +231,7 @@ impl Process for Raymond {
         match msg {
             // Rule 2, then 4 and 3.
             Msg::Request { origin } => {
+                ctx.rule("2");
                 self.request_q.push_back(Entry { from, origin });
             }
             Msg::Token => self.holder = self.id,
@@ -247,6 +250,7 @@ impl Raymond {
         let Some(head) = self.request_q.pop_front() else {
             return;
         };
+        ctx.rule("4");
         self.asked = false;
         if head.from == self.id {
             self.using = true;
@@ -263,6 +267,7 @@ impl Raymond {
             return;
         }
         if let Some(head) = self.request_q.front() {
+            ctx.rule("3");
             self.asked = true;
             ctx.send(
                 self.holder,

@@ -2,11 +2,12 @@
 //!
 //! Source: seed 000 "The Ricart-Agrawala Algorithm", seed 001 "Ricart & Agrawala's Algorithm",
 //! seed 003 "Ricart-Agrawala Algorithm" steps 1-4. Rules:
-//! 1. To request: send a timestamped REQUEST (ts, i) to every other site.
-//! 2. On REQUEST (ts, j): reply at once unless inside the CS, or requesting with a request
-//!    earlier than (ts, j) by (timestamp, id); otherwise defer the reply.
-//! 3. Enter the CS with a REPLY from every other site.
-//! 4. On exit, send the deferred replies.
+//! 1. To request: send a timestamped REQUEST (ts, i) to every other site (`request`).
+//! 2. On REQUEST (ts, j): reply at once unless inside the CS (`in_cs`), or requesting with a
+//!    request (`request`) earlier than (ts, j) by (timestamp, id); otherwise defer the reply
+//!    (`deferred_replies`).
+//! 3. Enter the CS (`in_cs`) with a REPLY from every other site (`replied`, `replies_missing`).
+//! 4. On exit, send the deferred replies (`deferred_replies`).
 //!
 //! 2(N-1) messages per entry; synchronization delay T; FIFO channels are not needed.
 //!
@@ -89,6 +90,7 @@ impl Process for RicartAgrawala {
         match input {
             // Rule 1.
             Input::Request if self.request.is_none() => {
+                ctx.rule("1");
                 let ts = self.clock.tick();
                 self.request = Some(Stamp {
                     time: ts,
@@ -101,6 +103,7 @@ impl Process for RicartAgrawala {
             }
             // Rule 4.
             Input::Release if self.in_cs => {
+                ctx.rule("4");
                 self.in_cs = false;
                 self.request = None;
                 for (j, ts) in self.deferred_replies.drain(..) {
@@ -118,6 +121,7 @@ impl Process for RicartAgrawala {
         match msg {
             // Rule 2.
             Msg::Request { ts } => {
+                ctx.rule("2");
                 self.clock.observe(ts);
                 let theirs = Stamp {
                     time: ts,
@@ -133,6 +137,7 @@ impl Process for RicartAgrawala {
             // Rule 3. Only a REPLY to our current request counts, and each site once: a stale or
             // duplicated REPLY does not open the CS early (the duplication rule).
             Msg::Reply { ts } => {
+                ctx.rule("3");
                 if self.request.is_some_and(|ours| ours.time == ts) {
                     if let Some(k) = ctx.peers().position(from) {
                         if !self.replied.get(k) {
@@ -150,6 +155,7 @@ impl Process for RicartAgrawala {
 impl RicartAgrawala {
     fn enter_if_permitted(&mut self, ctx: &mut Ctx<'_, Self>) {
         if self.request.is_some() && !self.in_cs && self.replies_missing == 0 {
+            ctx.rule("3");
             self.in_cs = true;
             ctx.output(Output::Enter);
         }

@@ -115,6 +115,7 @@ impl Process for SuzukiKasami {
             Input::Request if self.token.is_some() => self.enter(ctx),
             // Rule 1.
             Input::Request => {
+                ctx.rule("1");
                 self.rn[self.i] += 1;
                 self.requesting = true;
                 ctx.broadcast(Msg::Request {
@@ -124,6 +125,10 @@ impl Process for SuzukiKasami {
             Input::Release if self.in_cs => {
                 self.in_cs = false;
                 ctx.output(Output::Exit);
+                if self.token.is_some() {
+                    ctx.rule("4");
+                    ctx.rule("5");
+                }
                 self.update_token(ctx.peers());
                 self.pass_token(ctx);
             }
@@ -135,6 +140,7 @@ impl Process for SuzukiKasami {
         match msg {
             // Rule 2.
             Msg::Request { sn } => {
+                ctx.rule("2");
                 let Some(j) = ctx.peers().position(from) else {
                     return;
                 };
@@ -149,6 +155,7 @@ impl Process for SuzukiKasami {
             }
             // Rule 3.
             Msg::Token(token) => {
+                ctx.rule("3");
                 self.token = Some(token);
                 if self.requesting {
                     self.requesting = false;
@@ -182,6 +189,7 @@ impl SuzukiKasami {
     fn pass_token(&mut self, ctx: &mut Ctx<'_, Self>) {
         if let Some(token) = self.token.as_mut() {
             if let Some(next) = token.q.pop_front() {
+                ctx.rule("6");
                 let token = self.token.take().expect("held");
                 ctx.send(next, Msg::Token(token));
             }

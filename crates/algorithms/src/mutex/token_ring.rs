@@ -88,6 +88,7 @@ impl Process for TokenRing {
             }
             // Rule 5.
             Input::Release if self.in_cs => {
+                ctx.rule("5");
                 self.in_cs = false;
                 self.wants = false;
                 ctx.output(Output::Exit);
@@ -112,10 +113,12 @@ impl TokenRing {
     fn use_or_pass(&mut self, ctx: &mut Ctx<'_, Self>) {
         if self.wants {
             if !self.in_cs {
+                ctx.rule("4");
                 self.in_cs = true;
                 ctx.output(Output::Enter);
             }
         } else {
+            ctx.rule("3");
             self.pass(ctx);
         }
     }
@@ -124,6 +127,7 @@ impl TokenRing {
     fn pass(&mut self, ctx: &mut Ctx<'_, Self>) {
         let next = ctx.peers().successor(ctx.id());
         if next != ctx.id() {
+            ctx.rule("2");
             self.token = false;
             ctx.send(next, Msg::Token);
         }

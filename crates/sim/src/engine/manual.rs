@@ -106,6 +106,14 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         &self.core.violations
     }
 
+    /// The rules of the algorithm's file that the latest handler naming any applied, with its
+    /// process's id ([`distsync_core::Ctx::rule`]), forgotten once taken: the session takes
+    /// them before and after each choice, so what it gets after is the choice's own.
+    pub(crate) fn take_rules(&mut self) -> Option<(NodeId, distsync_core::Rules)> {
+        let (pos, rules) = self.core.rules.take()?;
+        Some((self.core.peers.ids()[pos], rules))
+    }
+
     /// The trace so far (header and event lines, JSON lines), when the trace is kept.
     pub(crate) fn trace_bytes(&self) -> &[u8] {
         self.core.tracer.as_ref().map_or(&[], |t| t.buffered())
