@@ -240,6 +240,8 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
         0,
         "{spinner} checking: {human_pos} states ({per_sec}), {msg} [{elapsed}]",
     );
+    // Ctrl-C stops the exploration as a bound would: the outcome so far, then exit 130.
+    crate::interrupt::catch_then(distsync_check::interrupt);
     let result = check_named(&algo, &config, &mut |p| {
         if let Some(bar) = progress.bar() {
             bar.set_position(p.states as u64);
@@ -275,6 +277,8 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     }
     Ok(if outcome.violation.is_some() {
         Outcome::Violation
+    } else if let Some(signal) = crate::interrupt::interrupted() {
+        Outcome::Code(crate::interrupt::exit_code(signal))
     } else if outcome.proved {
         Outcome::Ok
     } else if require_proof {

@@ -533,6 +533,8 @@ impl TraceSink {
                 let mut name = target.file_name().unwrap_or_default().to_os_string();
                 name.push(format!(".partial-{}", std::process::id()));
                 let staged = target.with_file_name(name);
+                // Removed if a signal ends the run (and by `abandon` or the drop if it fails).
+                crate::interrupt::remove_on_signal(&staged);
                 let file = std::fs::File::create(&staged).map_err(fail)?;
                 Ok(TraceSink {
                     shown,
@@ -545,21 +547,34 @@ impl TraceSink {
 
     /// The run failed: the staged copy goes, the file it would replace stays as it was.
     fn abandon(self) {
-        if let Some((staged, _)) = self.staged {
-            let _ = std::fs::remove_file(staged);
-        }
+        // The drop removes it.
     }
 
     /// The run succeeded: everything written reaches the file.
-    fn commit(self) -> Result<(), InputError> {
-        let fail =
-            |e: std::io::Error| InputError(format!("cannot write the trace {}: {e}", self.shown));
-        match &self.staged {
-            Some((staged, target)) => std::fs::rename(staged, target).map_err(|e| {
-                let _ = std::fs::remove_file(staged);
-                fail(e)
-            }),
+    fn commit(mut self) -> Result<(), InputError> {
+        let shown = std::mem::take(&mut self.shown);
+        let fail = |e: std::io::Error| InputError(format!("cannot write the trace {shown}: {e}"));
+        match self.staged.take() {
+            Some((staged, target)) => {
+                let renamed = std::fs::rename(&staged, target);
+                if renamed.is_err() {
+                    let _ = std::fs::remove_file(&staged);
+                }
+                crate::interrupt::keep(&staged);
+                renamed.map_err(fail)
+            }
             None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TraceSink {
+    /// Unless committed, the staged copy goes: a run that fails, returns early or panics leaves
+    /// no `FILE.partial-PID` behind.
+    fn drop(&mut self) {
+        if let Some((staged, _)) = self.staged.take() {
+            let _ = std::fs::remove_file(&staged);
+            crate::interrupt::keep(&staged);
         }
     }
 }
