@@ -139,7 +139,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
         (Some(path), None) => {
             let (algo, config, table, notes) = from_scenario(path)?;
             for note in notes {
-                eprintln!("note: {note}");
+                crate::output::note(format!("note: {note}"));
             }
             if args.nodes.is_some() {
                 return Err(InputError(
@@ -264,10 +264,10 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
                 InputError(format!("--trace: cannot write {}: {e}", path.display()))
             })?;
         } else {
-            eprintln!(
+            crate::output::note(format!(
                 "note: no counterexample, so nothing was written to {}",
                 path.display()
-            );
+            ));
         }
     }
     if args.json {

@@ -193,10 +193,10 @@ fn load_file_or_example(path: &std::path::Path) -> Result<(Scenario, String), In
             .iter()
             .find(|(name, _)| *name == wanted)
         {
-            eprintln!(
+            crate::output::note(format!(
                 "note: no file `{origin}` here; running the built-in example `{name}` \
                  (`distsync examples {name}` prints it)"
-            );
+            ));
             return Ok((Scenario::from_toml(text, name)?, name.to_string()));
         }
     }
@@ -452,18 +452,25 @@ fn execute(
     output::write_stdout(&text)?;
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
-    } else if stopped_by_a_cap(&report) {
-        // Not a verdict on the algorithm: the run did not end by itself within the caps.
-        eprintln!(
-            "the run was stopped by the runaway guard (`[limits]`), not by a failure of the \
-             algorithm: {}",
-            report
-                .violations
-                .iter()
-                .find(|v| v.property == distsync_sim::guard::CAP_STOP)
-                .map_or("", |v| v.detail.as_str())
-        );
-        Ok(Outcome::Code(STOPPED_BY_A_CAP))
+    } else if stopped_short(&report) {
+        // Not a verdict on the algorithm: the run did not end by itself within the caps or the
+        // horizon.
+        match report
+            .violations
+            .iter()
+            .find(|v| v.property == distsync_sim::guard::CAP_STOP)
+        {
+            Some(v) => eprintln!(
+                "the run was stopped by the runaway guard (`[limits]`), not by a failure of the \
+                 algorithm: {}",
+                v.detail
+            ),
+            None => eprintln!(
+                "the run reached its horizon (`until`) with work pending, not a failure of the \
+                 algorithm: raise `until` (or `--until`) to let it finish"
+            ),
+        }
+        Ok(Outcome::Code(STOPPED_SHORT))
     } else {
         let again = match command {
             Some(command) => format!("{command} --seed {}", report.seed),
@@ -471,24 +478,24 @@ fn execute(
         };
         let n = report.violations.len();
         let noun = if n == 1 { "violation" } else { "violations" };
-        eprintln!("{n} {noun} found; reproduce with: {again}");
+        crate::output::note(format!("{n} {noun} found; reproduce with: {again}"));
         Ok(Outcome::Violation)
     }
 }
 
-/// The exit code of a run stopped by the runaway guard's `max_pending` or `max_events` with
-/// nothing else found: neither a pass (0) nor a violation (1).
-pub const STOPPED_BY_A_CAP: u8 = 3;
+/// The exit code of a run stopped by the runaway guard's `max_pending` or `max_events`, or by
+/// its horizon (`until`) with work pending, with nothing else found: neither a pass (0) nor a
+/// violation (1).
+pub const STOPPED_SHORT: u8 = 3;
 
-/// Whether the run's findings are a stop by the guard's caps and only the end-of-run checks
-/// that such a stop fails by itself (`guard::CUT_SHORT`).
-fn stopped_by_a_cap(report: &distsync_sim::Report) -> bool {
-    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
-    report.violations.iter().any(|v| v.property == CAP_STOP)
+/// Whether the run was cut short (by the guard's caps or its horizon) and its findings are only
+/// what such a cut fails by itself ([`output::not_judged`]).
+fn stopped_short(report: &distsync_sim::Report) -> bool {
+    !report.violations.is_empty()
         && report
             .violations
             .iter()
-            .all(|v| v.property == CAP_STOP || CUT_SHORT.contains(&v.property.as_str()))
+            .all(|v| output::not_judged(report, v))
 }
 
 /// Where a trace is written: a regular file by way of a staged copy renamed over it at the end,

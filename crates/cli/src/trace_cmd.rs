@@ -102,11 +102,11 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
                     from_ns: Some(from),
                     to_ns: Some(to),
                 };
-                eprintln!(
+                crate::output::note(format!(
                     "{}: {why}; choose another window with --from and --to (the trace ends at {})",
                     args.trace.display(),
                     distsync_viz::format_ns(end)
-                );
+                ));
             }
         }
         let drawing = svg::render(&trace, &options)?;
@@ -116,12 +116,12 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
                 .map_err(|e| format!("cannot write the SVG to standard output: {e}"))?;
         } else {
             write_out(out, &drawing)?;
-            eprintln!("{}: space-time diagram", out.display());
+            crate::output::note(format!("{}: space-time diagram", out.display()));
         }
     }
     // What was written is talk, not data: it goes to stderr, so standard output carries only
     // the SVG when `--svg -` asks for it.
-    let note = |text: String| eprintln!("{text}");
+    let note = |text: String| crate::output::note(text);
     if let Some(out) = &args.perfetto {
         write_out(out, &perfetto::render(&trace))?;
         note(format!(
@@ -280,17 +280,14 @@ pub fn svg_of_run(
                 "run.jsonl".to_string(),
             ),
         };
-        eprintln!("{}: {why}", out.display());
-        eprintln!(
-            "  this window: {first}distsync trace render {file} --svg {} --from {} --to {}",
+        crate::output::note(format!(
+            "{}: {why}\n  this window: {first}distsync trace render {file} --svg {} --from {} --to {}\n  another: choose --from and --to (the run ends at {})",
+            out.display(),
             out.display(),
             time_arg(from),
-            time_arg(to)
-        );
-        eprintln!(
-            "  another: choose --from and --to (the run ends at {})",
+            time_arg(to),
             distsync_viz::format_ns(trace.end_time_ns())
-        );
+        ));
     }
     Ok(())
 }
