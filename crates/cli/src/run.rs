@@ -372,6 +372,11 @@ fn execute(
     // A trace into a regular file (or a new one) goes to a temporary file beside it first, so
     // that a failed run never clobbers an existing trace; anything else (a device, a pipe) is
     // written in place, and never replaced.
+    // Where the drawing goes is checked before the run, not after all its work.
+    if let Some(out) = svg {
+        let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
+        trace_cmd::check_svg_out(out, trace, &rerun)?;
+    }
     let sink = trace.map(TraceSink::open).transpose()?;
     let writer: Option<Box<dyn std::io::Write>> = match &sink {
         Some(sink) => {
@@ -437,9 +442,14 @@ fn execute(
     if let Some(sink) = sink {
         sink.commit()?;
     }
+    // A trace too large to keep for a drawing: the run's report first, then the refusal.
+    let mut too_large = None;
     if let (Some(out), Some(copy)) = (svg, &captured) {
         let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
-        trace_cmd::svg_of_run(copy, origin, out, trace, &rerun)?;
+        match trace_cmd::svg_of_run(copy, origin, out, trace, &rerun) {
+            Err(e) if copy.over() => too_large = Some(e),
+            drawn => drawn?,
+        }
     }
     for w in &report.warnings {
         eprintln!("warning: {w}");
@@ -450,6 +460,9 @@ fn execute(
         output::summary(&report)
     };
     output::write_stdout(&text)?;
+    if let Some(e) = too_large {
+        return Err(e);
+    }
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
     } else if stopped_short(&report) {
