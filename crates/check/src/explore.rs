@@ -513,6 +513,10 @@ where
                             stats.bound = Some(Bound::Memory);
                             break 'levels;
                         }
+                        if crate::interrupted() {
+                            stats.bound = Some(Bound::Interrupted);
+                            break 'levels;
+                        }
                     }
                 }
             }

@@ -497,15 +497,32 @@ pub enum Bound {
     Depth,
     /// `max_memory`.
     Memory,
+    /// [`interrupt`] (Ctrl-C in `distsync check`).
+    Interrupted,
+}
+
+/// Set by [`interrupt`]: explorations under way stop at their next progress report.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks every exploration of this process to stop as if a bound were hit
+/// ([`Bound::Interrupted`]): the outcome so far, no proof. Cannot be undone.
+pub fn interrupt() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether [`interrupt`] was called.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Bound {
-    /// The flag that sets it.
+    /// The flag that sets it ("an interrupt" for [`Bound::Interrupted`]).
     pub fn flag(self) -> &'static str {
         match self {
             Bound::States => "--max-states",
             Bound::Depth => "--max-depth",
             Bound::Memory => "--max-memory",
+            Bound::Interrupted => "an interrupt",
         }
     }
 }

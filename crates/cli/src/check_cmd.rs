@@ -139,7 +139,7 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
         (Some(path), None) => {
             let (algo, config, table, notes) = from_scenario(path)?;
             for note in notes {
-                eprintln!("note: {note}");
+                crate::output::note(format!("note: {note}"));
             }
             if args.nodes.is_some() {
                 return Err(InputError(
@@ -240,6 +240,8 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
         0,
         "{spinner} checking: {human_pos} states ({per_sec}), {msg} [{elapsed}]",
     );
+    // Ctrl-C stops the exploration as a bound would: the outcome so far, then exit 130.
+    crate::interrupt::catch_then(distsync_check::interrupt);
     let result = check_named(&algo, &config, &mut |p| {
         if let Some(bar) = progress.bar() {
             bar.set_position(p.states as u64);
@@ -262,10 +264,10 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
                 InputError(format!("--trace: cannot write {}: {e}", path.display()))
             })?;
         } else {
-            eprintln!(
+            crate::output::note(format!(
                 "note: no counterexample, so nothing was written to {}",
                 path.display()
-            );
+            ));
         }
     }
     if args.json {
@@ -275,6 +277,8 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
     }
     Ok(if outcome.violation.is_some() {
         Outcome::Violation
+    } else if let Some(signal) = crate::interrupt::interrupted() {
+        Outcome::Code(crate::interrupt::exit_code(signal))
     } else if outcome.proved {
         Outcome::Ok
     } else if require_proof {

@@ -1,12 +1,18 @@
 //! `distsync compare`: the comparison table of seed 003, measured.
 
 use crate::progress::Progress;
+use crate::shard::Shard;
 use crate::{InputError, Outcome};
-use distsync_sim::compare::{compare_mutex, CompareOptions, Load, Relation, Row};
+use distsync_algorithms::registry::Family;
+use distsync_sim::compare::{
+    compare_mutex, family_algorithms, CompareOptions, Load, Relation, Row,
+};
 use distsync_sim::compare_election::{
-    compare_election, ElectionCompareOptions, ElectionRow, Order,
+    compare_election, election_algorithms, ElectionCompareOptions, ElectionRow, Order,
 };
 use distsync_viz::plot::{figure, Figure, Panel, Series};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -47,6 +53,372 @@ pub struct CompareArgs {
     /// colour per algorithm, one panel per load (mutex) or per id order (election).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Make only shard K of N of the comparison (the runs whose index, algorithm by algorithm
+    /// and size by size, is K-1 modulo N) and print its results file (JSON) for `--merge`;
+    /// exit 0 whatever was measured, the merge tells. See docs/stress.md.
+    #[arg(long, value_name = "K/N", value_parser = crate::shard::parse,
+          conflicts_with_all = ["json", "summary", "full", "plot"])]
+    shard: Option<Shard>,
+    /// Merge the results files of every shard of a comparison (`--shard`): print (and draw,
+    /// with `--plot`) what the unsharded comparison does, byte for byte, and exit as it exits.
+    /// The comparison comes from the files.
+    #[arg(long, value_name = "FILE", num_args = 1..,
+          conflicts_with_all = ["family", "nodes", "load", "orders", "algo", "seed", "shard"])]
+    merge: Vec<PathBuf>,
+}
+
+/// What decides a comparison's runs, as a results file of a shard keeps it.
+#[derive(Serialize, Deserialize)]
+struct Campaign {
+    family: String,
+    nodes: Vec<u32>,
+    load: String,
+    orders: Vec<String>,
+    algo: Vec<String>,
+    seed: u64,
+}
+
+/// One run of a sharded comparison: its index and its rows.
+#[derive(Serialize, Deserialize)]
+struct CompareRun<R> {
+    run: u64,
+    rows: Vec<R>,
+}
+
+/// [`Relation`] as a results file has it.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RelationIn {
+    Exact,
+    Approximate(f64),
+    AtMost,
+    Between(f64),
+    None,
+}
+
+impl From<RelationIn> for Relation {
+    fn from(r: RelationIn) -> Relation {
+        match r {
+            RelationIn::Exact => Relation::Exact,
+            RelationIn::Approximate(t) => Relation::Approximate(t),
+            RelationIn::AtMost => Relation::AtMost,
+            RelationIn::Between(t) => Relation::Between(t),
+            RelationIn::None => Relation::None,
+        }
+    }
+}
+
+/// A [`Row`] as a results file has it.
+#[derive(Deserialize)]
+struct RowIn {
+    algorithm: String,
+    nodes: u32,
+    load: String,
+    metric: String,
+    measured: Option<f64>,
+    theory: Option<f64>,
+    formula: String,
+    relation: RelationIn,
+    agrees: Option<bool>,
+    note: String,
+}
+
+/// An [`ElectionRow`] as a results file has it.
+#[derive(Deserialize)]
+struct ElectionRowIn {
+    algorithm: String,
+    nodes: u32,
+    order: String,
+    starters: String,
+    metric: String,
+    measured: Option<f64>,
+    theory: Option<f64>,
+    formula: String,
+    relation: RelationIn,
+    agrees: Option<bool>,
+    note: String,
+}
+
+/// `text` as the one of `names` it is (the rows name loads, metrics, orders and starters by
+/// fixed words).
+fn word(field: &str, text: &str, names: &[&'static str]) -> Result<&'static str, InputError> {
+    names.iter().copied().find(|n| *n == text).ok_or_else(|| {
+        InputError(format!(
+            "--merge: a row's {field} `{text}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+impl RowIn {
+    fn row(self) -> Result<Row, InputError> {
+        Ok(Row {
+            algorithm: self.algorithm,
+            nodes: self.nodes,
+            load: word("load", &self.load, &["light", "heavy"])?,
+            metric: word(
+                "metric",
+                &self.metric,
+                &["messages_per_entry", "sync_delay_T", "response_time_T"],
+            )?,
+            measured: self.measured,
+            theory: self.theory,
+            formula: self.formula,
+            relation: self.relation.into(),
+            agrees: self.agrees,
+            note: self.note,
+        })
+    }
+}
+
+impl ElectionRowIn {
+    fn row(self) -> Result<ElectionRow, InputError> {
+        Ok(ElectionRow {
+            algorithm: self.algorithm,
+            nodes: self.nodes,
+            order: word(
+                "order",
+                &self.order,
+                &["ascending", "descending", "random", "-"],
+            )?,
+            starters: word("starters", &self.starters, &["all", "one", "highest"])?,
+            metric: self.metric,
+            measured: self.measured,
+            theory: self.theory,
+            formula: self.formula,
+            relation: self.relation.into(),
+            agrees: self.agrees,
+            note: self.note,
+        })
+    }
+}
+
+/// The rows of every run, in index order; refuses runs that are not exactly `count` runs, each
+/// once.
+fn in_order<R>(runs: Vec<CompareRun<R>>, count: usize) -> Result<Vec<R>, InputError> {
+    let mut slots: Vec<Option<Vec<R>>> = (0..count).map(|_| None).collect();
+    for r in runs {
+        let Some(slot) = slots.get_mut(r.run as usize) else {
+            return Err(InputError(format!(
+                "--merge: run {}, past the comparison's {count} runs",
+                r.run
+            )));
+        };
+        if slot.is_some() {
+            return Err(InputError(format!("--merge: run {} twice", r.run)));
+        }
+        *slot = Some(r.rows);
+    }
+    if let Some(i) = slots.iter().position(Option::is_none) {
+        return Err(InputError(format!(
+            "--merge: run {i} of the comparison's {count} missing"
+        )));
+    }
+    Ok(slots.into_iter().flatten().flatten().collect())
+}
+
+/// The mutex comparison's runs: one per algorithm, size and load, in the order of its rows.
+fn mutex_plan(options: &CompareOptions) -> Vec<CompareOptions> {
+    let algorithms: Vec<String> = if options.algorithms.is_empty() {
+        family_algorithms(Family::Mutex)
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        options.algorithms.clone()
+    };
+    let mut plan = Vec::new();
+    for a in &algorithms {
+        for &n in &options.nodes {
+            for &load in &options.loads {
+                plan.push(CompareOptions {
+                    algorithms: vec![a.clone()],
+                    nodes: vec![n],
+                    loads: vec![load],
+                    ..options.clone()
+                });
+            }
+        }
+    }
+    plan
+}
+
+/// The election comparison's runs: one per algorithm and size (each with every order and
+/// starter), in the order of its rows.
+fn election_plan(options: &ElectionCompareOptions) -> Vec<ElectionCompareOptions> {
+    let algorithms: Vec<String> = if options.algorithms.is_empty() {
+        election_algorithms()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        options.algorithms.clone()
+    };
+    let mut plan = Vec::new();
+    for a in &algorithms {
+        for &n in &options.nodes {
+            plan.push(ElectionCompareOptions {
+                algorithms: vec![a.clone()],
+                nodes: vec![n],
+                ..options.clone()
+            });
+        }
+    }
+    plan
+}
+
+impl Campaign {
+    fn of(args: &CompareArgs) -> Campaign {
+        Campaign {
+            family: args.family.clone(),
+            nodes: args.nodes.clone(),
+            load: args.load.clone(),
+            orders: args.orders.clone(),
+            algo: args.algo.clone(),
+            seed: args.seed,
+        }
+    }
+}
+
+/// Makes the comparison whose runs are `plan` (each on its own, in parallel, the rows in the
+/// plan's order: the same rows as the library's whole comparison), or only shard `--shard` of it,
+/// printed as a results file; on Ctrl-C, the rows of the runs made.
+fn campaign<O: Sync, R: Serialize + Send>(
+    args: &CompareArgs,
+    plan: &[O],
+    one: impl Fn(&O) -> Vec<R> + Sync,
+    report: impl FnOnce(&CompareArgs, &[R]) -> Result<Outcome, InputError>,
+) -> Result<Outcome, InputError> {
+    let selected: Vec<(u64, &O)> = plan
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (i as u64, o))
+        .filter(|(i, _)| args.shard.is_none_or(|s| s.takes(*i)))
+        .collect();
+    let stop = crate::interrupt::catch();
+    let progress = Progress::runs(args.json || args.shard.is_some(), "comparing");
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let total = selected.len() as u64;
+    let runs: Vec<CompareRun<R>> = selected
+        .par_iter()
+        .filter_map(|&(run, o)| {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
+            let rows = one(o);
+            let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress.update(d, total);
+            Some(CompareRun { run, rows })
+        })
+        .collect();
+    drop(progress);
+    let interrupted = crate::interrupt::interrupted();
+    if let Some(shard) = args.shard {
+        let text = crate::shard::file_text(
+            "compare",
+            shard,
+            &Campaign::of(args),
+            &runs,
+            interrupted.is_some(),
+        )?;
+        crate::output::write_stdout(&text)?;
+        return Ok(interrupted.map_or(Outcome::Ok, |s| {
+            Outcome::Code(crate::interrupt::exit_code(s))
+        }));
+    }
+    let Some(signal) = interrupted else {
+        return report(args, &in_order(runs, plan.len())?);
+    };
+    eprintln!(
+        "interrupted by {} after {} of {} runs: the rows of those runs",
+        crate::interrupt::name(signal),
+        runs.len(),
+        plan.len()
+    );
+    let rows: Vec<R> = runs.into_iter().flat_map(|r| r.rows).collect();
+    report(args, &rows)?;
+    Ok(Outcome::Code(crate::interrupt::exit_code(signal)))
+}
+
+/// `--merge`: the comparison from its shards' results files.
+fn merge(mut args: CompareArgs) -> Result<Outcome, InputError> {
+    let (campaign, runs): (Campaign, Vec<CompareRun<serde_json::Value>>) =
+        crate::shard::read("compare", &args.merge)?;
+    args.family = campaign.family;
+    args.nodes = campaign.nodes;
+    args.load = campaign.load;
+    args.orders = campaign.orders;
+    args.algo = campaign.algo;
+    args.seed = campaign.seed;
+    if args.family == "election" {
+        let count = election_plan(&election_options(&args)).len();
+        let runs = runs
+            .into_iter()
+            .map(|r| {
+                let rows = r
+                    .rows
+                    .into_iter()
+                    .map(|v| {
+                        serde_json::from_value::<ElectionRowIn>(v)
+                            .map_err(|e| InputError(format!("--merge: a row: {e}")))?
+                            .row()
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(CompareRun { run: r.run, rows })
+            })
+            .collect::<Result<Vec<_>, InputError>>()?;
+        return report_elections(&args, &in_order(runs, count)?);
+    }
+    let count = mutex_plan(&mutex_options(&args)).len();
+    let runs = runs
+        .into_iter()
+        .map(|r| {
+            let rows = r
+                .rows
+                .into_iter()
+                .map(|v| {
+                    serde_json::from_value::<RowIn>(v)
+                        .map_err(|e| InputError(format!("--merge: a row: {e}")))?
+                        .row()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(CompareRun { run: r.run, rows })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    report_mutex(&args, &in_order(runs, count)?)
+}
+
+fn mutex_options(args: &CompareArgs) -> CompareOptions {
+    let loads = match args.load.as_str() {
+        "light" => vec![Load::Light],
+        "heavy" => vec![Load::Heavy],
+        _ => vec![Load::Light, Load::Heavy],
+    };
+    CompareOptions {
+        algorithms: args.algo.clone(),
+        nodes: args.nodes.clone(),
+        loads,
+        seed: args.seed,
+        ..CompareOptions::default()
+    }
+}
+
+fn election_options(args: &CompareArgs) -> ElectionCompareOptions {
+    let orders = args
+        .orders
+        .iter()
+        .map(|o| match o.as_str() {
+            "ascending" => Order::Ascending,
+            "descending" => Order::Descending,
+            _ => Order::Random,
+        })
+        .collect();
+    ElectionCompareOptions {
+        algorithms: args.algo.clone(),
+        nodes: args.nodes.clone(),
+        orders,
+        seed: args.seed,
+    }
 }
 
 fn fmt(v: Option<f64>) -> String {
@@ -70,6 +442,9 @@ fn verdict(row: &Row) -> &'static str {
 }
 
 pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
+    if !args.merge.is_empty() {
+        return merge(args);
+    }
     if args.nodes.is_empty() || args.nodes.iter().any(|&n| n < 2) {
         return Err(InputError(
             "--nodes: expected a comma-separated list of sizes of at least 2, like 3,5,8 (one process exchanges no messages, so there is nothing to set beside the formulas)".into(),
@@ -95,32 +470,21 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
     if args.family == "election" {
         return compare_elections(&args);
     }
-    let loads = match args.load.as_str() {
-        "light" => vec![Load::Light],
-        "heavy" => vec![Load::Heavy],
-        _ => vec![Load::Light, Load::Heavy],
-    };
-    let options = CompareOptions {
-        algorithms: args.algo.clone(),
-        nodes: args.nodes.clone(),
-        loads,
-        seed: args.seed,
-        ..CompareOptions::default()
-    };
-    let progress = Progress::runs(args.json, "comparing");
-    let rows = compare_mutex(&options, |done, total| {
-        progress.update(done as u64, total as u64)
-    });
-    drop(progress);
+    let plan = mutex_plan(&mutex_options(&args));
+    campaign(&args, &plan, |o| compare_mutex(o, |_, _| {}), report_mutex)
+}
+
+/// Prints (and draws) the mutex comparison's rows, and says how it ends.
+fn report_mutex(args: &CompareArgs, rows: &[Row]) -> Result<Outcome, InputError> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else if args.summary || (!args.full && std::io::stdout().is_terminal()) {
-        print_summary(&rows);
+        print_summary(rows);
     } else {
-        print_table(&rows);
+        print_table(rows);
     }
     if let Some(path) = &args.plot {
-        std::fs::write(path, plot(&rows, args.seed)?)
+        std::fs::write(path, plot(rows, args.seed)?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     // Exit 1 when an exact formula or a bound is broken, as a monitor violation would be; an
@@ -137,33 +501,24 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
 
 /// `--family election`: rings in each order, every process or one starting.
 fn compare_elections(args: &CompareArgs) -> Result<Outcome, InputError> {
-    let orders = args
-        .orders
-        .iter()
-        .map(|o| match o.as_str() {
-            "ascending" => Order::Ascending,
-            "descending" => Order::Descending,
-            _ => Order::Random,
-        })
-        .collect();
-    let options = ElectionCompareOptions {
-        algorithms: args.algo.clone(),
-        nodes: args.nodes.clone(),
-        orders,
-        seed: args.seed,
-    };
-    let progress = Progress::runs(args.json, "comparing");
-    let rows = compare_election(&options, |done, total| {
-        progress.update(done as u64, total as u64)
-    });
-    drop(progress);
+    let plan = election_plan(&election_options(args));
+    campaign(
+        args,
+        &plan,
+        |o| compare_election(o, |_, _| {}),
+        report_elections,
+    )
+}
+
+/// Prints (and draws) the election comparison's rows, and says how it ends.
+fn report_elections(args: &CompareArgs, rows: &[ElectionRow]) -> Result<Outcome, InputError> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        print_election_table(&rows);
+        print_election_table(rows);
     }
     if let Some(path) = &args.plot {
-        std::fs::write(path, plot_elections(&rows)?)
+        std::fs::write(path, plot_elections(rows)?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if rows
@@ -527,4 +882,38 @@ fn plot_elections(rows: &[ElectionRow]) -> Result<String, InputError> {
         panels,
     })
     .map_err(|e| InputError(format!("--plot: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The comparison made run by run (as `compare` makes it, to be stopped or sharded) has the
+    /// rows of the library's whole comparison, in the same order.
+    #[test]
+    fn run_by_run_rows_are_the_whole_comparisons() {
+        let options = CompareOptions {
+            nodes: vec![3, 4],
+            ..CompareOptions::default()
+        };
+        let whole = compare_mutex(&options, |_, _| {});
+        let by_run: Vec<Row> = mutex_plan(&options)
+            .iter()
+            .flat_map(|o| compare_mutex(o, |_, _| {}))
+            .collect();
+        assert!(!whole.is_empty());
+        assert_eq!(by_run, whole);
+        let options = ElectionCompareOptions {
+            nodes: vec![4, 5],
+            seed: 3,
+            ..ElectionCompareOptions::default()
+        };
+        let whole = compare_election(&options, |_, _| {});
+        let by_run: Vec<ElectionRow> = election_plan(&options)
+            .iter()
+            .flat_map(|o| compare_election(o, |_, _| {}))
+            .collect();
+        assert!(!whole.is_empty());
+        assert_eq!(by_run, whole);
+    }
 }

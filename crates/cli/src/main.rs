@@ -12,6 +12,7 @@ mod clocks_cmd;
 mod cluster_cmd;
 mod compare_cmd;
 mod elect_cmd;
+mod interrupt;
 mod leader_cmd;
 mod list;
 mod lock_cmd;
@@ -20,6 +21,7 @@ mod output;
 mod progress;
 mod run;
 mod scenario_cmd;
+mod shard;
 mod shell_cmd;
 mod snapshot_cmd;
 mod store_cmd;
@@ -37,6 +39,10 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "distsync", version, about, long_about = None)]
 struct Cli {
+    /// No notes on stderr (progress bars, the files written, hints); errors, warnings and why a
+    /// verb exits non-zero still show, and standard output is unchanged.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -164,6 +170,7 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
     };
+    output::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::List(args) => list::list(&args),
         Command::Run(args) => run::run_file(args),

@@ -56,6 +56,40 @@ pub fn a(noun: &str) -> String {
     format!("{article} {noun}")
 }
 
+/// Set by `-q/--quiet`: no notes.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-q/--quiet` was given: [`note`] prints nothing, and no progress bar is drawn.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `-q/--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A note on standard error (what was written where, a hint, what a default chose), unless
+/// `-q/--quiet`. Errors, warnings and why a verb exits non-zero are not notes: they always show.
+pub fn note(text: impl std::fmt::Display) {
+    if !quiet() {
+        eprintln!("{text}");
+    }
+}
+
+/// Whether `v` says the run was cut short rather than something about the algorithm: the
+/// runaway guard's stop, an end-of-run check that such a stop fails by itself
+/// (`guard::CUT_SHORT`: requests unserved, an election still running...), or requests left
+/// unserved when the run reached its horizon (`until`). (An election that has not terminated at
+/// the horizon is still judged: heartbeats keep every election run going to its horizon.)
+pub fn not_judged(r: &Report, v: &distsync_sim::Violation) -> bool {
+    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
+    let capped = r.violations.iter().any(|v| v.property == CAP_STOP);
+    v.property == CAP_STOP
+        || (capped && CUT_SHORT.contains(&v.property.as_str()))
+        || (r.ended_by == "horizon" && v.property == "starvation")
+}
+
 /// Writes `text` to standard output, flushed; a write error (a full disk, `> /dev/full`) is
 /// an error with a message, not lost data. (A reader that closed the pipe ends the process
 /// quietly by SIGPIPE before this returns.)
@@ -204,13 +238,18 @@ pub fn summary(r: &Report) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning:    {w}");
     }
-    // A stop by the runaway guard's caps is said as such, not as a property of the algorithm,
-    // and so are the end-of-run checks that the stop alone fails (an election cut short).
-    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
-    let stopped = r.violations.iter().any(|v| v.property == CAP_STOP);
-    let (stops, violations): (Vec<_>, Vec<_>) = r.violations.iter().partition(|v| {
-        v.property == CAP_STOP || (stopped && CUT_SHORT.contains(&v.property.as_str()))
-    });
+    // A stop by the runaway guard's caps or by the horizon is said as such, not as a property
+    // of the algorithm, and so are the end-of-run checks that the stop alone fails (requests
+    // unserved, an election cut short).
+    use distsync_sim::guard::CAP_STOP;
+    let (stops, violations): (Vec<_>, Vec<_>) = r.violations.iter().partition(|v| not_judged(r, v));
+    if r.ended_by == "horizon" && !stops.is_empty() {
+        let _ = writeln!(
+            out,
+            "stopped:    at its horizon (`until`) of {}, with work pending",
+            dur(r.end_time_ns as f64)
+        );
+    }
     for v in &stops {
         if v.property == CAP_STOP {
             let _ = writeln!(

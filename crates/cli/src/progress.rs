@@ -8,13 +8,16 @@ use std::io::IsTerminal;
 pub struct Progress(Option<ProgressBar>);
 
 impl Progress {
-    /// A bar of `len` steps drawn with `template`, unless `quiet` or stderr is not a terminal.
+    /// A bar of `len` steps drawn with `template`, unless `quiet`, `-q/--quiet` or stderr is not
+    /// a terminal.
     pub fn new(quiet: bool, len: u64, template: &str) -> Progress {
-        Progress((!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new(len);
-            bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
-            bar
-        }))
+        Progress(
+            (!quiet && !crate::output::quiet() && std::io::stderr().is_terminal()).then(|| {
+                let bar = ProgressBar::new(len);
+                bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
+                bar
+            }),
+        )
     }
 
     /// A bar counting runs: "{doing} [====] 12/40 runs, 3s elapsed, ETA 7s".

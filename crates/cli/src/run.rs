@@ -193,10 +193,10 @@ fn load_file_or_example(path: &std::path::Path) -> Result<(Scenario, String), In
             .iter()
             .find(|(name, _)| *name == wanted)
         {
-            eprintln!(
+            crate::output::note(format!(
                 "note: no file `{origin}` here; running the built-in example `{name}` \
                  (`distsync examples {name}` prints it)"
-            );
+            ));
             return Ok((Scenario::from_toml(text, name)?, name.to_string()));
         }
     }
@@ -372,6 +372,11 @@ fn execute(
     // A trace into a regular file (or a new one) goes to a temporary file beside it first, so
     // that a failed run never clobbers an existing trace; anything else (a device, a pipe) is
     // written in place, and never replaced.
+    // Where the drawing goes is checked before the run, not after all its work.
+    if let Some(out) = svg {
+        let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
+        trace_cmd::check_svg_out(out, trace, &rerun)?;
+    }
     let sink = trace.map(TraceSink::open).transpose()?;
     let writer: Option<Box<dyn std::io::Write>> = match &sink {
         Some(sink) => {
@@ -437,9 +442,14 @@ fn execute(
     if let Some(sink) = sink {
         sink.commit()?;
     }
+    // A trace too large to keep for a drawing: the run's report first, then the refusal.
+    let mut too_large = None;
     if let (Some(out), Some(copy)) = (svg, &captured) {
         let rerun = command.map_or_else(|| "distsync simulate ...".to_string(), str::to_string);
-        trace_cmd::svg_of_run(copy, origin, out, trace, &rerun)?;
+        match trace_cmd::svg_of_run(copy, origin, out, trace, &rerun) {
+            Err(e) if copy.over() => too_large = Some(e),
+            drawn => drawn?,
+        }
     }
     for w in &report.warnings {
         eprintln!("warning: {w}");
@@ -450,20 +460,30 @@ fn execute(
         output::summary(&report)
     };
     output::write_stdout(&text)?;
+    if let Some(e) = too_large {
+        return Err(e);
+    }
     if report.violations.is_empty() {
         Ok(Outcome::Ok)
-    } else if stopped_by_a_cap(&report) {
-        // Not a verdict on the algorithm: the run did not end by itself within the caps.
-        eprintln!(
-            "the run was stopped by the runaway guard (`[limits]`), not by a failure of the \
-             algorithm: {}",
-            report
-                .violations
-                .iter()
-                .find(|v| v.property == distsync_sim::guard::CAP_STOP)
-                .map_or("", |v| v.detail.as_str())
-        );
-        Ok(Outcome::Code(STOPPED_BY_A_CAP))
+    } else if stopped_short(&report) {
+        // Not a verdict on the algorithm: the run did not end by itself within the caps or the
+        // horizon.
+        match report
+            .violations
+            .iter()
+            .find(|v| v.property == distsync_sim::guard::CAP_STOP)
+        {
+            Some(v) => eprintln!(
+                "the run was stopped by the runaway guard (`[limits]`), not by a failure of the \
+                 algorithm: {}",
+                v.detail
+            ),
+            None => eprintln!(
+                "the run reached its horizon (`until`) with work pending, not a failure of the \
+                 algorithm: raise `until` (or `--until`) to let it finish"
+            ),
+        }
+        Ok(Outcome::Code(STOPPED_SHORT))
     } else {
         let again = match command {
             Some(command) => format!("{command} --seed {}", report.seed),
@@ -471,24 +491,24 @@ fn execute(
         };
         let n = report.violations.len();
         let noun = if n == 1 { "violation" } else { "violations" };
-        eprintln!("{n} {noun} found; reproduce with: {again}");
+        crate::output::note(format!("{n} {noun} found; reproduce with: {again}"));
         Ok(Outcome::Violation)
     }
 }
 
-/// The exit code of a run stopped by the runaway guard's `max_pending` or `max_events` with
-/// nothing else found: neither a pass (0) nor a violation (1).
-pub const STOPPED_BY_A_CAP: u8 = 3;
+/// The exit code of a run stopped by the runaway guard's `max_pending` or `max_events`, or by
+/// its horizon (`until`) with work pending, with nothing else found: neither a pass (0) nor a
+/// violation (1).
+pub const STOPPED_SHORT: u8 = 3;
 
-/// Whether the run's findings are a stop by the guard's caps and only the end-of-run checks
-/// that such a stop fails by itself (`guard::CUT_SHORT`).
-fn stopped_by_a_cap(report: &distsync_sim::Report) -> bool {
-    use distsync_sim::guard::{CAP_STOP, CUT_SHORT};
-    report.violations.iter().any(|v| v.property == CAP_STOP)
+/// Whether the run was cut short (by the guard's caps or its horizon) and its findings are only
+/// what such a cut fails by itself ([`output::not_judged`]).
+fn stopped_short(report: &distsync_sim::Report) -> bool {
+    !report.violations.is_empty()
         && report
             .violations
             .iter()
-            .all(|v| v.property == CAP_STOP || CUT_SHORT.contains(&v.property.as_str()))
+            .all(|v| output::not_judged(report, v))
 }
 
 /// Where a trace is written: a regular file by way of a staged copy renamed over it at the end,
@@ -533,6 +553,8 @@ impl TraceSink {
                 let mut name = target.file_name().unwrap_or_default().to_os_string();
                 name.push(format!(".partial-{}", std::process::id()));
                 let staged = target.with_file_name(name);
+                // Removed if a signal ends the run (and by `abandon` or the drop if it fails).
+                crate::interrupt::remove_on_signal(&staged);
                 let file = std::fs::File::create(&staged).map_err(fail)?;
                 Ok(TraceSink {
                     shown,
@@ -545,21 +567,34 @@ impl TraceSink {
 
     /// The run failed: the staged copy goes, the file it would replace stays as it was.
     fn abandon(self) {
-        if let Some((staged, _)) = self.staged {
-            let _ = std::fs::remove_file(staged);
-        }
+        // The drop removes it.
     }
 
     /// The run succeeded: everything written reaches the file.
-    fn commit(self) -> Result<(), InputError> {
-        let fail =
-            |e: std::io::Error| InputError(format!("cannot write the trace {}: {e}", self.shown));
-        match &self.staged {
-            Some((staged, target)) => std::fs::rename(staged, target).map_err(|e| {
-                let _ = std::fs::remove_file(staged);
-                fail(e)
-            }),
+    fn commit(mut self) -> Result<(), InputError> {
+        let shown = std::mem::take(&mut self.shown);
+        let fail = |e: std::io::Error| InputError(format!("cannot write the trace {shown}: {e}"));
+        match self.staged.take() {
+            Some((staged, target)) => {
+                let renamed = std::fs::rename(&staged, target);
+                if renamed.is_err() {
+                    let _ = std::fs::remove_file(&staged);
+                }
+                crate::interrupt::keep(&staged);
+                renamed.map_err(fail)
+            }
             None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TraceSink {
+    /// Unless committed, the staged copy goes: a run that fails, returns early or panics leaves
+    /// no `FILE.partial-PID` behind.
+    fn drop(&mut self) {
+        if let Some((staged, _)) = self.staged.take() {
+            let _ = std::fs::remove_file(&staged);
+            crate::interrupt::keep(&staged);
         }
     }
 }

@@ -87,11 +87,11 @@ fn write_or_print(text: &str, out: Option<PathBuf>) -> Result<Outcome, InputErro
                 .map_err(|e| format!("--out {}: cannot create it: {e}", path.display()))?;
             std::io::Write::write_all(&mut file, text.as_bytes())
                 .map_err(|e| format!("--out {}: {e}", path.display()))?;
-            eprintln!(
+            crate::output::note(format!(
                 "wrote {}; run it with `distsync run {}`",
                 path.display(),
                 path.display()
-            );
+            ));
         }
     }
     Ok(Outcome::Ok)

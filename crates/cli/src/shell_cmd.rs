@@ -62,11 +62,11 @@ pub fn man(args: ManArgs, command: clap::Command) -> Result<Outcome, InputError>
             .map_err(|e| format!("--out: cannot write {}: {e}", path.display()))?;
         written += 1;
     }
-    eprintln!(
+    crate::output::note(format!(
         "wrote {written} man pages to {}; read one with `man {}/distsync-run.1`",
         dir.display(),
         dir.display()
-    );
+    ));
     Ok(Outcome::Ok)
 }
 

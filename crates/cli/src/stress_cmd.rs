@@ -4,10 +4,11 @@
 //! Exit codes: 0 nothing found, 1 a violation, hang or storm found, 2 bad input.
 
 use crate::progress::Progress;
+use crate::shard::Shard;
 use crate::{InputError, Outcome};
 use distsync_algorithms::registry::{self, Family};
 use distsync_core::multicast::Order;
-use distsync_sim::stress::{self, Fault, StressOptions, StressResult};
+use distsync_sim::stress::{self, Fault, RunRecord, StressOptions, StressResult};
 use std::path::PathBuf;
 
 /// Arguments of `distsync stress`.
@@ -18,7 +19,7 @@ pub struct StressArgs {
         long = "algo",
         value_name = "NAME[,NAME...]",
         value_delimiter = ',',
-        required_unless_present = "family",
+        required_unless_present_any = ["family", "merge"],
         conflicts_with = "family"
     )]
     algorithms: Vec<String>,
@@ -67,6 +68,91 @@ pub struct StressArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Make only shard K of N of the campaign (the runs whose index is K-1 modulo N, for every
+    /// algorithm) and print its results file (JSON) for `--merge`; exit 0 whatever it found, the
+    /// merge tells. See docs/stress.md for a Kubernetes Indexed Job and a Slurm array.
+    #[arg(long, value_name = "K/N", value_parser = crate::shard::parse,
+          conflicts_with_all = ["json", "out", "keep"])]
+    shard: Option<Shard>,
+    /// Merge the results files of every shard of a campaign (`--shard`): print what the
+    /// unsharded campaign prints, byte for byte, write its failures (`--out`, `--keep`) and exit
+    /// as it exits. The campaign comes from the files.
+    #[arg(long, value_name = "FILE", num_args = 1..,
+          conflicts_with_all = ["family", "seeds", "faults", "nodes", "jobs", "seed", "check",
+                                "max_events", "reliable", "shard"])]
+    merge: Vec<PathBuf>,
+}
+
+/// What decides a stress campaign's runs: the options but the threads, as a results file of a
+/// shard keeps them.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Campaign {
+    algorithms: Vec<String>,
+    seeds: u64,
+    faults: Option<Vec<String>>,
+    nodes: Option<(u32, u32)>,
+    seed: u64,
+    check: Vec<String>,
+    max_events: u64,
+    reliable: bool,
+}
+
+impl Campaign {
+    fn of(o: &StressOptions) -> Campaign {
+        Campaign {
+            algorithms: o.algorithms.clone(),
+            seeds: o.seeds,
+            faults: o
+                .faults
+                .as_ref()
+                .map(|f| f.iter().map(|f| f.name().to_string()).collect()),
+            nodes: o.nodes,
+            seed: o.seed,
+            check: o.check.iter().map(|&c| order_name(c).to_string()).collect(),
+            max_events: o.max_events,
+            reliable: o.reliable,
+        }
+    }
+
+    fn options(self) -> Result<StressOptions, String> {
+        let faults = match self.faults {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|n| {
+                        Fault::parse(n).ok_or_else(|| {
+                            format!("--merge: the campaign's fault `{n}` is unknown")
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        let check = self
+            .check
+            .iter()
+            .map(|c| parse_order(c).map_err(|e| format!("--merge: the campaign's {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(StressOptions {
+            algorithms: self.algorithms,
+            seeds: self.seeds,
+            faults,
+            nodes: self.nodes,
+            seed: self.seed,
+            jobs: None,
+            check,
+            max_events: self.max_events,
+            reliable: self.reliable,
+        })
+    }
+}
+
+fn order_name(order: Order) -> &'static str {
+    match order {
+        Order::Fifo => "fifo",
+        Order::Causal => "causal",
+        Order::Total => "total",
+    }
 }
 
 fn parse_nodes(s: &str) -> Result<(u32, u32), String> {
@@ -173,8 +259,15 @@ fn options(args: &StressArgs) -> Result<StressOptions, String> {
 }
 
 pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
+    if !args.merge.is_empty() {
+        let (campaign, records): (Campaign, Vec<RunRecord>) =
+            crate::shard::read("stress", &args.merge)?;
+        let options = campaign.options().map_err(InputError)?;
+        let result = stress::merge_runs(&options, records).map_err(|e| format!("--merge: {e}"))?;
+        return report(&args, &options, result);
+    }
     let options = options(&args).map_err(InputError)?;
-    let bar = Progress::runs(args.json, "stressing");
+    let bar = Progress::runs(args.json || args.shard.is_some(), "stressing");
     let drawn = bar.bar().cloned();
     let progress = move |done: u64, total: u64| {
         if let Some(b) = &drawn {
@@ -182,15 +275,53 @@ pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
             b.set_position(done);
         }
     };
-    let result = stress::stress(&options, &progress);
+    let stop = crate::interrupt::catch();
+    let shard = args.shard;
+    let select = move |i: u64| shard.is_none_or(|s| s.takes(i));
+    let records = stress::stress_runs(&options, &select, stop, &progress);
     drop(bar);
-    let mut result = result?;
+    let records = records?;
+    let interrupted = crate::interrupt::interrupted();
+    if let Some(shard) = args.shard {
+        let text = crate::shard::file_text(
+            "stress",
+            shard,
+            &Campaign::of(&options),
+            &records,
+            interrupted.is_some(),
+        )?;
+        crate::output::write_stdout(&text)?;
+        return Ok(interrupted.map_or(Outcome::Ok, |s| {
+            Outcome::Code(crate::interrupt::exit_code(s))
+        }));
+    }
+    let Some(signal) = interrupted else {
+        let result = stress::merge_runs(&options, records)?;
+        return report(&args, &options, result);
+    };
+    let made = records.len();
+    let result = stress::partial_result(&options, records)?;
+    eprintln!(
+        "interrupted by {} after {made} of {} runs: the summary and failures of those runs",
+        crate::interrupt::name(signal),
+        options.seeds * result.algorithms.len() as u64
+    );
+    report(&args, &options, result)?;
+    Ok(Outcome::Code(crate::interrupt::exit_code(signal)))
+}
+
+/// Writes the failures, prints the result, and says how the campaign ends.
+fn report(
+    args: &StressArgs,
+    options: &StressOptions,
+    mut result: StressResult,
+) -> Result<Outcome, InputError> {
     let out = args.out.clone().unwrap_or_else(default_out);
     stress::write_failures(&mut result, &out, args.keep)?;
     let text = if args.json {
         serde_json::to_string_pretty(&result)? + "\n"
     } else {
-        summary(&result, &options)
+        summary(&result, options)
     };
     crate::output::write_stdout(&text)?;
     Ok(if result.found() {

@@ -2,8 +2,11 @@
 //! chart.
 
 use crate::progress::{Progress, Work};
+use crate::shard::Shard;
 use crate::{InputError, Outcome};
-use distsync_sim::sweep::{sweep_observed, with_param, ParamSpec, Point, RunDone};
+use distsync_sim::sweep::{
+    points, points_made, sweep_runs, with_param, ParamSpec, Point, RunDone, SweepRun,
+};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use distsync_viz::plot::{figure, Figure, Panel, Series};
 use std::path::PathBuf;
@@ -13,12 +16,12 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct SweepArgs {
     /// Algorithms, comma-separated (registry names).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required_unless_present = "merge")]
     algo: Vec<String>,
     /// The scenario parameter and its values: nodes=2..64, network.loss=0..0.2:0.05,
     /// workload.cs=1ms,5ms,10ms (any field of a scenario file, by its dotted path).
-    #[arg(long)]
-    param: String,
+    #[arg(long, required_unless_present = "merge")]
+    param: Option<String>,
     /// The report figure to plot: messages_per_entry, sync_delay_ns.p99, messages.total, ...
     /// (a dotted path into the JSON report, or a name in a family section).
     #[arg(long, default_value = "messages_per_entry")]
@@ -36,6 +39,31 @@ pub struct SweepArgs {
     /// Draw the metric against the parameter to this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Make only shard K of N of the sweep (the runs whose index, point by point and seed by
+    /// seed, is K-1 modulo N) and print its results file (JSON) for `--merge`; exit 0 whatever
+    /// the runs saw, the merge tells. See docs/stress.md.
+    #[arg(long, value_name = "K/N", value_parser = crate::shard::parse,
+          conflicts_with_all = ["json", "plot"])]
+    shard: Option<Shard>,
+    /// Merge the results files of every shard of a sweep (`--shard`): print (and draw, with
+    /// `--plot`) what the unsharded sweep does, byte for byte, and exit as it exits. The sweep
+    /// comes from the files.
+    #[arg(long, value_name = "FILE", num_args = 1..,
+          conflicts_with_all = ["algo", "param", "metric", "scenario", "seeds", "shard"])]
+    merge: Vec<PathBuf>,
+}
+
+/// What decides a sweep's runs, as a results file of a shard keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Campaign {
+    algo: Vec<String>,
+    param: String,
+    metric: String,
+    seeds: u64,
+    /// The scenario file as given (the plot's title names it).
+    scenario_file: Option<PathBuf>,
+    /// The scenario itself, so that shards run on different files do not merge.
+    scenario: serde_json::Value,
 }
 
 fn default_base() -> Scenario {
@@ -53,8 +81,23 @@ fn default_base() -> Scenario {
     }
 }
 
-pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
-    let param = ParamSpec::parse(&args.param).map_err(|e| format!("--param: {e}"))?;
+pub fn sweep_cmd(mut args: SweepArgs) -> Result<Outcome, InputError> {
+    if !args.merge.is_empty() {
+        let (campaign, runs): (Campaign, Vec<SweepRun>) = crate::shard::read("sweep", &args.merge)?;
+        args.algo = campaign.algo;
+        args.param = Some(campaign.param);
+        args.metric = campaign.metric;
+        args.seeds = campaign.seeds;
+        args.scenario = campaign.scenario_file;
+        let text = args.param.clone().unwrap_or_default();
+        let param =
+            ParamSpec::parse(&text).map_err(|e| format!("--merge: the sweep's --param: {e}"))?;
+        let points =
+            points(&args.algo, &param, args.seeds, &runs).map_err(|e| format!("--merge: {e}"))?;
+        return report(&args, &param, points);
+    }
+    let param_text = args.param.clone().unwrap_or_default();
+    let param = ParamSpec::parse(&param_text).map_err(|e| format!("--param: {e}"))?;
     if param.path == "algorithm" {
         for v in &param.values {
             let name = v.as_str().unwrap_or_default();
@@ -90,7 +133,7 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
         .iter()
         .map(|value| {
             let scenario = with_param(&base, &param.path, value)
-                .map_err(|e| InputError(format!("--param {}: {e}", args.param)))?;
+                .map_err(|e| InputError(format!("--param {param_text}: {e}")))?;
             Ok(prior(&scenario))
         })
         .collect::<Result<_, InputError>>()?;
@@ -98,26 +141,65 @@ pub fn sweep_cmd(args: SweepArgs) -> Result<Outcome, InputError> {
         (0..args.algo.len()).flat_map(|group| priors.iter().map(move |&p| (group, p))),
         args.seeds,
     );
-    let progress = Progress::work(args.json, "sweeping");
+    let progress = Progress::work(args.json || args.shard.is_some(), "sweeping");
     let started = std::time::Instant::now();
     progress.show_work(&work, started);
-    let result = sweep_observed(
+    let stop = crate::interrupt::catch();
+    let select = |run: u64| args.shard.is_none_or(|s| s.takes(run));
+    let runs = sweep_runs(
         &base,
         &args.algo,
         &param,
         &args.metric,
         args.seeds,
+        &select,
+        stop,
         |done: RunDone| {
             work.record(done.point, done.events);
             progress.show_work(&work, started);
         },
     );
     drop(progress);
-    let points = result?;
+    let interrupted = crate::interrupt::interrupted();
+    if let Some(shard) = args.shard {
+        let campaign = Campaign {
+            algo: args.algo.clone(),
+            param: param_text,
+            metric: args.metric.clone(),
+            seeds: args.seeds,
+            scenario_file: args.scenario.clone(),
+            scenario: serde_json::to_value(&base)?,
+        };
+        let text =
+            crate::shard::file_text("sweep", shard, &campaign, &runs, interrupted.is_some())?;
+        crate::output::write_stdout(&text)?;
+        return Ok(interrupted.map_or(Outcome::Ok, |s| {
+            Outcome::Code(crate::interrupt::exit_code(s))
+        }));
+    }
+    let Some(signal) = interrupted else {
+        let points = points(&args.algo, &param, args.seeds, &runs)?;
+        return report(&args, &param, points);
+    };
+    let points = points_made(&args.algo, &param, args.seeds, &runs)?;
+    eprintln!(
+        "interrupted by {} after {} of {} runs: the {} point{} all of whose runs were made",
+        crate::interrupt::name(signal),
+        runs.len(),
+        args.algo.len() as u64 * param.values.len() as u64 * args.seeds,
+        points.len(),
+        if points.len() == 1 { "" } else { "s" }
+    );
+    report(&args, &param, points)?;
+    Ok(Outcome::Code(crate::interrupt::exit_code(signal)))
+}
+
+/// Prints (and draws) the points, and says how the sweep ends.
+fn report(args: &SweepArgs, param: &ParamSpec, points: Vec<Point>) -> Result<Outcome, InputError> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&points)?);
     } else {
-        print_table(&args, &param, &points);
+        print_table(args, param, &points);
     }
     if let Some(path) = &args.plot {
         let series: Vec<Series> = args

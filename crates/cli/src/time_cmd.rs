@@ -228,10 +228,10 @@ fn serve(a: ServeArgs) -> Result<Outcome, InputError> {
     ));
     match result {
         Ok(stats) => {
-            eprintln!(
+            crate::output::note(format!(
                 "stopped: {} answered, {} rate kisses, {} dropped",
                 stats.answered, stats.kissed, stats.dropped
-            );
+            ));
             Ok(Outcome::Ok)
         }
         Err(e) => Err(InputError(format!("--listen {}: {e}", a.listen))),

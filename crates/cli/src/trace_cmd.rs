@@ -102,11 +102,11 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
                     from_ns: Some(from),
                     to_ns: Some(to),
                 };
-                eprintln!(
+                crate::output::note(format!(
                     "{}: {why}; choose another window with --from and --to (the trace ends at {})",
                     args.trace.display(),
                     distsync_viz::format_ns(end)
-                );
+                ));
             }
         }
         let drawing = svg::render(&trace, &options)?;
@@ -116,12 +116,12 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
                 .map_err(|e| format!("cannot write the SVG to standard output: {e}"))?;
         } else {
             write_out(out, &drawing)?;
-            eprintln!("{}: space-time diagram", out.display());
+            crate::output::note(format!("{}: space-time diagram", out.display()));
         }
     }
     // What was written is talk, not data: it goes to stderr, so standard output carries only
     // the SVG when `--svg -` asks for it.
-    let note = |text: String| eprintln!("{text}");
+    let note = |text: String| crate::output::note(text);
     if let Some(out) = &args.perfetto {
         write_out(out, &perfetto::render(&trace))?;
         note(format!(
@@ -141,13 +141,64 @@ fn write_out(path: &Path, text: &str) -> Result<(), InputError> {
         .map_err(|e| InputError(format!("cannot write {}: {e}", path.display())))
 }
 
-/// A trace kept in memory while the simulator writes it (for `distsync run --svg`).
-#[derive(Clone, Default)]
-pub struct Captured(Rc<RefCell<Vec<u8>>>);
+/// The most trace events `run --svg` keeps in memory for its drawing. Parsing and laying out a
+/// trace costs far more than its text: 48 processes under heavy load (20 requests each) took
+/// 470 MB in a debug build, 80 processes 4 GB and 26 s, and 200 processes did not end. Past this, the
+/// drawing is refused with the way to draw a window of the run instead. The environment
+/// variable `DISTSYNC_MAX_CAPTURED_EVENTS` sets another cap (the tests use a small one).
+pub const MAX_CAPTURED_EVENTS: usize = 100_000;
+
+fn max_captured_events() -> usize {
+    std::env::var("DISTSYNC_MAX_CAPTURED_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MAX_CAPTURED_EVENTS)
+}
+
+/// A trace kept in memory while the simulator writes it (for `distsync run --svg`), up to
+/// [`MAX_CAPTURED_EVENTS`] lines: past them nothing more is kept, and the capture says so.
+#[derive(Clone)]
+pub struct Captured(Rc<RefCell<Capture>>);
+
+/// What [`Captured`] holds.
+pub struct Capture {
+    bytes: Vec<u8>,
+    lines: usize,
+    cap: usize,
+    over: bool,
+}
+
+impl Default for Captured {
+    fn default() -> Captured {
+        Captured(Rc::new(RefCell::new(Capture {
+            bytes: Vec::new(),
+            lines: 0,
+            cap: max_captured_events(),
+            over: false,
+        })))
+    }
+}
+
+impl Captured {
+    /// Whether the trace went past the cap, so that nothing of it is kept.
+    pub fn over(&self) -> bool {
+        self.0.borrow().over
+    }
+}
 
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
+        let mut c = self.0.borrow_mut();
+        if !c.over {
+            c.lines += buf.iter().filter(|&&b| b == b'\n').count();
+            // The header line is not an event.
+            if c.lines > c.cap + 1 {
+                c.over = true;
+                c.bytes = Vec::new();
+            } else {
+                c.bytes.extend_from_slice(buf);
+            }
+        }
         Ok(buf.len())
     }
 
@@ -235,17 +286,10 @@ pub fn default_window(trace: &Trace, around_violation: bool) -> Option<(u64, u64
     None
 }
 
-/// Draws the captured trace of a run to `out`, windowed as `default_window` says (saying so on
-/// stderr, with the commands that draw other windows); `origin` names the run in errors,
-/// `trace_file` is the run's `--trace` file if it has one and `rerun` the command that
-/// repeats the run.
-pub fn svg_of_run(
-    captured: &Captured,
-    origin: &str,
-    out: &Path,
-    trace_file: Option<&Path>,
-    rerun: &str,
-) -> Result<(), InputError> {
+/// Checks, before a run, where `run --svg` will draw: not standard output (the run's report goes
+/// there), not a directory, in a directory that exists. `trace_file` and `rerun` as in
+/// [`svg_of_run`].
+pub fn check_svg_out(out: &Path, trace_file: Option<&Path>, rerun: &str) -> Result<(), InputError> {
     // Standard output is the run's report; `trace render --svg -` is the way to a pipe.
     if out.as_os_str() == "-" {
         let file = trace_file.map_or("run.jsonl".into(), |p| p.display().to_string());
@@ -259,8 +303,57 @@ pub fn svg_of_run(
              {file} --svg -"
         )));
     }
-    let bytes = captured.0.borrow();
-    let text = std::str::from_utf8(&bytes)
+    if out.is_dir() {
+        return Err(InputError(format!(
+            "--svg {}: it is a directory; name the file to draw (--svg {}/run.svg)",
+            out.display(),
+            out.display()
+        )));
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(InputError(format!(
+            "--svg {}: the directory {} does not exist",
+            out.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Draws the captured trace of a run to `out`, windowed as `default_window` says (saying so on
+/// stderr, with the commands that draw other windows); `origin` names the run in errors,
+/// `trace_file` is the run's `--trace` file if it has one and `rerun` the command that
+/// repeats the run.
+pub fn svg_of_run(
+    captured: &Captured,
+    origin: &str,
+    out: &Path,
+    trace_file: Option<&Path>,
+    rerun: &str,
+) -> Result<(), InputError> {
+    let capture = captured.0.borrow();
+    if capture.over {
+        let (first, file) = match trace_file {
+            Some(path) => (String::new(), path.display().to_string()),
+            None => (
+                format!("{rerun} --trace run.jsonl && "),
+                "run.jsonl".to_string(),
+            ),
+        };
+        return Err(InputError(format!(
+            "--svg {}: the run's trace has more than {} events, too many to keep for a drawing \
+             (80 processes under heavy load took 4 GB and 26 s); draw a window of it: \
+             {first}distsync trace render {file} --svg {} --from T1 --to T2",
+            out.display(),
+            capture.cap,
+            out.display()
+        )));
+    }
+    let text = std::str::from_utf8(&capture.bytes)
         .map_err(|e| InputError(format!("the trace of {origin} is not UTF-8: {e}")))?;
     let trace = Trace::parse(text, &format!("trace of {origin}"))?;
     let window = default_window(&trace, true);
@@ -280,17 +373,14 @@ pub fn svg_of_run(
                 "run.jsonl".to_string(),
             ),
         };
-        eprintln!("{}: {why}", out.display());
-        eprintln!(
-            "  this window: {first}distsync trace render {file} --svg {} --from {} --to {}",
+        crate::output::note(format!(
+            "{}: {why}\n  this window: {first}distsync trace render {file} --svg {} --from {} --to {}\n  another: choose --from and --to (the run ends at {})",
+            out.display(),
             out.display(),
             time_arg(from),
-            time_arg(to)
-        );
-        eprintln!(
-            "  another: choose --from and --to (the run ends at {})",
+            time_arg(to),
             distsync_viz::format_ns(trace.end_time_ns())
-        );
+        ));
     }
     Ok(())
 }

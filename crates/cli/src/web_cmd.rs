@@ -42,7 +42,7 @@ pub fn web(args: WebArgs) -> Result<Outcome, InputError> {
     let url = server.url();
     println!("distsync web: serving the page at {url} (ctrl-c stops it)");
     if let Some(note) = distsync_web::exposure(server.addr()) {
-        eprintln!("{note}");
+        crate::output::note(note);
     }
     if args.open {
         let opener = if cfg!(target_os = "macos") {

@@ -158,8 +158,8 @@ fn events_after_the_horizon_are_refused_naming_the_event() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("`event[0].at`") && err.contains("1s"), "{err}");
-    // An event exactly at the horizon still happens (the request is then left unserved, which
-    // the starvation monitor reports: exit 1, not a refusal).
+    // An event exactly at the horizon still happens (the request is then left unserved: the
+    // run is cut by its horizon, exit 3, not a refusal).
     let (code, out, err) = run_err(
         "at-horizon.toml",
         "algorithm = \"central\"\nnodes = 3\nuntil = \"10ms\"\n[[event]]\nat = \"10ms\"\nrequest = 0\n",

@@ -8,8 +8,10 @@
 //!
 //! Everything runs on 127.0.0.1 on unprivileged ports, with private pid and drift files, and
 //! every process started is killed when its test ends, even on failure. chronyd must be at
-//! /usr/sbin/chronyd (apt-get install chrony); without it the tests say they are skipped,
-//! unless CI is set, when they fail.
+//! /usr/sbin/chronyd (apt-get install chrony), so the tests are `#[ignore = "needs chronyd"]`:
+//! `cargo test` lists them as ignored, with the reason, and `cargo test -- --include-ignored`
+//! (what CI runs) runs them, failing where chronyd is missing rather than passing without having
+//! run.
 
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
@@ -28,16 +30,13 @@ fn serial() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether chronyd can run here; prints the skip line when not (and fails under CI).
-fn have_chronyd() -> bool {
-    if Path::new(CHRONYD).exists() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{CHRONYD} is missing and CI is set (install with apt-get install chrony)");
-    }
-    println!("skipped: {CHRONYD} not found (install with apt-get install chrony)");
-    false
+/// chronyd is here: a test that needs it fails where it is missing (these tests are ignored
+/// unless asked for: `--include-ignored`).
+fn need_chronyd() {
+    assert!(
+        Path::new(CHRONYD).exists(),
+        "{CHRONYD} is missing: install it with apt-get install chrony"
+    );
 }
 
 /// chronyd's flags for who it runs as: as root, stay root (so it can write its private pid
@@ -192,11 +191,10 @@ fn query_json_with(port: u16, samples: u32, extra: &[&str]) -> (Option<i32>, ser
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn chronyd_accepts_our_server_and_measures_the_offset_we_do() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("accepts");
     let skew_ms = 37;
     let (_server, port) = serve(&["--skew", &format!("{skew_ms}ms")]);
@@ -215,11 +213,10 @@ fn chronyd_accepts_our_server_and_measures_the_offset_we_do() {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn chronyd_fails_on_our_server_when_it_is_unsynchronized() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("unsync");
     let (_server, port) = serve(&["--unsynchronized"]);
     let (code, log) = chronyd_once(port, &dir);
@@ -271,11 +268,10 @@ fn query_until_answered(port: u16) -> (Option<i32>, serde_json::Value) {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn our_client_reads_a_chronyd_server_at_stratum_8() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("server");
     let port = free_port();
     let _chronyd = chronyd_server(&dir, port, "local stratum 8");
@@ -293,11 +289,10 @@ fn our_client_reads_a_chronyd_server_at_stratum_8() {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn our_client_rejects_a_chronyd_server_without_a_source() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("nolocal");
     let port = free_port();
     let _chronyd = chronyd_server(&dir, port, "");
@@ -317,11 +312,10 @@ fn our_client_rejects_a_chronyd_server_without_a_source() {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn our_server_follows_a_chronyd_upstream_one_stratum_down() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("upstream");
     let port = free_port();
     let _chronyd = chronyd_server(&dir, port, "local stratum 8");
@@ -363,11 +357,10 @@ fn key_files(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn chronyd_authenticates_our_server_with_a_shared_key() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("auth-serve");
     let (good, wrong) = key_files(&dir);
     let (_server, port) = serve(&["--keys", good.to_str().unwrap()]);
@@ -381,11 +374,10 @@ fn chronyd_authenticates_our_server_with_a_shared_key() {
 }
 
 #[test]
+#[ignore = "needs chronyd (/usr/sbin/chronyd)"]
 fn our_client_authenticates_a_chronyd_server() {
     let _one = serial();
-    if !have_chronyd() {
-        return;
-    }
+    need_chronyd();
     let dir = scratch("auth-query");
     let (good, wrong) = key_files(&dir);
     let port = free_port();

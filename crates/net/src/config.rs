@@ -332,10 +332,17 @@ impl Cluster {
         let file: ClusterFile = toml::from_str(text).map_err(|e| ConfigError {
             origin: origin.to_string(),
             field: String::new(),
-            message: e.message().to_string()
-                + &e.span()
-                    .map(|s| format!(" (at byte {})", s.start))
-                    .unwrap_or_default(),
+            message: match e.span() {
+                // Line and column counted from 1, the column in characters, as editors show.
+                Some(s) => {
+                    let before = &text.as_bytes()[..s.start.min(text.len())];
+                    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+                    let last = before.rsplit(|&b| b == b'\n').next().unwrap_or_default();
+                    let column = String::from_utf8_lossy(last).chars().count() + 1;
+                    format!("line {line}, column {column}: {}", e.message())
+                }
+                None => e.message().to_string(),
+            },
         })?;
         Cluster::check(file, origin)
     }

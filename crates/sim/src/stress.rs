@@ -33,9 +33,10 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use crate::family::{Claims, Fault};
@@ -339,18 +340,33 @@ pub fn generate(
     scenario
 }
 
-/// One run's outcome.
-struct Outcome {
-    events: u64,
-    violations: Vec<Violation>,
+/// One run's outcome, as [`stress_runs`] returns it and a sharded campaign's results file keeps
+/// it: [`merge_runs`] turns the records of every run, from any number of shards, into the
+/// [`StressResult`] the unsharded campaign gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The algorithm.
+    pub algorithm: String,
+    /// The run's index among the algorithm's runs.
+    pub run: u64,
+    /// Events the run processed.
+    pub events: u64,
+    /// The properties that failed, each once, in the order first seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<String>,
+    /// The first violation, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<Violation>,
+    /// Why the simulator refused the run's scenario, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
-/// Resolves the names, checks the options, draws and runs every scenario; `progress(done, total)`
-/// is called as runs finish (from any thread).
-pub fn stress(
-    options: &StressOptions,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) -> Result<StressResult, StressError> {
+/// The algorithms of a stress, each with the faults and sizes its scenarios are drawn with.
+type Plan = Vec<(&'static Entry, Vec<Fault>, (u32, u32))>;
+
+/// Resolves the names and checks the options.
+fn plan(options: &StressOptions) -> Result<Plan, StressError> {
     if options.seeds == 0 {
         return Err(StressError("--seeds: expected at least 1 run".into()));
     }
@@ -390,7 +406,7 @@ pub fn stress(
             )));
         }
     }
-    let plans: Vec<(&'static Entry, Vec<Fault>, (u32, u32))> = entries
+    Ok(entries
         .iter()
         .map(|e| {
             let faults = options.faults.clone().unwrap_or_else(|| {
@@ -416,15 +432,46 @@ pub fn stress(
             let nodes = options.nodes.unwrap_or_else(|| default_nodes(e.family));
             (*e, faults, nodes)
         })
-        .collect();
+        .collect())
+}
+
+/// Resolves the names, checks the options, draws and runs every scenario; `progress(done, total)`
+/// is called as runs finish (from any thread).
+pub fn stress(
+    options: &StressOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<StressResult, StressError> {
+    let records = stress_runs(options, &|_| true, &AtomicBool::new(false), progress)?;
+    merge_runs(options, records)
+}
+
+/// Runs the runs whose index `select` takes (of every algorithm), in parallel, and returns their
+/// records in order (algorithm by algorithm, each by run index). That is one shard of a campaign
+/// split by run index: each run depends only on the stress seed, the algorithm and the index.
+/// Once `stop` is set, no further run starts (the runs under way finish): the records are those
+/// of the runs made. `progress(done, total)` counts the selected runs.
+pub fn stress_runs(
+    options: &StressOptions,
+    select: &(dyn Fn(u64) -> bool + Sync),
+    stop: &AtomicBool,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Vec<RunRecord>, StressError> {
+    let plans = plan(options)?;
     let jobs: Vec<(usize, u64)> = (0..plans.len())
-        .flat_map(|a| (0..options.seeds).map(move |i| (a, i)))
+        .flat_map(|a| {
+            (0..options.seeds)
+                .filter(|&i| select(i))
+                .map(move |i| (a, i))
+        })
         .collect();
     let total = jobs.len() as u64;
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let work = || -> Vec<Result<Outcome, String>> {
+    let done = AtomicU64::new(0);
+    let work = || -> Vec<Option<RunRecord>> {
         jobs.par_iter()
             .map(|&(a, i)| {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
                 let (entry, faults, nodes) = &plans[a];
                 let seed = run_seed(options.seed, entry.name, i);
                 let scenario = generate(entry, faults, *nodes, seed, options);
@@ -435,20 +482,34 @@ pub fn stress(
                         ..RunOptions::default()
                     },
                 );
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress(n, total);
+                let mut record = RunRecord {
+                    algorithm: entry.name.to_string(),
+                    run: i,
+                    events: 0,
+                    properties: Vec::new(),
+                    first: None,
+                    error: None,
+                };
                 match result {
-                    Ok(report) => Ok(Outcome {
-                        events: report.events_processed,
-                        violations: report.violations,
-                    }),
-                    Err(SimError::Scenario(e)) => Err(e.to_string()),
-                    Err(e) => Err(e.to_string()),
+                    Ok(report) => {
+                        record.events = report.events_processed;
+                        for v in &report.violations {
+                            if !record.properties.contains(&v.property) {
+                                record.properties.push(v.property.clone());
+                            }
+                        }
+                        record.first = report.violations.into_iter().next();
+                    }
+                    Err(SimError::Scenario(e)) => record.error = Some(e.to_string()),
+                    Err(e) => record.error = Some(e.to_string()),
                 }
+                Some(record)
             })
             .collect()
     };
-    let outcomes = match options.jobs {
+    let records = match options.jobs {
         Some(j) => rayon::ThreadPoolBuilder::new()
             .num_threads(j.max(1))
             .build()
@@ -456,6 +517,71 @@ pub fn stress(
             .install(work),
         None => work(),
     };
+    Ok(records.into_iter().flatten().collect())
+}
+
+/// The result of a campaign from the records of every one of its runs, in any order (the
+/// records of all the shards of a split campaign): the same as [`stress`] gives. Refuses records
+/// that are not exactly the campaign's runs, each once.
+pub fn merge_runs(
+    options: &StressOptions,
+    records: Vec<RunRecord>,
+) -> Result<StressResult, StressError> {
+    let plans = plan(options)?;
+    let mut slots: Vec<Vec<Option<RunRecord>>> = plans
+        .iter()
+        .map(|_| vec![None; options.seeds as usize])
+        .collect();
+    for record in records {
+        let Some(a) = plans.iter().position(|p| p.0.name == record.algorithm) else {
+            return Err(StressError(format!(
+                "a run of `{}`, which the campaign does not stress",
+                record.algorithm
+            )));
+        };
+        let Some(slot) = slots[a].get_mut(record.run as usize) else {
+            return Err(StressError(format!(
+                "run {} of {}, past the campaign's {} runs",
+                record.run, record.algorithm, options.seeds
+            )));
+        };
+        if slot.is_some() {
+            return Err(StressError(format!(
+                "run {} of {} twice",
+                record.run, record.algorithm
+            )));
+        }
+        *slot = Some(record);
+    }
+    for (a, runs) in slots.iter().enumerate() {
+        if let Some(i) = runs.iter().position(Option::is_none) {
+            let missing = runs.iter().filter(|r| r.is_none()).count();
+            return Err(StressError(format!(
+                "{missing} run{} of {} missing (the first: run {i})",
+                if missing == 1 { "" } else { "s" },
+                plans[a].0.name
+            )));
+        }
+    }
+    aggregate(options, &plans, slots.into_iter().flatten().flatten())
+}
+
+/// The result of the runs made so far of a campaign cut short (their records as
+/// [`stress_runs`] returns them): each algorithm's `runs` counts only those.
+pub fn partial_result(
+    options: &StressOptions,
+    records: Vec<RunRecord>,
+) -> Result<StressResult, StressError> {
+    let plans = plan(options)?;
+    aggregate(options, &plans, records)
+}
+
+/// Gathers the records, algorithm by algorithm in the plan's order and each by run index.
+fn aggregate(
+    options: &StressOptions,
+    plans: &Plan,
+    records: impl IntoIterator<Item = RunRecord>,
+) -> Result<StressResult, StressError> {
     let mut algorithms: Vec<AlgorithmResult> = plans
         .iter()
         .map(|(e, faults, _)| AlgorithmResult {
@@ -472,31 +598,27 @@ pub fn stress(
             failures: Vec::new(),
         })
         .collect();
-    for (&(a, i), outcome) in jobs.iter().zip(outcomes) {
-        let r = &mut algorithms[a];
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(message) => {
-                // The generator drew a scenario the simulator refuses: for explicit faults the
-                // algorithm's family does not take (a crash in a snapshot), or sizes it does not
-                // run with; either way the user's options, not a finding.
-                return Err(StressError(format!(
-                    "{} cannot be stressed so: {message}",
-                    r.algorithm
-                )));
-            }
-        };
-        r.runs += 1;
-        r.events += outcome.events;
-        if outcome.violations.is_empty() {
+    for record in records {
+        let Some(a) = plans.iter().position(|p| p.0.name == record.algorithm) else {
             continue;
+        };
+        let i = record.run;
+        let r = &mut algorithms[a];
+        if let Some(message) = record.error {
+            // The generator drew a scenario the simulator refuses: for explicit faults the
+            // algorithm's family does not take (a crash in a snapshot), or sizes it does not
+            // run with; either way the user's options, not a finding.
+            return Err(StressError(format!(
+                "{} cannot be stressed so: {message}",
+                r.algorithm
+            )));
         }
-        let mut properties: Vec<String> = Vec::new();
-        for v in &outcome.violations {
-            if !properties.contains(&v.property) {
-                properties.push(v.property.clone());
-            }
-        }
+        r.runs += 1;
+        r.events += record.events;
+        let Some(first) = record.first else {
+            continue;
+        };
+        let properties = record.properties;
         let not_promised = claims(plans[a].0).not_promised;
         if properties
             .iter()
@@ -534,9 +656,9 @@ pub fn stress(
                 .as_ref()
                 .map_or(scenario.nodes.unwrap_or(0) as usize, |ids| ids.len()),
             seed,
-            events: outcome.events,
+            events: record.events,
             properties,
-            first: outcome.violations[0].clone(),
+            first,
             file: None,
             reproduce: None,
             scenario,

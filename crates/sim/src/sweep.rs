@@ -10,6 +10,7 @@ use crate::{run, Report, RunOptions, Scenario};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// A parameter and the values it takes.
@@ -226,48 +227,221 @@ pub fn sweep_observed(
     param: &ParamSpec,
     metric_path: &str,
     seeds: u64,
-    mut progress: impl FnMut(RunDone) + Send,
+    progress: impl FnMut(RunDone) + Send,
 ) -> Result<Vec<Point>, SweepError> {
+    let runs = sweep_runs(
+        base,
+        algorithms,
+        param,
+        metric_path,
+        seeds,
+        &|_| true,
+        &AtomicBool::new(false),
+        progress,
+    );
+    points(algorithms, param, seeds, &runs)
+}
+
+/// One run of a sweep, as [`sweep_runs`] returns it and a sharded sweep's results file keeps it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SweepRun {
+    /// The run's index: point by point ([`RunDone::point`]), each over its seeds in order.
+    pub run: u64,
+    /// The metric the run measured (written as a string when not finite, which JSON numbers
+    /// cannot be).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "any_float")]
+    pub metric: Option<f64>,
+    /// The violations the run saw.
+    pub violations: u64,
+    /// Why the run could not be made or measured, if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An `f64` in JSON, NaN and the infinities included (as the strings "NaN", "inf", "-inf").
+mod any_float {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Number(f64),
+        Word(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(x) if x.is_finite() => Text::Number(*x).serialize(s),
+            Some(x) => Text::Word(x.to_string()).serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        match Option::<Text>::deserialize(d)? {
+            None => Ok(None),
+            Some(Text::Number(x)) => Ok(Some(x)),
+            Some(Text::Word(w)) => w
+                .parse::<f64>()
+                .map(Some)
+                .map_err(|_| serde::de::Error::custom(format!("`{w}` is not a number"))),
+        }
+    }
+}
+
+/// Runs the runs of a sweep whose index `select` takes, in parallel: run `point * seeds + s` is
+/// seed `s` of the point (algorithm by algorithm, each over the values in order), and depends on
+/// nothing else, so a sweep splits into shards by run index. Once `stop` is set no further run
+/// starts. The runs come back in index order; `progress` as in [`sweep_observed`].
+#[allow(clippy::too_many_arguments)]
+pub fn sweep_runs(
+    base: &Scenario,
+    algorithms: &[String],
+    param: &ParamSpec,
+    metric_path: &str,
+    seeds: u64,
+    select: &(dyn Fn(u64) -> bool + Sync),
+    stop: &AtomicBool,
+    mut progress: impl FnMut(RunDone) + Send,
+) -> Vec<SweepRun> {
     let progress = Mutex::new(&mut progress);
     let plan: Vec<(&String, &Value)> = algorithms
         .iter()
         .flat_map(|a| param.values.iter().map(move |v| (a, v)))
         .collect();
-    let one =
-        |(point, &(algorithm, value)): (usize, &(&String, &Value))| -> Result<Point, SweepError> {
+    let runs: Vec<u64> = (0..plan.len() as u64 * seeds)
+        .filter(|&r| select(r))
+        .collect();
+    let one = |&index: &u64| -> Option<SweepRun> {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let point = (index / seeds) as usize;
+        let s = index % seeds;
+        let (algorithm, value) = plan[point];
+        let measured = (|| -> Result<(f64, u64, u64), SweepError> {
             let mut scenario = with_param(base, &param.path, value)?;
             scenario.algorithm = algorithm.clone();
-            let (mut sum, mut violations) = (0.0, 0);
-            for s in 0..seeds {
-                let report = run(
-                    &scenario,
-                    RunOptions {
-                        seed: Some(scenario.seed + s),
-                        origin: format!("sweep {algorithm} {}={value}", param.path),
-                        ..RunOptions::default()
-                    },
-                )
-                .map_err(|e| SweepError(e.to_string()))?;
-                sum += metric(&report, metric_path)?;
-                violations += report.violations.len() as u64;
+            let report = run(
+                &scenario,
+                RunOptions {
+                    seed: Some(scenario.seed + s),
+                    origin: format!("sweep {algorithm} {}={value}", param.path),
+                    ..RunOptions::default()
+                },
+            )
+            .map_err(|e| SweepError(e.to_string()))?;
+            let m = metric(&report, metric_path)?;
+            Ok((m, report.violations.len() as u64, report.events_processed))
+        })();
+        Some(match measured {
+            Ok((m, violations, events)) => {
                 if let Ok(mut progress) = progress.lock() {
-                    (*progress)(RunDone {
-                        point,
-                        events: report.events_processed,
-                    });
+                    (*progress)(RunDone { point, events });
+                }
+                SweepRun {
+                    run: index,
+                    metric: Some(m),
+                    violations,
+                    error: None,
                 }
             }
-            Ok(Point {
-                algorithm: algorithm.clone(),
-                value: value.clone(),
-                metric: sum / seeds as f64,
-                seeds,
-                violations,
-            })
+            Err(e) => SweepRun {
+                run: index,
+                metric: None,
+                violations: 0,
+                error: Some(e.0),
+            },
+        })
+    };
+    runs.par_iter()
+        .map(one)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The points of a sweep from its runs, in any order (those of every shard of a split sweep):
+/// each point's metric averaged over its seeds in order, so the points are the same as
+/// [`sweep`] gives. On an error, the first one in the plan's order; runs that are not exactly
+/// the sweep's, each once, are refused.
+pub fn points(
+    algorithms: &[String],
+    param: &ParamSpec,
+    seeds: u64,
+    runs: &[SweepRun],
+) -> Result<Vec<Point>, SweepError> {
+    gather(algorithms, param, seeds, runs, false)
+}
+
+/// The points of a sweep cut short whose every seed has run, in order (the others are left out;
+/// an error as in [`points`]).
+pub fn points_made(
+    algorithms: &[String],
+    param: &ParamSpec,
+    seeds: u64,
+    runs: &[SweepRun],
+) -> Result<Vec<Point>, SweepError> {
+    gather(algorithms, param, seeds, runs, true)
+}
+
+fn gather(
+    algorithms: &[String],
+    param: &ParamSpec,
+    seeds: u64,
+    runs: &[SweepRun],
+    partial: bool,
+) -> Result<Vec<Point>, SweepError> {
+    let count = algorithms.len() as u64 * param.values.len() as u64 * seeds;
+    let mut slots: Vec<Option<&SweepRun>> = vec![None; count as usize];
+    for r in runs {
+        let Some(slot) = slots.get_mut(r.run as usize) else {
+            return Err(SweepError(format!(
+                "run {}, past the sweep's {count} runs",
+                r.run
+            )));
         };
-    // On an error, the first one in the plan's order is reported, as on one thread.
-    let results: Vec<Result<Point, SweepError>> = plan.par_iter().enumerate().map(one).collect();
-    results.into_iter().collect()
+        if slot.is_some() {
+            return Err(SweepError(format!("run {} twice", r.run)));
+        }
+        *slot = Some(r);
+    }
+    if !partial {
+        if let Some(i) = slots.iter().position(Option::is_none) {
+            let missing = slots.iter().filter(|r| r.is_none()).count();
+            return Err(SweepError(format!(
+                "{missing} run{} of {count} missing (the first: run {i})",
+                if missing == 1 { "" } else { "s" }
+            )));
+        }
+    }
+    let mut out = Vec::new();
+    'points: for (point, (algorithm, value)) in algorithms
+        .iter()
+        .flat_map(|a| param.values.iter().map(move |v| (a, v)))
+        .enumerate()
+    {
+        let (mut sum, mut violations) = (0.0, 0);
+        for s in 0..seeds {
+            let Some(r) = slots[(point as u64 * seeds + s) as usize] else {
+                continue 'points;
+            };
+            if let Some(e) = &r.error {
+                return Err(SweepError(e.clone()));
+            }
+            sum += r.metric.unwrap_or(f64::NAN);
+            violations += r.violations;
+        }
+        out.push(Point {
+            algorithm: algorithm.clone(),
+            value: value.clone(),
+            metric: sum / seeds as f64,
+            seeds,
+            violations,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
