@@ -14,8 +14,12 @@ mod toy_central;
 
 use distsync_algorithms::registry;
 use distsync_check::{check_named, Config, Property};
+use distsync_core::NodeId;
+use distsync_net::lock_client::LockClient;
+use distsync_net::tokio;
 use distsync_sim::{run, RunOptions, Scenario};
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 use toy_central::ToyCentral;
 
 /// The registration: one line per algorithm (the broken variant is a second algorithm).
@@ -201,4 +205,113 @@ fn the_page_lists_it_steps_a_session_and_loads_a_counterexample() {
         page.post("/api/check", json!({ "toml": fixed }))["proved"],
         true
     );
+}
+
+/// A cluster of in-process nodes running the toy for their locks (bully elects the view's
+/// leader), each node on its own thread and runtime.
+struct Nodes {
+    cluster: distsync_net::Cluster,
+    stops: Vec<(
+        tokio::sync::oneshot::Sender<()>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+impl Nodes {
+    fn start(n: u32) -> Nodes {
+        let ports = distsync_net::local::free_ports(n as usize).unwrap();
+        let mut text = String::from(
+            "mutex = \"toy-central\"\nelection = \"bully\"\nsecret = \"0123456789abcdef0123\"\n\
+             [timeouts]\nheartbeat = \"100ms\"\nheartbeat_timeout = \"3s\"\n\
+             answer_timeout = \"100ms\"\ncoordinator_timeout = \"3s\"\n",
+        );
+        for (i, p) in ports.iter().enumerate() {
+            text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{p}\"\n");
+        }
+        let cluster = distsync_net::Cluster::from_toml(&text, "walkthrough").unwrap();
+        let stops = (0..n)
+            .map(|i| {
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let c = cluster.clone();
+                let h = std::thread::spawn(move || {
+                    let rt = distsync_net::node_runtime().unwrap();
+                    rt.block_on(distsync_net::run(c, NodeId(i), async move {
+                        let _ = rx.await;
+                    }))
+                    .unwrap();
+                });
+                (tx, h)
+            })
+            .collect();
+        let nodes = Nodes { cluster, stops };
+        nodes.settled(n);
+        nodes
+    }
+
+    /// Waits (up to a minute: a bound for a broken build, not a measurement) until every node
+    /// answers, all agree on one open view of them all and hold a lease on it.
+    fn settled(&self, n: u32) {
+        let all: Vec<NodeId> = (0..n).map(NodeId).collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            let s = rt().block_on(distsync_net::client::statuses(
+                &self.cluster,
+                Duration::from_secs(2),
+            ));
+            let epochs: Vec<_> = s
+                .iter()
+                .filter_map(|(_, st)| st.as_ref().ok())
+                .filter(|st| st.open && st.lease && st.members == all)
+                .map(|st| st.epoch)
+                .collect();
+            if epochs.len() == n as usize && epochs.iter().all(|e| *e == epochs[0]) {
+                return;
+            }
+            last = format!("{s:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the nodes did not settle on one open view; last statuses: {last}");
+    }
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for (tx, h) in self.stops.drain(..) {
+            drop(tx);
+            let _ = h.join();
+        }
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_cluster_of_nodes_serves_its_lock() {
+    plug();
+    let nodes = Nodes::start(3);
+    rt().block_on(async {
+        let mut first = LockClient::connect_to(&nodes.cluster, NodeId(0))
+            .await
+            .unwrap();
+        let mut second = LockClient::connect_to(&nodes.cluster, NodeId(1))
+            .await
+            .unwrap();
+        let held = first.lock("walkthrough").await.unwrap();
+        // While the client of node 0 holds the lock, node 1's client does not get it.
+        let refused = second
+            .lock_timeout("walkthrough", Duration::from_millis(300))
+            .await;
+        assert!(refused.is_err(), "both clients hold the lock");
+        let token = held.token();
+        held.release().await.unwrap();
+        let next = second.lock("walkthrough").await.unwrap();
+        assert!(next.token() > token, "{} after {token}", next.token());
+        next.release().await.unwrap();
+    });
 }
