@@ -14,6 +14,7 @@ pub mod election;
 pub mod link;
 pub mod multicast;
 pub mod mutex;
+pub mod plug;
 pub mod registry;
 mod site_bits;
 pub mod snapshot;

@@ -6,6 +6,7 @@
 //! types the mutual-exclusion, election, multicast and snapshot visitors hand out are
 //! [`Explorable`], as the checker needs, so it keeps no table of its own.
 
+use crate::plug::Plugged;
 use crate::validate::Validate;
 use distsync_core::clock_sync::ClockSync;
 use distsync_core::election::Election;
@@ -16,6 +17,7 @@ use distsync_core::{Algorithm, ParamError, Params, Process};
 use serde::Serialize;
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::RwLock;
 
 /// What the exhaustive checker needs of an algorithm type: `Clone` to copy states, `Hash` to
 /// fingerprint them, `Debug` to show them, and `Send + Sync` to explore on every core. Every
@@ -139,10 +141,63 @@ macro_rules! mutex_algorithms {
             let entry = lookup(name)?;
             match name {
                 $($name => Some(visitor.visit::<$ty>(entry)),)*
-                _ => None,
+                _ => visit_plugged_mutex(entry, visitor),
             }
         }
     };
+}
+
+/// Calls `visitor` with the type of the mutual-exclusion algorithm `entry` plugged in at run
+/// time ([`plug_mutex`]); `None` if `entry` is not one.
+fn visit_plugged_mutex<V: MutexVisitor>(entry: &'static Entry, visitor: V) -> Option<V::Output> {
+    let slot = plugged().iter().find(|p| std::ptr::eq(p.0, entry))?.1;
+    match slot {
+        0 => Some(visitor.visit::<Plugged<0>>(entry)),
+        1 => Some(visitor.visit::<Plugged<1>>(entry)),
+        _ => None,
+    }
+}
+
+/// The algorithms plugged in at run time, each with its slot, in the order they came.
+fn plugged() -> std::sync::RwLockReadGuard<'static, Vec<(&'static Entry, usize)>> {
+    PLUGGED.read().unwrap_or_else(|e| e.into_inner())
+}
+
+static PLUGGED: RwLock<Vec<(&'static Entry, usize)>> = RwLock::new(Vec::new());
+
+/// Adds the mutual-exclusion algorithm `A` to the registry under `name`, from any crate and at
+/// run time: from then on the simulator, the checker, the page and the node runtime find it by
+/// name as they find the algorithms of the tables below, and run it through an adapter
+/// ([`crate::plug`]) that forwards every call to `A`. For a type defined outside this crate, a
+/// test's toy algorithm for instance; an algorithm of this crate is one line of the table.
+/// Plugging the same type under the same name again returns the same entry. `Err` with the
+/// reason if the name is taken by another algorithm, or if every slot is
+/// ([`plug::SLOTS`](crate::plug::SLOTS)).
+pub fn plug_mutex<A>(
+    name: &'static str,
+    needs_fifo: bool,
+    description: &'static str,
+) -> Result<&'static Entry, String>
+where
+    A: MutualExclusion + Serialize + Explorable,
+    A::Msg: Validate,
+{
+    let mut table = PLUGGED.write().unwrap_or_else(|e| e.into_inner());
+    if registered_statically().any(|e| e.name == name) {
+        return Err(format!("`{name}` is already a registered algorithm"));
+    }
+    let slot = crate::plug::plug_mutex::<A>(name)?;
+    if let Some(&(entry, _)) = table.iter().find(|p| p.1 == slot) {
+        return Ok(entry);
+    }
+    let entry: &'static Entry = Box::leak(Box::new(Entry {
+        name,
+        family: Family::Mutex,
+        needs_fifo,
+        description,
+    }));
+    table.push((entry, slot));
+    Ok(entry)
 }
 
 mutex_algorithms! {
@@ -399,22 +454,40 @@ snapshot_algorithms! {
         "Chandy-Lamport 1985: record, markers on every channel, record channels until their marker; over a bank (seed 000)";
 }
 
+/// Whether the exhaustive checker explores the algorithms of `family`: every family but clock
+/// synchronization, whose types the visitors do not promise to be [`Explorable`].
+pub fn explorable(family: Family) -> bool {
+    family != Family::ClockSync
+}
+
+/// Calls `visitor` with the type of the algorithm named `name`, whatever its family, for a
+/// visitor of every family the checker explores ([`explorable`]); `None` if no such algorithm
+/// has that name.
+pub fn visit_explorable<V, O>(name: &str, visitor: V) -> Option<O>
+where
+    V: MutexVisitor<Output = O>
+        + ElectionVisitor<Output = O>
+        + MulticastVisitor<Output = O>
+        + SnapshotVisitor<Output = O>,
+{
+    match lookup(name)?.family {
+        Family::Mutex => visit_mutex(name, visitor),
+        Family::Election => visit_election(name, visitor),
+        Family::Multicast => visit_multicast(name, visitor),
+        Family::Snapshot => visit_snapshot(name, visitor),
+        Family::ClockSync => None,
+    }
+}
+
 /// Every registered algorithm, by family and then name.
 pub fn entries() -> Vec<&'static Entry> {
-    let mut all: Vec<&'static Entry> = MUTEX
-        .iter()
-        .chain(ELECTION)
-        .chain(CLOCK_SYNC)
-        .chain(MULTICAST)
-        .chain(SNAPSHOT)
-        .collect();
+    let mut all: Vec<&'static Entry> = registered().collect();
     all.sort_by_key(|e| (e.family, e.name));
     all
 }
 
-/// Every registered algorithm in the order of registration: by family as [`Family::ALL`]
-/// lists them, and within a family in the order of its table.
-pub fn registered() -> impl Iterator<Item = &'static Entry> {
+/// The algorithms of the tables, in their order.
+fn registered_statically() -> impl Iterator<Item = &'static Entry> {
     MUTEX
         .iter()
         .chain(ELECTION)
@@ -423,15 +496,32 @@ pub fn registered() -> impl Iterator<Item = &'static Entry> {
         .chain(SNAPSHOT)
 }
 
+/// Every registered algorithm in the order of registration: by family as [`Family::ALL`]
+/// lists them, and within a family in the order of its table, then those plugged in at run
+/// time ([`plug_mutex`]) in the order they came.
+pub fn registered() -> impl Iterator<Item = &'static Entry> {
+    let mut all: Vec<&'static Entry> = registered_statically().collect();
+    let plugged = plugged();
+    for family in Family::ALL {
+        let end = all
+            .iter()
+            .rposition(|e| e.family <= family)
+            .map_or(0, |i| i + 1);
+        let more: Vec<&'static Entry> = plugged
+            .iter()
+            .map(|p| p.0)
+            .filter(|e| e.family == family)
+            .collect();
+        all.splice(end..end, more);
+    }
+    all.into_iter()
+}
+
 /// The algorithm registered under `name`.
 pub fn lookup(name: &str) -> Option<&'static Entry> {
-    MUTEX
-        .iter()
-        .chain(ELECTION)
-        .chain(CLOCK_SYNC)
-        .chain(MULTICAST)
-        .chain(SNAPSHOT)
+    registered_statically()
         .find(|e| e.name == name)
+        .or_else(|| plugged().iter().map(|p| p.0).find(|e| e.name == name))
 }
 
 /// The registered name closest to a misspelled one, for "did you mean" hints.

@@ -35,7 +35,10 @@ mod state;
 mod symmetry;
 mod trace;
 
-pub use named::{check_named, family_of, refusal, supported, NamedOutcome, NamedViolation};
+pub use named::{
+    check_named, family_checks, family_of, refusal, supported, FamilyChecks, NamedOutcome,
+    NamedViolation, Workload,
+};
 pub use state::Checkable;
 pub use trace::write_trace;
 

@@ -14,12 +14,11 @@ use distsync_algorithms::registry::{
     SnapshotVisitor,
 };
 use distsync_core::election::Election;
-use distsync_core::multicast::Multicast;
+use distsync_core::multicast::{Multicast, Order};
 use distsync_core::mutex::MutualExclusion;
 use distsync_core::snapshot::GlobalSnapshot;
 use distsync_core::NodeId;
 use serde::Serialize;
-use std::sync::OnceLock;
 
 /// A counterexample of [`check_named`], rendered and typed.
 #[derive(Clone, Debug, Serialize)]
@@ -76,20 +75,13 @@ fn named<M, T, I>(o: Outcome<M, T, I>) -> Named {
     (o.stats, proved, violation)
 }
 
-/// The families the checker explores.
-fn explored(family: Family) -> bool {
-    family != Family::ClockSync
-}
-
-/// The registry names the checker can explore, in the registry's order.
-pub fn supported() -> &'static [&'static str] {
-    static SUPPORTED: OnceLock<Vec<&'static str>> = OnceLock::new();
-    SUPPORTED.get_or_init(|| {
-        registry::registered()
-            .filter(|e| explored(e.family))
-            .map(|e| e.name)
-            .collect()
-    })
+/// The registry names the checker can explore, in the registry's order (those plugged in at
+/// run time included).
+pub fn supported() -> Vec<&'static str> {
+    registry::registered()
+        .filter(|e| registry::explorable(e.family))
+        .map(|e| e.name)
+        .collect()
 }
 
 /// Explores `config` for the type the registry's visitor hands out.
@@ -133,15 +125,109 @@ fn dispatch(
     config: &Config,
     progress: &mut dyn FnMut(&Progress),
 ) -> Option<Result<Named, CheckError>> {
-    let entry = registry::lookup(name)?;
-    let explore = Explore { config, progress };
-    match entry.family {
-        Family::Mutex => registry::visit_mutex(name, explore),
-        Family::Election => registry::visit_election(name, explore),
-        Family::Multicast => registry::visit_multicast(name, explore),
-        Family::Snapshot => registry::visit_snapshot(name, explore),
-        Family::ClockSync => None,
+    registry::visit_explorable(name, Explore { config, progress })
+}
+
+/// What the checker makes of an algorithm's family: the properties it holds the algorithm to
+/// and the workload it explores. For those who present a check (the page, the command line)
+/// without knowing the families.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FamilyChecks {
+    /// The properties, in the order the checker reports them (`progress` among them, though
+    /// it is checked only when the whole space is explored; `liveness` not, as only
+    /// [`Config::liveness`] asks for it).
+    pub properties: Vec<Property>,
+    /// What [`Config::requests`] counts.
+    pub workload: Workload,
+}
+
+/// What the checker's workload is for a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// So many of something per process ([`Config::requests`]): its name for one and for
+    /// many ("request", "requests").
+    PerProcess(&'static str, &'static str),
+    /// One election, started by [`Config::elect`] (the lowest id if empty).
+    Election,
+}
+
+/// The [`FamilyChecks`] of the algorithm's family, for the visitor of its type.
+struct Checks<'a>(&'a Config);
+
+impl MutexVisitor for Checks<'_> {
+    type Output = FamilyChecks;
+    fn visit<A: MutualExclusion + Serialize + Explorable>(self, _: &'static Entry) -> FamilyChecks {
+        FamilyChecks {
+            properties: vec![
+                Property::MutualExclusion,
+                Property::Deadlock,
+                Property::Completion,
+                Property::Progress,
+                Property::OutputContract,
+            ],
+            workload: Workload::PerProcess("request", "requests"),
+        }
     }
+}
+
+impl ElectionVisitor for Checks<'_> {
+    type Output = FamilyChecks;
+    fn visit<A: Election + Serialize + Explorable>(self, _: &'static Entry) -> FamilyChecks {
+        FamilyChecks {
+            properties: vec![
+                Property::OneLeader,
+                Property::Agreement,
+                Property::Validity,
+                Property::Termination,
+            ],
+            workload: Workload::Election,
+        }
+    }
+}
+
+impl MulticastVisitor for Checks<'_> {
+    type Output = FamilyChecks;
+    /// The orders asked for ([`Config::orders`]), or those the algorithm promises.
+    fn visit<A: Multicast + Serialize + Explorable>(self, _: &'static Entry) -> FamilyChecks {
+        let orders = self.0.orders.as_deref().unwrap_or(A::guarantees());
+        let mut properties: Vec<Property> = orders
+            .iter()
+            .map(|o| match o {
+                Order::Fifo => Property::FifoOrder,
+                Order::Causal => Property::CausalOrder,
+                Order::Total => Property::TotalOrder,
+            })
+            .collect();
+        properties.push(Property::Completion);
+        FamilyChecks {
+            properties,
+            workload: Workload::PerProcess("multicast", "multicasts"),
+        }
+    }
+}
+
+impl SnapshotVisitor for Checks<'_> {
+    type Output = FamilyChecks;
+    fn visit<A: GlobalSnapshot + Serialize + Explorable>(self, _: &'static Entry) -> FamilyChecks {
+        FamilyChecks {
+            properties: vec![Property::Conservation, Property::SnapshotConsistency],
+            workload: Workload::PerProcess("transfer", "transfers"),
+        }
+    }
+}
+
+/// What the checker makes of the algorithm registered as `name` under `config`: its
+/// properties and its workload; `None` if no algorithm the checker explores has that name.
+///
+/// ```
+/// use distsync_check::{family_checks, Config, Property, Workload};
+/// let c = family_checks("bully", &Config::default()).unwrap();
+/// assert_eq!(c.properties[0], Property::OneLeader);
+/// assert_eq!(c.workload, Workload::Election);
+/// assert_eq!(family_checks("cristian", &Config::default()), None);
+/// ```
+pub fn family_checks(name: &str, config: &Config) -> Option<FamilyChecks> {
+    registry::visit_explorable(name, Checks(config))
 }
 
 /// Why the checker refuses a registered algorithm, or `None` if it explores it.

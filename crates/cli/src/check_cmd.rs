@@ -294,29 +294,29 @@ pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
 
 /// Flags that do not apply to the algorithm's family are refused.
 fn check_family_flags(algo: &str, args: &CheckArgs, config: &Config) -> Result<(), InputError> {
-    let Some(family) = distsync_check::family_of(algo) else {
+    let Some(entry) = distsync_algorithms::registry::lookup(algo) else {
         return Ok(()); // check_named names the unknown algorithm
     };
-    use distsync_algorithms::registry::Family;
     let refuse = |flag: &str, wants: &str| {
         Err(InputError(format!(
             "{flag}: applies to {wants}; {algo} is in the {} family",
-            family.name()
+            entry.family.name()
         )))
     };
-    if !args.elect.is_empty() && family != Family::Election {
+    let election = distsync_sim::takes(entry, "event.elect");
+    if !args.elect.is_empty() && !election {
         return refuse("--elect", "elections");
     }
-    if !args.order.is_empty() && family != Family::Multicast {
+    if !args.order.is_empty() && !distsync_sim::takes(entry, "multicast") {
         return refuse("--order", "multicast");
     }
-    if args.requests.is_some() && family == Family::Election {
+    if args.requests.is_some() && election {
         return refuse(
             "--requests",
             "mutual exclusion, multicast and snapshots (elections start with --elect)",
         );
     }
-    if (args.coordinator.is_some() && !matches!(algo, "central")) && family != Family::Election {
+    if args.coordinator.is_some() && !distsync_sim::reads(entry, "coordinator") {
         return refuse("--coordinator", "central and the election algorithms");
     }
     if args.quorums.is_some() && !algo.starts_with("maekawa") {

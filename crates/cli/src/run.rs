@@ -4,7 +4,7 @@ use crate::output;
 use crate::progress::Progress;
 use crate::trace_cmd;
 use crate::{InputError, Outcome};
-use distsync_algorithms::registry::Family;
+use distsync_algorithms::registry::Entry;
 use distsync_core::{parse_duration, NodeId};
 use distsync_sim::scenario::EventSpec;
 use distsync_sim::{
@@ -223,23 +223,17 @@ pub fn set_field(scenario: &Scenario, assignment: &str) -> Result<Scenario, Inpu
         .map_err(|e| InputError(format!("--set `{assignment}`: {e}")))
 }
 
-/// The flags given that `algorithm` does not read, each with who reads it.
-fn foreign_flags(args: &SimulateArgs, family: Option<Family>) -> Option<String> {
-    const TOKEN: [&str; 4] = [
-        "token-ring",
-        "ricart-agrawala-token",
-        "suzuki-kasami",
-        "raymond",
-    ];
+/// The flags given that `algorithm` (`entry`) does not read, each with who reads it.
+fn foreign_flags(args: &SimulateArgs, entry: &Entry) -> Option<String> {
     let name = args.algorithm.as_str();
-    let election = family == Some(Family::Election);
+    let election = distsync_sim::takes(entry, "event.elect");
     let mutex = "mutual-exclusion algorithms";
     let checks = [
         ("--load", args.load.is_some(), !election, mutex),
         ("--requests", args.requests.is_some(), !election, mutex),
         ("--cs", args.cs.is_some(), !election, mutex),
-        ("--coordinator", args.coordinator.is_some(), name == "central", "central (an election run's coordinator is the highest id, which crashes at --crash-at)"),
-        ("--holder", args.holder.is_some(), TOKEN.contains(&name), "the token algorithms (token-ring, ricart-agrawala-token, suzuki-kasami, raymond)"),
+        ("--coordinator", args.coordinator.is_some(), !election && distsync_sim::reads(entry, "coordinator"), "central (an election run's coordinator is the highest id, which crashes at --crash-at)"),
+        ("--holder", args.holder.is_some(), distsync_sim::reads(entry, "holder"), "the token algorithms (token-ring, ricart-agrawala-token, suzuki-kasami, raymond)"),
         ("--crash-at", args.crash_at.is_some(), election, "election runs"),
     ];
     checks
@@ -252,29 +246,30 @@ fn foreign_flags(args: &SimulateArgs, family: Option<Family>) -> Option<String> 
         })
 }
 
+/// A run from flags: of mutual exclusion (a workload) for an algorithm whose scenarios take
+/// one, of an election (a crash and the election after it) for one whose scenarios take
+/// `elect` events; any other algorithm is pointed to a scenario file of its family.
 pub fn simulate(args: SimulateArgs) -> Result<Outcome, InputError> {
-    let family = distsync_algorithms::registry::lookup(&args.algorithm).map(|e| e.family);
-    if matches!(family, Some(Family::Mutex | Family::Election)) {
-        if let Some(message) = foreign_flags(&args, family) {
+    let entry = distsync_algorithms::registry::lookup(&args.algorithm);
+    let election = entry.is_some_and(|e| distsync_sim::takes(e, "event.elect"));
+    // An unknown name goes on as mutual exclusion, so that the run reports it with a
+    // suggestion.
+    let mutex = entry.is_none_or(|e| distsync_sim::takes(e, "workload"));
+    if let Some(entry) = entry.filter(|_| mutex || election) {
+        if let Some(message) = foreign_flags(&args, entry) {
             return Err(InputError(message));
         }
     }
-    match family {
-        // An unknown name goes on, so that the run reports it with a suggestion.
-        None | Some(Family::Mutex) => simulate_mutex(args),
-        Some(Family::Election) => simulate_election(args),
-        Some(other) => {
-            let example = match other {
-                Family::ClockSync => "scenarios/cristian-time-server.toml",
-                Family::Multicast => "scenarios/causal-broadcast.toml",
-                _ => "scenarios/chandy-lamport-bank.toml",
-            };
-            Err(InputError(format!(
-                "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is {} algorithm, so run a scenario file instead, like `distsync run {example}`",
-                args.algorithm,
-                crate::output::a(other.name())
-            )))
-        }
+    match entry {
+        _ if mutex => simulate_mutex(args),
+        _ if election => simulate_election(args),
+        // Neither: a registered algorithm of another family.
+        entry => Err(InputError(format!(
+            "--algo: `simulate` builds mutual-exclusion and election runs; `{}` is {} algorithm, so run a scenario file instead, like `distsync run {}`",
+            args.algorithm,
+            crate::output::a(entry.map_or("", |e| e.family.name())),
+            entry.map_or("", distsync_sim::example_file)
+        ))),
     }
 }
 

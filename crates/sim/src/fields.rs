@@ -1,124 +1,166 @@
-//! Scenario fields that belong to other algorithms: refused rather than ignored (a `holder` for
-//! ricart-agrawala, an `answer_timeout` in a mutual-exclusion scenario, a `tree` for an
-//! election), so that a run never seems to mean what it does not.
+//! Scenario fields that belong to other algorithms or families: refused rather than ignored (a
+//! `holder` for ricart-agrawala, an `answer_timeout` in a mutual-exclusion scenario, a `tree`
+//! for an election, `[multicast]` for a snapshot), so that a run never seems to mean what it
+//! does not. Who reads which field is each family's plug-in's to say
+//! ([`Plugin::reads`](crate::family::Plugin::reads), [`Plugin::takes`](crate::family::Plugin::takes));
+//! this module only lists the fields and asks.
 
-use crate::scenario::Scenario;
-use distsync_algorithms::registry::{Entry, Family};
+use crate::family::{plugins, Plugin};
+use crate::scenario::{Action, Checked, Scenario};
+use distsync_algorithms::registry::Entry;
 
-/// The mutual-exclusion algorithms that start with a token at `holder`.
-const TOKEN: [&str; 4] = [
-    "token-ring",
-    "ricart-agrawala-token",
-    "suzuki-kasami",
-    "raymond",
-];
+/// Whether the scenarios of `entry`'s family take `part`: a field or section that belongs to
+/// one family or a few (`workload`, `detect`, `sync_interval`, `multicast`, `app`, ...) or an
+/// event of theirs (`event.elect`, `event.sync`, `event.multicast`, `event.snapshot`).
+///
+/// ```
+/// use distsync_algorithms::registry::lookup;
+/// assert!(distsync_sim::takes(lookup("bully").unwrap(), "event.elect"));
+/// assert!(!distsync_sim::takes(lookup("central").unwrap(), "event.elect"));
+/// ```
+pub fn takes(entry: &Entry, part: &str) -> bool {
+    crate::family::plugin(entry.family).takes(part)
+}
+
+/// Whether the algorithm `entry` reads the scenario field `field` (`coordinator`, `holder`,
+/// `tree`, `quorums`, `answer_timeout`, ...).
+///
+/// ```
+/// use distsync_algorithms::registry::lookup;
+/// assert!(distsync_sim::reads(lookup("raymond").unwrap(), "holder"));
+/// assert!(!distsync_sim::reads(lookup("ricart-agrawala").unwrap(), "holder"));
+/// ```
+pub fn reads(entry: &Entry, field: &str) -> bool {
+    crate::family::plugin(entry.family).reads(entry, field)
+}
+
+/// A scenario file of `scenarios/` that shows `entry`'s family, for messages that point to
+/// one (`scenarios/causal-broadcast.toml` for a multicast algorithm).
+pub fn example_file(entry: &Entry) -> &'static str {
+    crate::family::plugin(entry.family).example()
+}
+
+/// What every plug-in that `owns` says, joined with " and " in the order of registration.
+fn owners(says: impl Fn(&dyn Plugin) -> Option<&'static str>) -> String {
+    let all: Vec<&str> = plugins().filter_map(says).collect();
+    all.join(" and ")
+}
 
 /// The first field of `scenario` that `entry` does not read: the field and who reads it.
 pub(crate) fn foreign_field(scenario: &Scenario, entry: &Entry) -> Option<(&'static str, String)> {
-    let timed = entry.family == Family::Election || entry.family == Family::ClockSync;
-    let checks: [(&'static str, bool, bool, &str); 8] = [
-        (
-            "coordinator",
-            scenario.coordinator.is_some(),
-            entry.name == "central" || entry.family == Family::Election,
-            "central (its lock manager) and leader election (the coordinator every process knows at the start)",
-        ),
-        (
-            "holder",
-            scenario.holder.is_some(),
-            TOKEN.contains(&entry.name),
-            "the token algorithms (token-ring, ricart-agrawala-token, suzuki-kasami, raymond)",
-        ),
-        (
-            "tree",
-            scenario.tree.is_some(),
-            entry.name == "raymond",
-            "raymond",
-        ),
-        (
-            "quorums",
-            scenario.quorums.is_some(),
-            entry.name.starts_with("maekawa"),
-            "maekawa and maekawa-basic",
-        ),
-        (
-            "answer_timeout",
-            scenario.answer_timeout.is_some(),
-            timed,
-            "leader election and clock synchronization",
-        ),
+    let plugin = crate::family::plugin(entry.family);
+    let fields: [(&'static str, bool); 8] = [
+        ("coordinator", scenario.coordinator.is_some()),
+        ("holder", scenario.holder.is_some()),
+        ("tree", scenario.tree.is_some()),
+        ("quorums", scenario.quorums.is_some()),
+        ("answer_timeout", scenario.answer_timeout.is_some()),
         (
             "coordinator_timeout",
             scenario.coordinator_timeout.is_some(),
-            entry.family == Family::Election,
-            "leader election",
         ),
-        (
-            "heartbeat",
-            scenario.heartbeat.is_some(),
-            entry.family == Family::Election,
-            "leader election with `detect = \"timeout\"`",
-        ),
-        (
-            "heartbeat_timeout",
-            scenario.heartbeat_timeout.is_some(),
-            entry.family == Family::Election,
-            "leader election with `detect = \"timeout\"`",
-        ),
+        ("heartbeat", scenario.heartbeat.is_some()),
+        ("heartbeat_timeout", scenario.heartbeat_timeout.is_some()),
     ];
-    checks
+    fields
         .into_iter()
-        .find(|(_, set, allowed, _)| *set && !*allowed)
-        .map(|(field, _, _, owner)| {
+        .find(|&(field, set)| set && !plugin.reads(entry, field))
+        .map(|(field, _)| {
             (
                 field,
                 format!(
-                    "this field applies to {owner}, and `{}` does not read it; remove it",
+                    "this field applies to {}, and `{}` does not read it; remove it",
+                    owners(|p| p.readers(field)),
                     entry.name
                 ),
             )
         })
 }
 
-/// A scenario field or event that belongs to a family of time and order other than `family`:
-/// the field, what it is, and the family it belongs to.
-pub(crate) fn misplaced(
-    checked: &crate::scenario::Checked,
-    family: Family,
-) -> Option<(String, &'static str, &'static str)> {
-    use crate::scenario::Action;
-    let s = &checked.scenario;
-    if family != Family::ClockSync {
-        let fields = [
-            ("sync_interval", s.sync_interval.is_some()),
-            ("server", s.server.is_some()),
-            ("samples", s.samples.is_some()),
-            ("min_delay", s.min_delay.is_some()),
-            ("max_drift_ppm", s.max_drift_ppm.is_some()),
-            ("threshold", s.threshold.is_some()),
-            ("master_election", s.master_election.is_some()),
-            ("strata", s.strata.is_some()),
-        ];
-        if let Some((field, _)) = fields.iter().find(|f| f.1) {
-            return Some((field.to_string(), "this field", "clock synchronization"));
-        }
-    }
-    if family != Family::Multicast && s.multicast.is_some() {
-        return Some(("multicast".into(), "`[multicast]`", "multicast"));
-    }
-    if !matches!(family, Family::Multicast | Family::Snapshot) && s.app.is_some() {
-        return Some(("app".into(), "`[app]`", "multicast and snapshots"));
+/// The first part of `checked` among `parts` (a field or an event, as [`Plugin::takes`] names
+/// it) that `plugin`'s family does not take: the field as the error names it, what it is, and
+/// the families that take it.
+fn first_foreign(
+    checked: &Checked,
+    plugin: &dyn Plugin,
+    fields: &[(&'static str, bool, &'static str)],
+    events: &[&'static str],
+) -> Option<(String, &'static str, String)> {
+    let owner = |part: &str| owners(|p| p.takes(part).then(|| p.title()));
+    if let Some(&(field, _, what)) = fields
+        .iter()
+        .find(|&&(field, set, _)| set && !plugin.takes(field))
+    {
+        return Some((field.to_string(), what, owner(field)));
     }
     for (_, i, action) in &checked.actions {
-        let (what, owner, name) = match action {
-            Action::Sync(_) => (Family::ClockSync, "clock synchronization", "sync"),
-            Action::Multicast(_) => (Family::Multicast, "multicast", "multicast"),
-            Action::Snapshot(_) => (Family::Snapshot, "snapshots", "snapshot"),
-            _ => continue,
+        let Some(name) = event_name(action) else {
+            continue;
         };
-        if what != family {
-            return Some((format!("event[{i}].{name}"), "this event", owner));
+        let part = format!("event.{name}");
+        if events.contains(&name) && !plugin.takes(&part) {
+            let what = if name == "elect" {
+                "`elect`"
+            } else {
+                "this event"
+            };
+            return Some((format!("event[{i}].{name}"), what, owner(&part)));
         }
     }
     None
+}
+
+/// The name of an event of a family's own, as a scenario spells it.
+fn event_name(action: &Action) -> Option<&'static str> {
+    match action {
+        Action::Elect(_) | Action::ElectAll => Some("elect"),
+        Action::Sync(_) => Some("sync"),
+        Action::Multicast(_) => Some("multicast"),
+        Action::Snapshot(_) => Some("snapshot"),
+        _ => None,
+    }
+}
+
+/// A scenario field or event of a family's own that `plugin`'s family does not take, checked
+/// before the algorithms' fields ([`foreign_field`]): `detect` and `elect` events. The field,
+/// what it is, and the families that take it.
+pub(crate) fn misplaced_first(
+    checked: &Checked,
+    plugin: &dyn Plugin,
+) -> Option<(String, &'static str, String)> {
+    let s = &checked.scenario;
+    first_foreign(
+        checked,
+        plugin,
+        &[("detect", s.detect.is_some(), "`detect`")],
+        &["elect"],
+    )
+}
+
+/// A scenario field or event of a family's own that `plugin`'s family does not take, checked
+/// after the algorithms' fields: the clock fields, `[multicast]`, `[app]`, and the `sync`,
+/// `multicast` and `snapshot` events. The field, what it is, and the families that take it.
+pub(crate) fn misplaced(
+    checked: &Checked,
+    plugin: &dyn Plugin,
+) -> Option<(String, &'static str, String)> {
+    let s = &checked.scenario;
+    let field = "this field";
+    first_foreign(
+        checked,
+        plugin,
+        &[
+            ("sync_interval", s.sync_interval.is_some(), field),
+            ("server", s.server.is_some(), field),
+            ("samples", s.samples.is_some(), field),
+            ("min_delay", s.min_delay.is_some(), field),
+            ("max_drift_ppm", s.max_drift_ppm.is_some(), field),
+            ("threshold", s.threshold.is_some(), field),
+            ("master_election", s.master_election.is_some(), field),
+            ("strata", s.strata.is_some(), field),
+            ("multicast", s.multicast.is_some(), "`[multicast]`"),
+            ("app", s.app.is_some(), "`[app]`"),
+        ],
+        &["sync", "multicast", "snapshot"],
+    )
 }

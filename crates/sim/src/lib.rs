@@ -60,6 +60,7 @@ pub use family::mutex::harness::MutexHarness;
 pub use family::snapshot::harness::{
     RecordedChannel, RecordedSnapshot, SnapshotHarness, SnapshotReport,
 };
+pub use fields::{example_file, reads, takes};
 pub use report::{
     ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
     Violation,
@@ -71,7 +72,7 @@ pub use scenario::{
 pub use session::{Choice, Session, SessionError, View};
 
 use distsync_algorithms::link;
-use distsync_algorithms::registry::{self, Entry, Family};
+use distsync_algorithms::registry::{self, Entry};
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
@@ -189,51 +190,35 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
     // too short for it are warned about (assumptions.rs).
     assumptions::derive_defaults(&mut checked.scenario, entry.family);
     let warnings = assumptions::warnings(&checked.scenario, entry.family);
-    if entry.family != Family::Election {
-        let misplaced = |field: String, what: &str| {
-            Err(SimError::Scenario(ScenarioError {
-                origin: origin.clone(),
-                field,
-                message: format!(
-                    "{what} applies to leader election, and `{}` is a {} algorithm",
-                    scenario.algorithm,
-                    entry.family.name()
-                ),
-            }))
+    let plugin = family::plugin(entry.family);
+    let refuse = |(field, what, owner): (String, &str, String)| {
+        let family = entry.family.name();
+        let article = if family.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
         };
-        if scenario.detect.is_some() {
-            return misplaced("detect".into(), "`detect`");
-        }
-        if let Some((_, i, _)) = checked
-            .actions
-            .iter()
-            .find(|(_, _, a)| matches!(a, Action::Elect(_) | Action::ElectAll))
-        {
-            return misplaced(format!("event[{i}].elect"), "`elect`");
-        }
+        Err(SimError::Scenario(ScenarioError {
+            origin: origin.clone(),
+            field,
+            message: format!(
+                "{what} applies to {owner}, and `{}` is {article} {family} algorithm",
+                scenario.algorithm
+            ),
+        }))
+    };
+    if let Some(misplaced) = fields::misplaced_first(&checked, plugin) {
+        return refuse(misplaced);
     }
     if let Some((field, message)) = fields::foreign_field(scenario, entry) {
         return Err(SimError::Scenario(ScenarioError {
-            origin,
+            origin: origin.clone(),
             field: field.into(),
             message,
         }));
     }
-    if let Some((field, what, owner)) = fields::misplaced(&checked, entry.family) {
-        return Err(SimError::Scenario(ScenarioError {
-            origin,
-            field,
-            message: format!(
-                "{what} applies to {owner}, and `{}` is {} {} algorithm",
-                scenario.algorithm,
-                if entry.family == Family::Election {
-                    "an"
-                } else {
-                    "a"
-                },
-                entry.family.name()
-            ),
-        }));
+    if let Some(misplaced) = fields::misplaced(&checked, plugin) {
+        return refuse(misplaced);
     }
     let run = FamilyRun {
         checked: &checked,
@@ -241,7 +226,7 @@ fn build(scenario: &Scenario, origin: &str, seed: u64, mode: Mode) -> Result<Bui
         seed,
         mode,
     };
-    let report = family::plugin(entry.family).run(entry, run);
+    let report = plugin.run(entry, run);
     report.map(|built| match built {
         Built::Report(mut r) => {
             r.warnings = warnings;

@@ -10,12 +10,12 @@
 //! any moment) and its heal. The checker explores every interleaving of these choices, a
 //! superset of the scenario's one run.
 
-use distsync_algorithms::registry::{self, Family, MulticastVisitor};
-use distsync_check::{Bounds, Config, FaultBounds};
-use distsync_core::multicast::{Multicast, Order};
+use distsync_algorithms::registry;
+use distsync_check::{family_checks, Bounds, Config, FaultBounds, Property, Workload};
+use distsync_core::multicast::Order;
 use distsync_sim::scenario::Action;
 use distsync_sim::Scenario;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::fmt;
 
 /// The `[check]` table of a scenario file (docs/check.md).
@@ -180,11 +180,10 @@ pub fn check_setup(scenario: &Scenario, origin: &str) -> Result<CheckSetup, Setu
         })?),
         None => None,
     };
-    let family = registry::lookup(&scenario.algorithm).map(|e| e.family);
-    let workload_requests = match family {
-        Some(Family::Mutex) => scenario.workload.as_ref().and_then(|w| w.requests),
-        _ => None,
-    };
+    // A workload's requests, for a family whose scenarios take one (mutual exclusion).
+    let workload_requests = registry::lookup(&scenario.algorithm)
+        .filter(|e| distsync_sim::takes(e, "workload"))
+        .and_then(|_| scenario.workload.as_ref().and_then(|w| w.requests));
     let config = Config {
         nodes: ids.len(),
         requests: table
@@ -222,53 +221,13 @@ pub fn check_setup(scenario: &Scenario, origin: &str) -> Result<CheckSetup, Setu
     })
 }
 
-struct Guarantees;
-
-impl MulticastVisitor for Guarantees {
-    type Output = Vec<Order>;
-    fn visit<A: Multicast + Serialize + Send + Clone + 'static>(
-        self,
-        _: &'static registry::Entry,
-    ) -> Vec<Order> {
-        A::guarantees().to_vec()
-    }
-}
-
-fn order_property(o: Order) -> &'static str {
-    match o {
-        Order::Fifo => "fifo-order",
-        Order::Causal => "causal-order",
-        Order::Total => "total-order",
-    }
-}
-
 /// The properties the checker holds `algorithm` to under `config` (docs/check.md): for
 /// multicast, only the orders asked for (or those the algorithm promises); `progress` only when
 /// the whole space was explored (`complete`), as the checker checks it only then.
 pub fn properties_explored(algorithm: &str, config: &Config, complete: bool) -> Vec<&'static str> {
-    let Some(entry) = registry::lookup(algorithm) else {
-        return Vec::new();
-    };
-    let mut out = match entry.family {
-        Family::Mutex => vec![
-            "mutual-exclusion",
-            "deadlock",
-            "completion",
-            "progress",
-            "output-contract",
-        ],
-        Family::Election => vec!["one-leader", "agreement", "validity", "termination"],
-        Family::Multicast => {
-            let orders = config.orders.clone().unwrap_or_else(|| {
-                registry::visit_multicast(algorithm, Guarantees).unwrap_or_default()
-            });
-            let mut v: Vec<&'static str> = orders.into_iter().map(order_property).collect();
-            v.push("completion");
-            v
-        }
-        Family::Snapshot => vec!["conservation", "snapshot-consistency"],
-        Family::ClockSync => Vec::new(),
-    };
+    let mut out: Vec<&'static str> = family_checks(algorithm, config)
+        .map(|c| c.properties.into_iter().map(Property::name).collect())
+        .unwrap_or_default();
     if !complete {
         out.retain(|p| *p != "progress");
     }
@@ -281,19 +240,14 @@ pub fn properties_explored(algorithm: &str, config: &Config, complete: bool) -> 
 /// The bounds of `config` in words: "3 processes, 1 request each, non-FIFO links, at most 1
 /// duplicate".
 pub fn bounds_in_words(algorithm: &str, config: &Config) -> String {
-    let family = registry::lookup(algorithm).map(|e| e.family);
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = vec![plural(config.nodes as u64, "process", "processes")];
     let r = config.requests as u64;
-    match family {
-        Some(Family::Mutex) => parts.push(format!("{} each", plural(r, "request", "requests"))),
-        Some(Family::Multicast) => {
-            parts.push(format!("{} each", plural(r, "multicast", "multicasts")))
+    match family_checks(algorithm, config).map(|c| c.workload) {
+        Some(Workload::PerProcess(one, many)) => {
+            parts.push(format!("{} each", plural(r, one, many)))
         }
-        Some(Family::Snapshot) => {
-            parts.push(format!("{} each", plural(r, "transfer", "transfers")))
-        }
-        Some(Family::Election) => {
+        Some(Workload::Election) => {
             let starters = if config.elect.is_empty() {
                 "the lowest id starts the election".to_string()
             } else {
@@ -306,7 +260,7 @@ pub fn bounds_in_words(algorithm: &str, config: &Config) -> String {
             };
             parts.push(starters);
         }
-        _ => {}
+        None => {}
     }
     parts.push(
         if config.fifo {

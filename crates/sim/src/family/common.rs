@@ -1,12 +1,32 @@
 //! Helpers the families share: writing a commented template, drawing stress times, and the
 //! warnings of the families that detect crashes by timeouts.
 
-use crate::scenario::{DelaySpec, EventSpec, Scenario};
-use distsync_core::format_duration;
+use crate::engine::Control;
+use crate::scenario::{Action, DelaySpec, EventSpec, Scenario};
+use distsync_core::{format_duration, NodeId, Process};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fmt::Write;
 use std::time::Duration;
+
+/// The `Harness::accepts` of a family whose one request names a node (a `sync`, a
+/// `multicast`, a `snapshot`): `node` is that node if `action` is the family's request, `None`
+/// if not, refused as not applying to `family` (what the family does, in words); a node that
+/// is down or not a member is refused too.
+pub(crate) fn accept_at<P: Process>(
+    action: &Action,
+    node: Option<NodeId>,
+    family: &str,
+    ctl: &Control<'_, P>,
+) -> Result<(), String> {
+    let Some(node) = node else {
+        return Err(format!("{action:?} does not apply to {family}"));
+    };
+    if !ctl.alive(node) {
+        return Err(format!("node {node} is down or not a member"));
+    }
+    Ok(())
+}
 
 /// A line of text.
 pub(crate) fn line(w: &mut String, text: &str) {

@@ -33,6 +33,11 @@ static PLUGINS: &[&dyn Plugin] = &[
     &snapshot::SnapshotFamily,
 ];
 
+/// Every family's plug-in, in the order of registration.
+pub(crate) fn plugins() -> impl Iterator<Item = &'static dyn Plugin> {
+    PLUGINS.iter().copied()
+}
+
 /// The plug-in of `family`.
 pub(crate) fn plugin(family: Family) -> &'static dyn Plugin {
     PLUGINS

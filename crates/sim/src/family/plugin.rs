@@ -57,6 +57,32 @@ pub(crate) trait Plugin: Sync {
     /// Which family of the registry this is.
     fn family(&self) -> Family;
 
+    /// The family as messages name it when a field or event belongs to it ("leader
+    /// election").
+    fn title(&self) -> &'static str;
+
+    /// Whether the family's scenarios take `part`, a field or section of the scenario that
+    /// belongs to one family or a few (`detect`, `sync_interval`, `multicast`, `app`, ...) or
+    /// an event of theirs (`event.elect`, `event.sync`, ...); the others refuse it.
+    fn takes(&self, _part: &str) -> bool {
+        false
+    }
+
+    /// Who in the family reads the algorithm's field `field` (`coordinator`, `holder`,
+    /// `answer_timeout`, ...), as the refusal elsewhere names them; `None` if nobody does.
+    fn readers(&self, _field: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether the algorithm `entry` reads the field `field` (see [`Plugin::readers`]); by
+    /// default, every algorithm of a family whose readers it names.
+    fn reads(&self, _entry: &Entry, field: &str) -> bool {
+        self.readers(field).is_some()
+    }
+
+    /// A scenario file of `scenarios/` that shows the family, for messages that point to one.
+    fn example(&self) -> &'static str;
+
     /// The runnable default scenario of the algorithm `parts.entry` (TOML).
     fn default_scenario(&self, parts: &DefaultParts) -> String;
 

@@ -23,6 +23,7 @@
 pub use super::report::ClockReport;
 use crate::clocks::ClockReading;
 use crate::engine::{Control, Harness};
+use crate::family::common::accept_at;
 use crate::report::Report;
 use crate::scenario::{Action, Checked, ScenarioError};
 use distsync_core::clock_sync::{ClockSync, Input, Output};
@@ -202,15 +203,16 @@ impl ClockHarness {
 
 impl<A: ClockSync> Harness<A> for ClockHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
-        let Action::Sync(node) = *action else {
-            return Err(format!(
-                "{action:?} does not apply to clock synchronization (synchronize a node)"
-            ));
+        let node = match *action {
+            Action::Sync(node) => Some(node),
+            _ => None,
         };
-        if !ctl.alive(node) {
-            return Err(format!("node {node} is down or not a member"));
-        }
-        Ok(())
+        accept_at(
+            action,
+            node,
+            "clock synchronization (synchronize a node)",
+            ctl,
+        )
     }
 
     fn start(&mut self, ctl: &mut Control<'_, A>) {

@@ -31,6 +31,33 @@ impl Plugin for ClockSyncFamily {
         Family::ClockSync
     }
 
+    fn example(&self) -> &'static str {
+        "scenarios/cristian-time-server.toml"
+    }
+
+    fn title(&self) -> &'static str {
+        "clock synchronization"
+    }
+
+    fn takes(&self, part: &str) -> bool {
+        matches!(
+            part,
+            "sync_interval"
+                | "server"
+                | "samples"
+                | "min_delay"
+                | "max_drift_ppm"
+                | "threshold"
+                | "master_election"
+                | "strata"
+                | "event.sync"
+        )
+    }
+
+    fn readers(&self, field: &str) -> Option<&'static str> {
+        (field == "answer_timeout").then_some("clock synchronization")
+    }
+
     fn default_scenario(&self, parts: &DefaultParts) -> String {
         let own = match parts.entry.name {
             "cristian" => "server = 0\nsamples = 4\n",

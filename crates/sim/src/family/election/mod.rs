@@ -34,6 +34,31 @@ impl Plugin for ElectionFamily {
         Family::Election
     }
 
+    fn example(&self) -> &'static str {
+        "scenarios/bully-eight-processes.toml"
+    }
+
+    fn title(&self) -> &'static str {
+        "leader election"
+    }
+
+    fn takes(&self, part: &str) -> bool {
+        matches!(part, "detect" | "event.elect")
+    }
+
+    fn readers(&self, field: &str) -> Option<&'static str> {
+        match field {
+            "coordinator" => {
+                Some("leader election (the coordinator every process knows at the start)")
+            }
+            "answer_timeout" | "coordinator_timeout" => Some("leader election"),
+            "heartbeat" | "heartbeat_timeout" => {
+                Some("leader election with `detect = \"timeout\"`")
+            }
+            _ => None,
+        }
+    }
+
     fn default_scenario(&self, parts: &DefaultParts) -> String {
         format!(
             "{}answer_timeout = \"20ms\"\ncoordinator_timeout = \"200ms\"\n\n{}\n\

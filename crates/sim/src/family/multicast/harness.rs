@@ -23,6 +23,7 @@ pub use super::report::MulticastReport;
 pub use super::spec::{MulticastSpec, DEFAULT_COUNT};
 use crate::app::{self, AppKind};
 use crate::engine::{Control, Harness};
+use crate::family::common::accept_at;
 use crate::report::{Report, Stats};
 use crate::scenario::{Action, Checked, ScenarioError};
 use distsync_core::multicast::{Input, Multicast, Order, Output};
@@ -368,15 +369,11 @@ impl MulticastHarness {
 
 impl<A: Multicast> Harness<A> for MulticastHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
-        let Action::Multicast(node) = *action else {
-            return Err(format!(
-                "{action:?} does not apply to multicast (multicast from a node)"
-            ));
+        let node = match *action {
+            Action::Multicast(node) => Some(node),
+            _ => None,
         };
-        if !ctl.alive(node) {
-            return Err(format!("node {node} is down or not a member"));
-        }
-        Ok(())
+        accept_at(action, node, "multicast (multicast from a node)", ctl)
     }
 
     fn start(&mut self, ctl: &mut Control<'_, A>) {

@@ -27,6 +27,18 @@ impl Plugin for MulticastFamily {
         Family::Multicast
     }
 
+    fn example(&self) -> &'static str {
+        "scenarios/causal-broadcast.toml"
+    }
+
+    fn title(&self) -> &'static str {
+        "multicast"
+    }
+
+    fn takes(&self, part: &str) -> bool {
+        matches!(part, "multicast" | "app" | "event.multicast")
+    }
+
     fn default_scenario(&self, parts: &DefaultParts) -> String {
         format!(
             "{}\n{}\n# Each node multicasts three updates, at random times.\n\

@@ -22,9 +22,51 @@ use std::time::Duration;
 /// The mutual-exclusion family's plug-in.
 pub(crate) struct MutexFamily;
 
+/// The mutual-exclusion algorithms that start with a token at `holder`.
+const TOKEN: [&str; 4] = [
+    "token-ring",
+    "ricart-agrawala-token",
+    "suzuki-kasami",
+    "raymond",
+];
+
 impl Plugin for MutexFamily {
     fn family(&self) -> Family {
         Family::Mutex
+    }
+
+    fn example(&self) -> &'static str {
+        "scenarios/central-lock-manager.toml"
+    }
+
+    fn title(&self) -> &'static str {
+        "mutual exclusion"
+    }
+
+    fn takes(&self, part: &str) -> bool {
+        part == "workload"
+    }
+
+    fn readers(&self, field: &str) -> Option<&'static str> {
+        match field {
+            "coordinator" => Some("central (its lock manager)"),
+            "holder" => Some(
+                "the token algorithms (token-ring, ricart-agrawala-token, suzuki-kasami, raymond)",
+            ),
+            "tree" => Some("raymond"),
+            "quorums" => Some("maekawa and maekawa-basic"),
+            _ => None,
+        }
+    }
+
+    fn reads(&self, entry: &Entry, field: &str) -> bool {
+        match field {
+            "coordinator" => entry.name == "central",
+            "holder" => TOKEN.contains(&entry.name),
+            "tree" => entry.name == "raymond",
+            "quorums" => entry.name.starts_with("maekawa"),
+            _ => false,
+        }
     }
 
     fn default_scenario(&self, parts: &DefaultParts) -> String {

@@ -18,6 +18,7 @@
 pub use super::report::{RecordedChannel, RecordedSnapshot, SnapshotReport};
 use crate::app::{self, AppKind};
 use crate::engine::{Control, Harness};
+use crate::family::common::accept_at;
 use crate::report::Report;
 use crate::scenario::{Action, Checked, ScenarioError};
 use distsync_core::snapshot::{GlobalSnapshot, Input, LocalSnapshot, Output, SnapshotId};
@@ -252,15 +253,11 @@ fn recorded_total(taking: &Taking) -> u64 {
 
 impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
     fn accepts(&self, action: &Action, ctl: &Control<'_, A>) -> Result<(), String> {
-        let Action::Snapshot(node) = *action else {
-            return Err(format!(
-                "{action:?} does not apply to snapshots (start a snapshot at a node)"
-            ));
+        let node = match *action {
+            Action::Snapshot(node) => Some(node),
+            _ => None,
         };
-        if !ctl.alive(node) {
-            return Err(format!("node {node} is down or not a member"));
-        }
-        Ok(())
+        accept_at(action, node, "snapshots (start a snapshot at a node)", ctl)
     }
 
     fn start(&mut self, ctl: &mut Control<'_, A>) {

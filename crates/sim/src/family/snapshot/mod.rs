@@ -27,6 +27,18 @@ impl Plugin for SnapshotFamily {
         Family::Snapshot
     }
 
+    fn example(&self) -> &'static str {
+        "scenarios/chandy-lamport-bank.toml"
+    }
+
+    fn title(&self) -> &'static str {
+        "snapshots"
+    }
+
+    fn takes(&self, part: &str) -> bool {
+        matches!(part, "app" | "event.snapshot")
+    }
+
     fn default_scenario(&self, parts: &DefaultParts) -> String {
         format!(
             "{}\n{}\n# A bank: accounts of 1000, random transfers; node 0 takes a snapshot.\n\
