@@ -64,6 +64,13 @@ pub struct StressArgs {
     /// since the links mask them.
     #[arg(long)]
     reliable: bool,
+    /// Also draw, per run, the options the algorithms' documented assumptions depend on: an
+    /// election's failure detector on or off, links that are not FIFO for an algorithm that
+    /// needs them, reliable links (recoveries kept). Each failure is then reported as outside
+    /// an assumption (the one it broke, and the page that states it) or inside them, a bug;
+    /// only bugs make the exit code 1.
+    #[arg(long)]
+    draw_assumptions: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -169,6 +176,7 @@ fn options(args: &StressArgs) -> Result<StressOptions, String> {
         check,
         max_events: args.max_events,
         reliable: args.reliable,
+        draw_assumptions: args.draw_assumptions,
     })
 }
 
@@ -193,7 +201,14 @@ pub fn stress_cmd(args: StressArgs) -> Result<Outcome, InputError> {
         summary(&result, &options)
     };
     crate::output::write_stdout(&text)?;
-    Ok(if result.found() {
+    // Drawing the assumptions, a failure outside them is what the docs say happens there;
+    // only one inside them (a bug) fails the command.
+    let failed = if options.draw_assumptions {
+        result.bugs()
+    } else {
+        result.found()
+    };
+    Ok(if failed {
         Outcome::Violation
     } else {
         Outcome::Ok
@@ -236,13 +251,18 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stress: {} runs of each of {} algorithm{}, seed {}{}, faults {}",
+        "stress: {} runs of each of {} algorithm{}, seed {}{}{}, faults {}",
         r.seeds,
         r.algorithms.len(),
         if r.algorithms.len() == 1 { "" } else { "s" },
         r.seed,
         if options.reliable {
             ", reliable links"
+        } else {
+            ""
+        },
+        if options.draw_assumptions {
+            ", assumptions drawn"
         } else {
             ""
         },
@@ -278,6 +298,13 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
         if !a.known.is_empty() {
             violations += &format!(" (known, not promised: {})", list(&a.known));
         }
+        if !a.outside.is_empty() {
+            violations += &format!(
+                " ({} inside the assumptions; outside: {})",
+                a.inside,
+                list(&a.outside)
+            );
+        }
         let _ = writeln!(
             s,
             "{:width$}  {:34}  {:>6}  {:>10}  {:>6}  {:>5}  {:>6}  {violations}",
@@ -291,11 +318,19 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
         );
     }
     for a in r.algorithms.iter().filter(|a| a.failed > 0) {
-        let _ = writeln!(
-            s,
-            "\n{}: {} of {} runs failed; the smallest:",
-            a.algorithm, a.failed, a.runs
-        );
+        if options.draw_assumptions {
+            let _ = writeln!(
+                s,
+                "\n{}: {} of {} runs failed, {} inside the assumptions; bugs first, then the smallest:",
+                a.algorithm, a.failed, a.runs, a.inside
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "\n{}: {} of {} runs failed; the smallest:",
+                a.algorithm, a.failed, a.runs
+            );
+        }
         for f in a.failures.iter().filter(|f| f.reproduce.is_some()) {
             let _ = writeln!(
                 s,
@@ -308,6 +343,9 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
                 distsync_core::format_duration(std::time::Duration::from_nanos(f.first.time_ns)),
                 f.first.detail
             );
+            if options.draw_assumptions || !f.outside.is_empty() {
+                let _ = writeln!(s, "    {}", classification(f));
+            }
             let _ = writeln!(
                 s,
                 "    reproduce: {}",
@@ -317,6 +355,40 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     }
     if !r.found() {
         let _ = writeln!(s, "nothing found");
+    } else if options.draw_assumptions && !r.bugs() {
+        let _ = writeln!(
+            s,
+            "nothing found inside the assumptions: every failure broke a documented assumption and only properties its page names at risk"
+        );
     }
     s
+}
+
+/// Where a failure stands against the documented assumptions, as the summary prints it.
+fn classification(f: &stress::Failure) -> String {
+    let assumptions = || {
+        f.outside
+            .iter()
+            .map(|o| format!("{} — {}", o.assumption, o.doc))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if f.explained {
+        format!("outside assumptions: {}", assumptions())
+    } else if f.outside.is_empty() {
+        "INSIDE the assumptions: a bug".to_string()
+    } else {
+        let named: Vec<&str> = f.outside.iter().flat_map(|o| o.at_risk.clone()).collect();
+        let unnamed: Vec<&str> = f
+            .properties
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !named.contains(p))
+            .collect();
+        format!(
+            "a bug: outside assumptions ({}), but {} is not what the docs name at risk there",
+            assumptions(),
+            unnamed.join(", ")
+        )
+    }
 }

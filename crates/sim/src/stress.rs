@@ -13,6 +13,12 @@
 //! ([`StressOptions::faults`]) applies exactly those, assumptions or not: that is how one sees
 //! an algorithm break.
 //!
+//! With [`StressOptions::draw_assumptions`] each run also draws the options the documented
+//! assumptions depend on: an election's failure detector on or off, links that are not FIFO for
+//! an algorithm that needs them, reliable links (with recoveries kept). Every failure is then
+//! told apart ([`Failure::outside`]): outside the assumptions, when the run broke one and only
+//! properties the docs name at risk without it, or inside them, a bug ([`AlgorithmResult::inside`]).
+//!
 //! ```
 //! use distsync_sim::stress::{stress, StressOptions};
 //! let options = StressOptions::new(vec!["ricart-agrawala".into()], 4);
@@ -38,7 +44,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use crate::family::{Claims, Fault};
+pub use crate::family::{Claims, Fault, Outside};
 
 /// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
 /// Every claim here is tested: a short stress of every algorithm under its claims runs in the
@@ -77,6 +83,10 @@ pub struct StressOptions {
     pub max_events: u64,
     /// Run every scenario over reliable links (`[network] reliable = true`).
     pub reliable: bool,
+    /// Draw, per run, the options the documented assumptions depend on (an election's failure
+    /// detector, FIFO links where the algorithm needs them, reliable links), keeping
+    /// recoveries whatever the links; see the module's documentation.
+    pub draw_assumptions: bool,
 }
 
 /// The default cap on one stress run's events.
@@ -95,6 +105,7 @@ impl StressOptions {
             check: Vec::new(),
             max_events: DEFAULT_MAX_EVENTS,
             reliable: false,
+            draw_assumptions: false,
         }
     }
 }
@@ -116,6 +127,13 @@ pub struct Failure {
     pub properties: Vec<String>,
     /// The first violation.
     pub first: Violation,
+    /// The documented assumptions the run did not meet ([`outside`]); empty: it ran inside
+    /// them.
+    pub outside: Vec<Outside>,
+    /// Whether every property the run broke is one the docs name at risk without one of
+    /// [`Failure::outside`]'s assumptions: a failure outside the assumptions. `false`: a bug
+    /// (inside the assumptions, or a property the docs do not name).
+    pub explained: bool,
     /// Where the scenario was written ([`write_failures`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -149,10 +167,18 @@ pub struct AlgorithmResult {
     pub storms: u64,
     /// Runs with any violation of a promised property.
     pub failed: u64,
+    /// Of [`AlgorithmResult::failed`], the runs that broke only properties the docs name at
+    /// risk under an assumption the run did not meet, by assumption (a run outside two counts
+    /// under both).
+    pub outside: BTreeMap<String, u64>,
+    /// Of [`AlgorithmResult::failed`], the runs that are bugs: inside the assumptions, or
+    /// breaking a property no broken assumption names.
+    pub inside: u64,
     /// Runs that broke only properties the algorithm does not promise ([`Claims::not_promised`]),
     /// by property.
     pub known: BTreeMap<String, u64>,
-    /// Every failing run, the smallest membership first (then the fewest events).
+    /// Every failing run: the bugs first, then the smallest membership first (then the fewest
+    /// events).
     pub failures: Vec<Failure>,
 }
 
@@ -171,6 +197,42 @@ impl StressResult {
     /// Whether any run of any algorithm failed.
     pub fn found(&self) -> bool {
         self.algorithms.iter().any(|a| a.failed > 0)
+    }
+
+    /// Whether any run failed inside the documented assumptions (or broke a property the
+    /// docs do not name at risk): a bug.
+    pub fn bugs(&self) -> bool {
+        self.algorithms.iter().any(|a| a.inside > 0)
+    }
+}
+
+/// Where a run of `scenario` that broke `properties` stands: the documented assumptions the
+/// scenario does not meet ([`outside`]), and whether they explain the failure, that is, the
+/// run broke one and every property it broke is one the docs name at risk without one of them
+/// (or one the algorithm does not promise). `false`: a bug.
+pub fn classify(scenario: &Scenario, properties: &[String]) -> (Vec<Outside>, bool) {
+    let broken = outside(scenario);
+    let not_promised =
+        registry::lookup(&scenario.algorithm).map_or(&[][..], |e| claims(e).not_promised);
+    let explained = !broken.is_empty()
+        && properties.iter().all(|p| {
+            not_promised.contains(&p.as_str())
+                || broken
+                    .iter()
+                    .any(|o| o.at_risk.is_empty() || o.at_risk.contains(&p.as_str()))
+        });
+    (broken, explained)
+}
+
+/// The documented assumptions `scenario` does not meet, each with the properties the docs name
+/// at risk (what `distsync run` warns about): an election without its failure detector, links
+/// that are not FIFO for an algorithm that needs them, a fault it does not [claim](claims) to
+/// survive, recoveries over reliable links for an algorithm that does not survive them there.
+/// Empty for an unknown algorithm.
+pub fn outside(scenario: &Scenario) -> Vec<Outside> {
+    match registry::lookup(&scenario.algorithm) {
+        Some(entry) => crate::assumptions::outside(scenario, entry.family),
+        None => Vec::new(),
     }
 }
 
@@ -301,9 +363,10 @@ pub fn generate(
     };
     // Within the claims, over reliable links, no recoveries for what does not survive them
     // there ([`Claims::recoveries_over_reliable_links`]); asked-for faults apply as they are.
-    let recoveries = !(options.reliable
-        && options.faults.is_none()
-        && !claims(entry).recoveries_over_reliable_links);
+    let recoveries = options.draw_assumptions
+        || !(options.reliable
+            && options.faults.is_none()
+            && !claims(entry).recoveries_over_reliable_links);
     if has(Fault::Crash) && n >= 2 {
         for _ in 0..rng.gen_range(1..=(n / 2).max(1)) {
             let victim = *ids.choose(&mut rng).expect("members");
@@ -336,6 +399,18 @@ pub fn generate(
     plugin.stress_settle(&draw, &mut scenario, &events);
     events.sort_by_key(|e| e.at);
     scenario.events = events;
+    if options.draw_assumptions {
+        // From a generator of their own, so that the rest of the scenario is the one drawn
+        // without them.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6a09_e667_f3bc_c908);
+        plugin.stress_assumptions(&mut rng, &mut scenario);
+        if entry.needs_fifo && rng.gen_bool(0.5) {
+            scenario.network.fifo = false;
+        }
+        if rng.gen_bool(0.25) {
+            scenario.network.reliable = true;
+        }
+    }
     scenario
 }
 
@@ -468,6 +543,8 @@ pub fn stress(
             hangs: 0,
             storms: 0,
             failed: 0,
+            outside: BTreeMap::new(),
+            inside: 0,
             known: BTreeMap::new(),
             failures: Vec::new(),
         })
@@ -526,6 +603,14 @@ pub fn stress(
         let (entry, faults, nodes) = &plans[a];
         let seed = run_seed(options.seed, entry.name, i);
         let scenario = generate(entry, faults, *nodes, seed, options);
+        let (broken, explained) = classify(&scenario, &properties);
+        if explained {
+            for o in &broken {
+                *r.outside.entry(o.assumption.clone()).or_default() += 1;
+            }
+        } else {
+            r.inside += 1;
+        }
         r.failures.push(Failure {
             algorithm: r.algorithm.clone(),
             run: i,
@@ -537,13 +622,17 @@ pub fn stress(
             events: outcome.events,
             properties,
             first: outcome.violations[0].clone(),
+            outside: broken,
+            explained,
             file: None,
             reproduce: None,
             scenario,
         });
     }
     for r in &mut algorithms {
-        r.failures.sort_by_key(|f| (f.nodes, f.events, f.run));
+        // Bugs first, so that the ones written to disk include them.
+        r.failures
+            .sort_by_key(|f| (f.explained, f.nodes, f.events, f.run));
     }
     Ok(StressResult {
         seed: options.seed,
@@ -556,8 +645,13 @@ pub fn stress(
 pub fn scenario_text(failure: &Failure) -> Result<String, StressError> {
     let body = toml::to_string(&failure.scenario)
         .map_err(|e| StressError(format!("cannot write a scenario as TOML: {e}")))?;
+    let outside: String = failure
+        .outside
+        .iter()
+        .map(|o| format!("# Outside the assumptions: {} ({}).\n", o.assumption, o.doc))
+        .collect();
     Ok(format!(
-        "# Found by `distsync stress`: run {} of {} broke {}.\n# {}\n{body}",
+        "# Found by `distsync stress`: run {} of {} broke {}.\n# {}\n{outside}{body}",
         failure.run,
         failure.algorithm,
         failure.properties.join(", "),
