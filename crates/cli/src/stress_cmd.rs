@@ -317,6 +317,18 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
             a.storms
         );
     }
+    if options.draw_assumptions {
+        for a in &r.algorithms {
+            let drawn: Vec<String> = a
+                .drawn
+                .iter()
+                .map(|(d, c)| format!("{d} {} ({} failed)", c.runs, c.failed))
+                .collect();
+            if !drawn.is_empty() {
+                let _ = writeln!(s, "{:width$}  drawn: {}", a.algorithm, drawn.join(", "));
+            }
+        }
+    }
     for a in r.algorithms.iter().filter(|a| a.failed > 0) {
         if options.draw_assumptions {
             let _ = writeln!(

@@ -174,12 +174,26 @@ pub struct AlgorithmResult {
     /// Of [`AlgorithmResult::failed`], the runs that are bugs: inside the assumptions, or
     /// breaking a property no broken assumption names.
     pub inside: u64,
+    /// With [`StressOptions::draw_assumptions`]: the runs drawn with each option ("detector
+    /// on", "detector off", "not FIFO", "reliable links"), and how many of them failed (a run
+    /// that broke only properties the algorithm does not promise counts as failed here).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub drawn: BTreeMap<String, Drawn>,
     /// Runs that broke only properties the algorithm does not promise ([`Claims::not_promised`]),
     /// by property.
     pub known: BTreeMap<String, u64>,
     /// Every failing run: the bugs first, then the smallest membership first (then the fewest
     /// events).
     pub failures: Vec<Failure>,
+}
+
+/// Runs drawn with one option, and how many failed ([`AlgorithmResult::drawn`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Drawn {
+    /// Runs drawn with it.
+    pub runs: u64,
+    /// Of those, the runs with any violation.
+    pub failed: u64,
 }
 
 /// The result of a stress.
@@ -418,6 +432,32 @@ pub fn generate(
 struct Outcome {
     events: u64,
     violations: Vec<Violation>,
+    drawn: Vec<&'static str>,
+}
+
+/// What `draw_assumptions` drew for `scenario` outside the assumptions (and not asked for by
+/// the options), as [`AlgorithmResult::drawn`] counts it.
+fn drawn(entry: &Entry, scenario: &Scenario, options: &StressOptions) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !options.draw_assumptions {
+        return out;
+    }
+    if entry.family == Family::Election {
+        out.push(
+            if scenario.detect == Some(crate::scenario::Detect::Timeout) {
+                "detector on"
+            } else {
+                "detector off"
+            },
+        );
+    }
+    if entry.needs_fifo && !scenario.network.fifo {
+        out.push("not FIFO");
+    }
+    if scenario.network.reliable && !options.reliable {
+        out.push("reliable links");
+    }
+    out
 }
 
 /// Resolves the names, checks the options, draws and runs every scenario; `progress(done, total)`
@@ -516,6 +556,7 @@ pub fn stress(
                     Ok(report) => Ok(Outcome {
                         events: report.events_processed,
                         violations: report.violations,
+                        drawn: drawn(entry, &scenario, options),
                     }),
                     Err(SimError::Scenario(e)) => Err(e.to_string()),
                     Err(e) => Err(e.to_string()),
@@ -545,6 +586,7 @@ pub fn stress(
             failed: 0,
             outside: BTreeMap::new(),
             inside: 0,
+            drawn: BTreeMap::new(),
             known: BTreeMap::new(),
             failures: Vec::new(),
         })
@@ -565,6 +607,11 @@ pub fn stress(
         };
         r.runs += 1;
         r.events += outcome.events;
+        for d in &outcome.drawn {
+            let count = r.drawn.entry(d.to_string()).or_default();
+            count.runs += 1;
+            count.failed += u64::from(!outcome.violations.is_empty());
+        }
         if outcome.violations.is_empty() {
             continue;
         }

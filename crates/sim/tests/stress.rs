@@ -393,6 +393,12 @@ fn elections_with_the_detector_drawn_fail_only_where_the_docs_say() {
     if result.bugs() {
         let _ = tmp.keep();
     }
+    for a in &result.algorithms {
+        let on = a.drawn.get("detector on").map_or(0, |d| d.runs);
+        let off = a.drawn.get("detector off").map_or(0, |d| d.runs);
+        assert_eq!(on + off, 30, "{}", a.algorithm);
+        assert!(on > 0 && off > 0, "{}: {on} on, {off} off", a.algorithm);
+    }
     assert!(
         !result.bugs(),
         "failures inside the documented assumptions:{}",
