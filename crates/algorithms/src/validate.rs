@@ -280,8 +280,18 @@ impl Validate for chang_roberts::Msg {
     fn validate(&self, peers: &Peers) -> Result<(), Invalid> {
         use chang_roberts::Msg::*;
         match *self {
-            Election { uid, hops: h } | Elected { uid, hops: h } => {
+            Election {
+                uid,
+                hops: h,
+                epoch,
+            }
+            | Elected {
+                uid,
+                hops: h,
+                epoch,
+            } => {
                 member(peers, uid, "uid")?;
+                counter32(epoch, "epoch")?;
                 hops(peers, h, "hops")
             }
         }
@@ -457,6 +467,7 @@ mod tests {
             msg: chang_roberts::Msg::Election {
                 uid: NodeId(3),
                 hops: 0,
+                epoch: 1,
             },
         });
         assert_eq!(

@@ -65,6 +65,13 @@ pub struct StressArgs {
     /// since the links mask them.
     #[arg(long)]
     reliable: bool,
+    /// Also draw, per run, the options the algorithms' documented assumptions depend on: an
+    /// election's failure detector on or off, links that are not FIFO for an algorithm that
+    /// needs them, reliable links (recoveries kept). Each failure is then reported as outside
+    /// an assumption (the one it broke, and the page that states it) or inside them, a bug;
+    /// only bugs make the exit code 1.
+    #[arg(long)]
+    draw_assumptions: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
@@ -79,7 +86,7 @@ pub struct StressArgs {
     /// as it exits. The campaign comes from the files.
     #[arg(long, value_name = "FILE", num_args = 1..,
           conflicts_with_all = ["family", "seeds", "faults", "nodes", "jobs", "seed", "check",
-                                "max_events", "reliable", "shard"])]
+                                "max_events", "reliable", "draw_assumptions", "shard"])]
     merge: Vec<PathBuf>,
 }
 
@@ -95,6 +102,8 @@ struct Campaign {
     check: Vec<String>,
     max_events: u64,
     reliable: bool,
+    #[serde(default)]
+    draw_assumptions: bool,
 }
 
 impl Campaign {
@@ -111,6 +120,7 @@ impl Campaign {
             check: o.check.iter().map(|&c| order_name(c).to_string()).collect(),
             max_events: o.max_events,
             reliable: o.reliable,
+            draw_assumptions: o.draw_assumptions,
         }
     }
 
@@ -143,6 +153,7 @@ impl Campaign {
             check,
             max_events: self.max_events,
             reliable: self.reliable,
+            draw_assumptions: self.draw_assumptions,
         })
     }
 }
@@ -255,6 +266,7 @@ fn options(args: &StressArgs) -> Result<StressOptions, String> {
         check,
         max_events: args.max_events,
         reliable: args.reliable,
+        draw_assumptions: args.draw_assumptions,
     })
 }
 
@@ -324,7 +336,14 @@ fn report(
         summary(&result, options)
     };
     crate::output::write_stdout(&text)?;
-    Ok(if result.found() {
+    // Drawing the assumptions, a failure outside them is what the docs say happens there;
+    // only one inside them (a bug) fails the command.
+    let failed = if options.draw_assumptions {
+        result.bugs()
+    } else {
+        result.found()
+    };
+    Ok(if failed {
         Outcome::Violation
     } else {
         Outcome::Ok
@@ -367,13 +386,18 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "stress: {} runs of each of {} algorithm{}, seed {}{}, faults {}",
+        "stress: {} runs of each of {} algorithm{}, seed {}{}{}, faults {}",
         r.seeds,
         r.algorithms.len(),
         if r.algorithms.len() == 1 { "" } else { "s" },
         r.seed,
         if options.reliable {
             ", reliable links"
+        } else {
+            ""
+        },
+        if options.draw_assumptions {
+            ", assumptions drawn"
         } else {
             ""
         },
@@ -409,6 +433,13 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
         if !a.known.is_empty() {
             violations += &format!(" (known, not promised: {})", list(&a.known));
         }
+        if !a.outside.is_empty() {
+            violations += &format!(
+                " ({} inside the assumptions; outside: {})",
+                a.inside,
+                list(&a.outside)
+            );
+        }
         let _ = writeln!(
             s,
             "{:width$}  {:34}  {:>6}  {:>10}  {:>6}  {:>5}  {:>6}  {violations}",
@@ -421,12 +452,32 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
             a.storms
         );
     }
+    if options.draw_assumptions {
+        for a in &r.algorithms {
+            let drawn: Vec<String> = a
+                .drawn
+                .iter()
+                .map(|(d, c)| format!("{d} {} ({} failed)", c.runs, c.failed))
+                .collect();
+            if !drawn.is_empty() {
+                let _ = writeln!(s, "{:width$}  drawn: {}", a.algorithm, drawn.join(", "));
+            }
+        }
+    }
     for a in r.algorithms.iter().filter(|a| a.failed > 0) {
-        let _ = writeln!(
-            s,
-            "\n{}: {} of {} runs failed; the smallest:",
-            a.algorithm, a.failed, a.runs
-        );
+        if options.draw_assumptions {
+            let _ = writeln!(
+                s,
+                "\n{}: {} of {} runs failed, {} inside the assumptions; bugs first, then the smallest:",
+                a.algorithm, a.failed, a.runs, a.inside
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "\n{}: {} of {} runs failed; the smallest:",
+                a.algorithm, a.failed, a.runs
+            );
+        }
         for f in a.failures.iter().filter(|f| f.reproduce.is_some()) {
             let _ = writeln!(
                 s,
@@ -439,6 +490,9 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
                 distsync_core::format_duration(std::time::Duration::from_nanos(f.first.time_ns)),
                 f.first.detail
             );
+            if options.draw_assumptions || !f.outside.is_empty() {
+                let _ = writeln!(s, "    {}", classification(f));
+            }
             let _ = writeln!(
                 s,
                 "    reproduce: {}",
@@ -448,6 +502,40 @@ fn summary(r: &StressResult, options: &StressOptions) -> String {
     }
     if !r.found() {
         let _ = writeln!(s, "nothing found");
+    } else if options.draw_assumptions && !r.bugs() {
+        let _ = writeln!(
+            s,
+            "nothing found inside the assumptions: every failure broke a documented assumption and only properties its page names at risk"
+        );
     }
     s
+}
+
+/// Where a failure stands against the documented assumptions, as the summary prints it.
+fn classification(f: &stress::Failure) -> String {
+    let assumptions = || {
+        f.outside
+            .iter()
+            .map(|o| format!("{} — {}", o.assumption, o.doc))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if f.explained {
+        format!("outside assumptions: {}", assumptions())
+    } else if f.outside.is_empty() {
+        "INSIDE the assumptions: a bug".to_string()
+    } else {
+        let named: Vec<&str> = f.outside.iter().flat_map(|o| o.at_risk.clone()).collect();
+        let unnamed: Vec<&str> = f
+            .properties
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !named.contains(p))
+            .collect();
+        format!(
+            "a bug: outside assumptions ({}), but {} is not what the docs name at risk there",
+            assumptions(),
+            unnamed.join(", ")
+        )
+    }
 }

@@ -185,3 +185,49 @@ fn failures_go_to_the_state_directory_by_default() {
         "the current directory stays empty"
     );
 }
+
+/// `--draw-assumptions`: lamport-mutex drawn with and without FIFO links fails only without
+/// them, each failure said to be outside the assumptions (with the page that states it), and
+/// the command exits 0; the same failures asked for with `--faults delay,reorder` exit 1.
+#[test]
+fn drawn_assumptions_tell_failures_outside_them_from_bugs() {
+    let out = tmp("drawn");
+    let o = distsync(&[
+        "stress",
+        "--algo",
+        "lamport-mutex",
+        "--draw-assumptions",
+        "--seeds",
+        "80",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", text(&o.stderr));
+    assert!(stdout.contains("assumptions drawn"), "{stdout}");
+    assert!(
+        stdout.contains("outside assumptions: links that are not FIFO — docs/faults.md"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 inside the assumptions"), "{stdout}");
+    assert!(stdout.contains("drawn: not FIFO"), "{stdout}");
+    assert!(!stdout.contains("INSIDE"), "{stdout}");
+    assert!(
+        stdout.contains("nothing found inside the assumptions"),
+        "{stdout}"
+    );
+    // The file says why, and replays the failure.
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: distsync run "))
+        .expect("a reproduce line");
+    let file = std::fs::read_to_string(line).unwrap();
+    assert!(
+        file.contains("# Outside the assumptions: links that are not FIFO (docs/faults.md)."),
+        "{file}"
+    );
+    let again = distsync(&["run", line]);
+    assert_eq!(again.status.code(), Some(1));
+}

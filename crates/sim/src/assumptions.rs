@@ -28,7 +28,7 @@
 //!
 //! What each family assumes is its plug-in's ([`crate::family`]); this module asks it.
 
-use crate::family;
+use crate::family::{self, Outside};
 use crate::scenario::{Checked, Scenario};
 use distsync_algorithms::registry::{self, Family};
 
@@ -50,6 +50,71 @@ pub(crate) fn derive_defaults(scenario: &mut Scenario, family: Family) {
 pub(crate) fn warnings(scenario: &Scenario, family: Family) -> Vec<String> {
     let mut out = family::plugin(family).warnings(scenario);
     out.extend(fifo_warning(scenario));
+    out
+}
+
+/// The documented assumptions a scenario (with its defaults derived) does not meet, each with
+/// the properties the docs name at risk: the family's (an election without its failure
+/// detector); links that are not FIFO for an algorithm that needs them, and faults the
+/// algorithm does not claim to survive (its [`Claims`](crate::family::Claims)), where
+/// anything may break; recoveries over reliable links for an algorithm that does not survive
+/// them there. What the warnings say, stated so that a stress can tell a failure outside the
+/// assumptions from a bug.
+pub(crate) fn outside(scenario: &Scenario, family: Family) -> Vec<Outside> {
+    let mut out = family::plugin(family).outside(scenario);
+    let Some(entry) = registry::lookup(&scenario.algorithm) else {
+        return out;
+    };
+    let claims = crate::stress::claims(entry);
+    let raw = !scenario.network.reliable;
+    let crash = scenario.events.iter().any(|e| e.crash.is_some());
+    let recover = scenario.events.iter().any(|e| e.recover.is_some());
+    let partition = scenario.events.iter().any(|e| e.partition.is_some());
+    // What the algorithm does not claim at all: nothing it promises is promised there.
+    for (unclaimed, assumption, doc) in [
+        (
+            entry.needs_fifo && !scenario.network.fifo && raw,
+            "links that are not FIFO",
+            "docs/faults.md",
+        ),
+        (
+            raw && scenario.network.loss > 0.0 && !claims.loss,
+            "lost messages",
+            "docs/stress.md",
+        ),
+        (
+            raw && scenario.network.duplicate > 0.0 && !claims.duplicate,
+            "duplicated messages",
+            "docs/stress.md",
+        ),
+        (crash && !claims.crash, "crashes", "docs/stress.md"),
+        (
+            partition && !claims.partition,
+            "partitions",
+            "docs/stress.md",
+        ),
+    ] {
+        if unclaimed {
+            out.push(Outside {
+                assumption: assumption.to_string(),
+                doc,
+                at_risk: Vec::new(),
+            });
+        }
+    }
+    if scenario.network.reliable && recover && !claims.recoveries_over_reliable_links {
+        out.push(Outside {
+            assumption: "recoveries over reliable links".to_string(),
+            doc: "docs/election.md",
+            // A lower leader announced first; with the failure detector its heartbeats meet
+            // the right one's and settle them, without it they can stay.
+            at_risk: if scenario.detect == Some(crate::scenario::Detect::Timeout) {
+                vec!["one-leader"]
+            } else {
+                vec!["one-leader", "agreement"]
+            },
+        });
+    }
     out
 }
 

@@ -19,13 +19,13 @@ use crate::guard::{Guard, Sample};
 use crate::network::{Fate, Network};
 use crate::queue::{Keyed, Queue};
 use crate::report::{Frame, LinkReport, MessageStats, Report, Violation};
-use crate::scenario::{Action, Checked, DEFAULT_UNTIL};
+use crate::scenario::{Action, Checked, Ties, DEFAULT_UNTIL};
 use crate::timer_lists::{listed, TimerLists};
 use crate::trace::{Line, MsgStamp, Tracer};
 use distsync_core::{
     Algorithm, Ctx, Effect, EffectOf, Message, NodeId, Params, Peers, Process, Rules, Time,
 };
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -326,6 +326,9 @@ pub struct Core<P: Process> {
     /// caches.
     prefetch_links: bool,
     listing: bool,
+    /// With `ties = "seeded"`: the generator that orders timers due at the same time (see
+    /// [`Core::push`]).
+    ties: Option<Xoshiro256PlusPlus>,
     slots: Vec<Slot<P>>,
     network: Network,
     clocks: Clocks,
@@ -546,11 +549,22 @@ impl<'c, P: Process> Control<'c, P> {
 impl<P: Process> Core<P> {
     fn push(&mut self, time: Time, kind: Kind<P>) {
         self.seq += 1;
-        self.enqueue(Event {
-            time,
-            seq: self.seq,
-            kind,
-        });
+        let seq = match self.ties.as_mut() {
+            None => self.seq,
+            // Seeded ties: a timer's seq starts with a drawn half, every other event's with
+            // the middle value, so that among events due at one time the timers come in a
+            // drawn order, before or after the rest, while the rest (deliveries on a FIFO
+            // link among them) keep the order they were scheduled in. The low half keeps
+            // seqs unique; the queue takes items out of seq order (see `queue`).
+            Some(rng) => {
+                let high = match kind {
+                    Kind::Timer { .. } => rng.next_u32() as u64,
+                    _ => 1 << 31,
+                };
+                (high << 32) | (self.seq & 0xFFFF_FFFF)
+            }
+        };
+        self.enqueue(Event { time, seq, kind });
     }
 
     /// Puts `event` in the queue, keeping `queue_min` up to date.
@@ -929,6 +943,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             timer_lists: TimerLists::default(),
             prefetch_links: false,
             listing: false,
+            ties: (scenario.ties == Some(Ties::Seeded))
+                .then(|| Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x243f_6a88_85a3_08d3)),
             slots: new_slots(n),
             network: Network::new(&scenario.network, n),
             clocks,
@@ -994,7 +1010,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     ) -> std::io::Result<Report> {
         // A batch run keeps timers in lists by duration, outside the queue (a stepped session,
         // which lists and picks pending events, keeps them in the queue).
-        self.core.listing = true;
+        // Listed timers are ordered by when they were set: not with seeded ties.
+        self.core.listing = self.core.ties.is_none();
         self.core.network.batch_run();
         self.core.prefetch_links = self.core.network.large_table();
         self.start();

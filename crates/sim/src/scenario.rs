@@ -110,6 +110,11 @@ pub struct Scenario {
     /// [`crate::guard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::guard::LimitsSpec>,
+    /// The order of timers due at exactly the same time: `"scheduled"` (the default: the one
+    /// set first goes off first) or `"seeded"` (an order drawn from the run's seed, so that
+    /// runs with different seeds take the orders the exhaustive checker explores; docs/check.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ties: Option<Ties>,
     /// The exhaustive checker's bounds and faults (`distsync check SCENARIO.toml`, see
     /// docs/check.md). The simulator does not read it, so one file serves both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +162,7 @@ impl Default for Scenario {
             clocks: None,
             workload: None,
             limits: None,
+            ties: None,
             check: None,
             events: Vec::new(),
         }
@@ -192,6 +198,17 @@ impl RingOrder {
         }
         ids
     }
+}
+
+/// The order of timers due at exactly the same time ([`Scenario::ties`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ties {
+    /// The one set first goes off first.
+    Scheduled,
+    /// An order drawn from the run's seed (a generator of its own, so that every other draw of
+    /// the run is the same as without it).
+    Seeded,
 }
 
 /// How election processes notice a crashed coordinator.

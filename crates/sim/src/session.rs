@@ -957,18 +957,52 @@ impl Session {
     }
 
     /// Follows one step of a checker counterexample, as `distsync check` writes it
-    /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`): applies
-    /// the pending event it names, after a [`Choice::Request`] when it is a request no workload
-    /// made. Returns the choices applied (recorded like any others).
+    /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`, `crash 2`,
+    /// `recover 2`, `lose Token 0->1`, `duplicate Token 0->1`, `heal`): applies the pending
+    /// event it names, after the input's choice ([`Choice::Request`], [`Choice::Elect`],
+    /// [`Choice::Multicast`], [`Choice::Snapshot`]) when no workload or script made it, or the
+    /// fault's choice. Returns the choices applied (recorded like any others).
     pub fn follow_checker_step(&mut self, text: &str) -> Result<Vec<Choice>, SessionError> {
         let text = text.trim();
         let mut applied = Vec::new();
+        let node = |rest: &str| rest.trim().parse::<u32>().ok().map(NodeId);
+        let fault = if let Some(n) = text.strip_prefix("crash ").and_then(node) {
+            Some(Choice::Crash { node: n })
+        } else if let Some(n) = text.strip_prefix("recover ").and_then(node) {
+            Some(Choice::Recover { node: n })
+        } else if text == "heal" {
+            Some(Choice::Heal)
+        } else if let Some(msg) = text.strip_prefix("lose ") {
+            let id = self.live.find_checker_step(&format!("deliver {msg}"));
+            id.map(|id| Choice::Drop { id })
+        } else if let Some(msg) = text.strip_prefix("duplicate ") {
+            let id = self.live.find_checker_step(&format!("deliver {msg}"));
+            id.map(|id| Choice::Duplicate { id })
+        } else {
+            None
+        };
+        if let Some(choice) = fault {
+            self.apply(choice.clone())?;
+            applied.push(choice);
+            return Ok(applied);
+        }
         if self.live.find_checker_step(text).is_none() {
-            let request = text
-                .strip_prefix("input Request at ")
-                .and_then(|n| n.parse::<u32>().ok());
-            if let Some(node) = request {
-                let choice = Choice::Request { node: NodeId(node) };
+            let input = text.strip_prefix("input ").and_then(|rest| {
+                let (what, n) = rest.rsplit_once(" at ")?;
+                Some((what, node(n)?))
+            });
+            let choice = match input {
+                Some((what, node)) if what.starts_with("Request") => Some(Choice::Request { node }),
+                Some((what, node)) if what.starts_with("Start") => Some(Choice::Elect { node }),
+                Some((what, node)) if what.starts_with("Multicast") => {
+                    Some(Choice::Multicast { node })
+                }
+                Some((what, node)) if what.starts_with("Snapshot") => {
+                    Some(Choice::Snapshot { node })
+                }
+                _ => None,
+            };
+            if let Some(choice) = choice {
                 self.apply(choice.clone())?;
                 applied.push(choice);
             }

@@ -13,6 +13,12 @@
 //! ([`StressOptions::faults`]) applies exactly those, assumptions or not: that is how one sees
 //! an algorithm break.
 //!
+//! With [`StressOptions::draw_assumptions`] each run also draws the options the documented
+//! assumptions depend on: an election's failure detector on or off, links that are not FIFO for
+//! an algorithm that needs them, reliable links (with recoveries kept). Every failure is then
+//! told apart ([`Failure::outside`]): outside the assumptions, when the run broke one and only
+//! properties the docs name at risk without it, or inside them, a bug ([`AlgorithmResult::inside`]).
+//!
 //! ```
 //! use distsync_sim::stress::{stress, StressOptions};
 //! let options = StressOptions::new(vec!["ricart-agrawala".into()], 4);
@@ -39,7 +45,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use crate::family::{Claims, Fault};
+pub use crate::family::{Claims, Fault, Outside};
 
 /// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
 /// Every claim here is tested: a short stress of every algorithm under its claims runs in the
@@ -78,6 +84,10 @@ pub struct StressOptions {
     pub max_events: u64,
     /// Run every scenario over reliable links (`[network] reliable = true`).
     pub reliable: bool,
+    /// Draw, per run, the options the documented assumptions depend on (an election's failure
+    /// detector, FIFO links where the algorithm needs them, reliable links), keeping
+    /// recoveries whatever the links; see the module's documentation.
+    pub draw_assumptions: bool,
 }
 
 /// The default cap on one stress run's events.
@@ -96,6 +106,7 @@ impl StressOptions {
             check: Vec::new(),
             max_events: DEFAULT_MAX_EVENTS,
             reliable: false,
+            draw_assumptions: false,
         }
     }
 }
@@ -117,6 +128,13 @@ pub struct Failure {
     pub properties: Vec<String>,
     /// The first violation.
     pub first: Violation,
+    /// The documented assumptions the run did not meet ([`outside`]); empty: it ran inside
+    /// them.
+    pub outside: Vec<Outside>,
+    /// Whether every property the run broke is one the docs name at risk without one of
+    /// [`Failure::outside`]'s assumptions: a failure outside the assumptions. `false`: a bug
+    /// (inside the assumptions, or a property the docs do not name).
+    pub explained: bool,
     /// Where the scenario was written ([`write_failures`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -150,11 +168,33 @@ pub struct AlgorithmResult {
     pub storms: u64,
     /// Runs with any violation of a promised property.
     pub failed: u64,
+    /// Of [`AlgorithmResult::failed`], the runs that broke only properties the docs name at
+    /// risk under an assumption the run did not meet, by assumption (a run outside two counts
+    /// under both).
+    pub outside: BTreeMap<String, u64>,
+    /// Of [`AlgorithmResult::failed`], the runs that are bugs: inside the assumptions, or
+    /// breaking a property no broken assumption names.
+    pub inside: u64,
+    /// With [`StressOptions::draw_assumptions`]: the runs drawn with each option ("detector
+    /// on", "detector off", "not FIFO", "reliable links"), and how many of them failed (a run
+    /// that broke only properties the algorithm does not promise counts as failed here).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub drawn: BTreeMap<String, Drawn>,
     /// Runs that broke only properties the algorithm does not promise ([`Claims::not_promised`]),
     /// by property.
     pub known: BTreeMap<String, u64>,
-    /// Every failing run, the smallest membership first (then the fewest events).
+    /// Every failing run: the bugs first, then the smallest membership first (then the fewest
+    /// events).
     pub failures: Vec<Failure>,
+}
+
+/// Runs drawn with one option, and how many failed ([`AlgorithmResult::drawn`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Drawn {
+    /// Runs drawn with it.
+    pub runs: u64,
+    /// Of those, the runs with any violation.
+    pub failed: u64,
 }
 
 /// The result of a stress.
@@ -172,6 +212,42 @@ impl StressResult {
     /// Whether any run of any algorithm failed.
     pub fn found(&self) -> bool {
         self.algorithms.iter().any(|a| a.failed > 0)
+    }
+
+    /// Whether any run failed inside the documented assumptions (or broke a property the
+    /// docs do not name at risk): a bug.
+    pub fn bugs(&self) -> bool {
+        self.algorithms.iter().any(|a| a.inside > 0)
+    }
+}
+
+/// Where a run of `scenario` that broke `properties` stands: the documented assumptions the
+/// scenario does not meet ([`outside`]), and whether they explain the failure, that is, the
+/// run broke one and every property it broke is one the docs name at risk without one of them
+/// (or one the algorithm does not promise). `false`: a bug.
+pub fn classify(scenario: &Scenario, properties: &[String]) -> (Vec<Outside>, bool) {
+    let broken = outside(scenario);
+    let not_promised =
+        registry::lookup(&scenario.algorithm).map_or(&[][..], |e| claims(e).not_promised);
+    let explained = !broken.is_empty()
+        && properties.iter().all(|p| {
+            not_promised.contains(&p.as_str())
+                || broken
+                    .iter()
+                    .any(|o| o.at_risk.is_empty() || o.at_risk.contains(&p.as_str()))
+        });
+    (broken, explained)
+}
+
+/// The documented assumptions `scenario` does not meet, each with the properties the docs name
+/// at risk (what `distsync run` warns about): an election without its failure detector, links
+/// that are not FIFO for an algorithm that needs them, a fault it does not [claim](claims) to
+/// survive, recoveries over reliable links for an algorithm that does not survive them there.
+/// Empty for an unknown algorithm.
+pub fn outside(scenario: &Scenario) -> Vec<Outside> {
+    match registry::lookup(&scenario.algorithm) {
+        Some(entry) => crate::assumptions::outside(scenario, entry.family),
+        None => Vec::new(),
     }
 }
 
@@ -302,9 +378,10 @@ pub fn generate(
     };
     // Within the claims, over reliable links, no recoveries for what does not survive them
     // there ([`Claims::recoveries_over_reliable_links`]); asked-for faults apply as they are.
-    let recoveries = !(options.reliable
-        && options.faults.is_none()
-        && !claims(entry).recoveries_over_reliable_links);
+    let recoveries = options.draw_assumptions
+        || !(options.reliable
+            && options.faults.is_none()
+            && !claims(entry).recoveries_over_reliable_links);
     if has(Fault::Crash) && n >= 2 {
         for _ in 0..rng.gen_range(1..=(n / 2).max(1)) {
             let victim = *ids.choose(&mut rng).expect("members");
@@ -337,6 +414,18 @@ pub fn generate(
     plugin.stress_settle(&draw, &mut scenario, &events);
     events.sort_by_key(|e| e.at);
     scenario.events = events;
+    if options.draw_assumptions {
+        // From a generator of their own, so that the rest of the scenario is the one drawn
+        // without them.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x6a09_e667_f3bc_c908);
+        plugin.stress_assumptions(&mut rng, &mut scenario);
+        if entry.needs_fifo && rng.gen_bool(0.5) {
+            scenario.network.fifo = false;
+        }
+        if rng.gen_bool(0.25) {
+            scenario.network.reliable = true;
+        }
+    }
     scenario
 }
 
@@ -360,6 +449,34 @@ pub struct RunRecord {
     /// Why the simulator refused the run's scenario, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What `--draw-assumptions` drew for this run outside the assumptions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drawn: Vec<String>,
+}
+
+/// What `draw_assumptions` drew for `scenario` outside the assumptions (and not asked for by
+/// the options), as [`AlgorithmResult::drawn`] counts it.
+fn drawn(entry: &Entry, scenario: &Scenario, options: &StressOptions) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !options.draw_assumptions {
+        return out;
+    }
+    if entry.family == Family::Election {
+        out.push(
+            if scenario.detect == Some(crate::scenario::Detect::Timeout) {
+                "detector on"
+            } else {
+                "detector off"
+            },
+        );
+    }
+    if entry.needs_fifo && !scenario.network.fifo {
+        out.push("not FIFO");
+    }
+    if scenario.network.reliable && !options.reliable {
+        out.push("reliable links");
+    }
+    out
 }
 
 /// The algorithms of a stress, each with the faults and sizes its scenarios are drawn with.
@@ -491,6 +608,7 @@ pub fn stress_runs(
                     properties: Vec::new(),
                     first: None,
                     error: None,
+                    drawn: Vec::new(),
                 };
                 match result {
                     Ok(report) => {
@@ -501,6 +619,10 @@ pub fn stress_runs(
                             }
                         }
                         record.first = report.violations.into_iter().next();
+                        record.drawn = drawn(entry, &scenario, options)
+                            .into_iter()
+                            .map(String::from)
+                            .collect();
                     }
                     Err(SimError::Scenario(e)) => record.error = Some(e.to_string()),
                     Err(e) => record.error = Some(e.to_string()),
@@ -594,6 +716,9 @@ fn aggregate(
             hangs: 0,
             storms: 0,
             failed: 0,
+            outside: BTreeMap::new(),
+            inside: 0,
+            drawn: BTreeMap::new(),
             known: BTreeMap::new(),
             failures: Vec::new(),
         })
@@ -615,6 +740,11 @@ fn aggregate(
         }
         r.runs += 1;
         r.events += record.events;
+        for d in &record.drawn {
+            let count = r.drawn.entry(d.clone()).or_default();
+            count.runs += 1;
+            count.failed += u64::from(record.first.is_some());
+        }
         let Some(first) = record.first else {
             continue;
         };
@@ -648,6 +778,14 @@ fn aggregate(
         let (entry, faults, nodes) = &plans[a];
         let seed = run_seed(options.seed, entry.name, i);
         let scenario = generate(entry, faults, *nodes, seed, options);
+        let (broken, explained) = classify(&scenario, &properties);
+        if explained {
+            for o in &broken {
+                *r.outside.entry(o.assumption.clone()).or_default() += 1;
+            }
+        } else {
+            r.inside += 1;
+        }
         r.failures.push(Failure {
             algorithm: r.algorithm.clone(),
             run: i,
@@ -659,13 +797,17 @@ fn aggregate(
             events: record.events,
             properties,
             first,
+            outside: broken,
+            explained,
             file: None,
             reproduce: None,
             scenario,
         });
     }
     for r in &mut algorithms {
-        r.failures.sort_by_key(|f| (f.nodes, f.events, f.run));
+        // Bugs first, so that the ones written to disk include them.
+        r.failures
+            .sort_by_key(|f| (f.explained, f.nodes, f.events, f.run));
     }
     Ok(StressResult {
         seed: options.seed,
@@ -678,8 +820,13 @@ fn aggregate(
 pub fn scenario_text(failure: &Failure) -> Result<String, StressError> {
     let body = toml::to_string(&failure.scenario)
         .map_err(|e| StressError(format!("cannot write a scenario as TOML: {e}")))?;
+    let outside: String = failure
+        .outside
+        .iter()
+        .map(|o| format!("# Outside the assumptions: {} ({}).\n", o.assumption, o.doc))
+        .collect();
     Ok(format!(
-        "# Found by `distsync stress`: run {} of {} broke {}.\n# {}\n{body}",
+        "# Found by `distsync stress`: run {} of {} broke {}.\n# {}\n{outside}{body}",
         failure.run,
         failure.algorithm,
         failure.properties.join(", "),

@@ -224,3 +224,184 @@ fn bad_options_are_refused_with_the_flag_named() {
     let e = stress::stress(&o, &|_, _| {}).unwrap_err().to_string();
     assert!(e.contains("chandy-lamport") && e.contains("crash"), "{e}");
 }
+
+fn drawing(names: &[&str], seeds: u64) -> StressOptions {
+    let mut options = StressOptions::new(names.iter().map(|s| s.to_string()).collect(), seeds);
+    options.draw_assumptions = true;
+    options
+}
+
+/// `draw_assumptions` draws each option the documented assumptions depend on both ways: the
+/// election's failure detector, FIFO links for an algorithm that needs them, reliable links
+/// (recoveries kept); everything else is the scenario drawn without it.
+#[test]
+fn drawing_the_assumptions_draws_each_option_both_ways_and_nothing_else() {
+    use distsync_sim::scenario::Detect;
+    let plain = StressOptions::new(vec![], 1);
+    let options = drawing(&[], 1);
+    let mut seen = std::collections::BTreeSet::new();
+    for name in ["bully", "ring-active-list", "lamport-mutex"] {
+        let entry = registry::lookup(name).unwrap();
+        let faults = claims(entry).faults();
+        let nodes = stress::default_nodes(entry.family);
+        for seed in 0..60 {
+            let a = stress::generate(entry, &faults, nodes, seed, &plain);
+            let mut b = stress::generate(entry, &faults, nodes, seed, &options);
+            seen.insert((
+                name,
+                b.detect == Some(Detect::Timeout),
+                b.network.fifo,
+                b.network.reliable,
+            ));
+            if entry.family == registry::Family::Election {
+                assert!(b.detect.is_some());
+                if b.detect == Some(Detect::None) {
+                    assert_eq!(b.heartbeat, None);
+                    b.detect = a.detect;
+                    b.heartbeat = a.heartbeat;
+                }
+            }
+            assert!(
+                b.network.fifo == a.network.fifo || entry.needs_fifo,
+                "{name} {seed}"
+            );
+            b.network.fifo = a.network.fifo;
+            b.network.reliable = a.network.reliable;
+            assert_eq!(
+                toml::to_string(&a).unwrap(),
+                toml::to_string(&b).unwrap(),
+                "{name} seed {seed}: only the assumptions differ"
+            );
+        }
+    }
+    for name in ["bully", "ring-active-list"] {
+        for detect in [true, false] {
+            assert!(
+                seen.iter().any(|s| s.0 == name && s.1 == detect),
+                "{name} {detect}"
+            );
+        }
+    }
+    for name in ["ring-active-list", "lamport-mutex"] {
+        for fifo in [true, false] {
+            assert!(
+                seen.iter().any(|s| s.0 == name && s.2 == fifo),
+                "{name} {fifo}"
+            );
+        }
+    }
+    for reliable in [true, false] {
+        assert!(seen.iter().any(|s| s.3 == reliable), "reliable {reliable}");
+    }
+}
+
+/// What `stress::outside` says a scenario breaks is what `distsync run` warns about, with the
+/// properties docs/election.md's table names: bully with a recovery and no detector, agreement;
+/// with the detector, nothing.
+#[test]
+fn outside_names_the_assumption_the_docs_and_the_warning_name() {
+    let text = |detect: &str| {
+        format!(
+            "algorithm = \"bully\"\nnodes = 4\ndetect = \"{detect}\"\n[[event]]\nat = \"0ms\"\ncrash = 3\n[[event]]\nat = \"1ms\"\nelect = 0\n[[event]]\nat = \"50ms\"\nrecover = 3\n"
+        )
+    };
+    let none = Scenario::from_toml(&text("none"), "t.toml").unwrap();
+    let outside = stress::outside(&none);
+    assert_eq!(outside.len(), 1, "{outside:?}");
+    assert_eq!(outside[0].assumption, "no failure detector with a recovery");
+    assert_eq!(outside[0].doc, "docs/election.md");
+    assert_eq!(outside[0].at_risk, vec!["agreement"]);
+    let report = run(&none, RunOptions::default()).unwrap();
+    assert!(report
+        .warnings
+        .iter()
+        .any(|w| w.contains("no failure detector") && w.contains("agreement")));
+    let timeout = Scenario::from_toml(&text("timeout"), "t.toml").unwrap();
+    assert!(stress::outside(&timeout).is_empty());
+    // Links that are not FIFO for lamport-mutex: anything it promises is at risk.
+    let lamport = Scenario::from_toml(
+        "algorithm = \"lamport-mutex\"\nnodes = 3\n[network]\nfifo = false\n",
+        "t.toml",
+    )
+    .unwrap();
+    let outside = stress::outside(&lamport);
+    assert_eq!(outside.len(), 1);
+    assert_eq!(outside[0].assumption, "links that are not FIFO");
+    assert!(outside[0].at_risk.is_empty());
+}
+
+/// Lamport's mutex drawn with and without FIFO links: every failure is outside the assumptions
+/// (links that are not FIFO), none inside; the failing runs are all non-FIFO ones.
+#[test]
+fn failures_outside_the_assumptions_are_told_apart_from_bugs() {
+    let result = stress::stress(&drawing(&["lamport-mutex"], 80), &|_, _| {}).unwrap();
+    let a = &result.algorithms[0];
+    assert!(a.failed > 0, "80 runs, half without FIFO, found nothing");
+    assert_eq!(a.inside, 0, "{}", failures_text(&result));
+    assert!(!result.bugs());
+    assert_eq!(a.outside.get("links that are not FIFO"), Some(&a.failed));
+    for f in &a.failures {
+        assert!(f.explained && !f.scenario.network.fifo, "run {}", f.run);
+    }
+    // Asked for explicitly, a fault the algorithm does not claim (loss for ricart-agrawala) is
+    // outside it too: nothing is promised there.
+    let mut options = drawing(&["ricart-agrawala"], 30);
+    options.faults = Some(vec![Fault::Delay, Fault::Loss]);
+    let result = stress::stress(&options, &|_, _| {}).unwrap();
+    let a = &result.algorithms[0];
+    assert!(a.failed > 0);
+    assert_eq!(a.inside, 0);
+    assert!(a.outside.contains_key("lost messages"));
+}
+
+/// A failure is outside the assumptions only when the run broke one and only properties the
+/// docs name at risk without it: bully without the detector, after a recovery, may disagree,
+/// but not hang; with the detector nothing is outside.
+#[test]
+fn a_failure_is_a_bug_unless_a_broken_assumption_names_its_property() {
+    let text = |detect: &str| {
+        format!(
+            "algorithm = \"bully\"\nnodes = 4\ndetect = \"{detect}\"\n[[event]]\nat = \"0ms\"\ncrash = 3\n[[event]]\nat = \"1ms\"\nelect = 0\n[[event]]\nat = \"50ms\"\nrecover = 3\n"
+        )
+    };
+    let props = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let none = Scenario::from_toml(&text("none"), "t.toml").unwrap();
+    assert!(stress::classify(&none, &props(&["agreement"])).1);
+    assert!(!stress::classify(&none, &props(&["agreement", "termination"])).1);
+    assert!(!stress::classify(&none, &props(&["validity"])).1);
+    let timeout = Scenario::from_toml(&text("timeout"), "t.toml").unwrap();
+    let (broken, explained) = stress::classify(&timeout, &props(&["agreement"]));
+    assert!(broken.is_empty() && !explained);
+}
+
+/// The elections drawn with the failure detector on and off (and reliable links, with
+/// recoveries): whatever fails is outside an assumption docs/election.md names, with a property
+/// it names at risk. The figures of that page are from `distsync stress --family election
+/// --draw-assumptions`.
+#[test]
+fn elections_with_the_detector_drawn_fail_only_where_the_docs_say() {
+    let names = [
+        "bully",
+        "ring",
+        "chang-roberts",
+        "ring-active-list",
+        "peterson",
+    ];
+    let mut result = stress::stress(&drawing(&names, 30), &|_, _| {}).unwrap();
+    let tmp = tempfile::TempDir::with_prefix("distsync-stress-drawn-").unwrap();
+    stress::write_failures(&mut result, tmp.path(), 3).unwrap();
+    if result.bugs() {
+        let _ = tmp.keep();
+    }
+    for a in &result.algorithms {
+        let on = a.drawn.get("detector on").map_or(0, |d| d.runs);
+        let off = a.drawn.get("detector off").map_or(0, |d| d.runs);
+        assert_eq!(on + off, 30, "{}", a.algorithm);
+        assert!(on > 0 && off > 0, "{}: {on} on, {off} off", a.algorithm);
+    }
+    assert!(
+        !result.bugs(),
+        "failures inside the documented assumptions:{}",
+        failures_text(&result)
+    );
+}

@@ -30,6 +30,17 @@
 //! (it was down during that election) passes it on and starts an election, so that the largest
 //! live UID leads. Without crashes no process ever sees such a message.
 //!
+//! Epochs, for a crash and a recovery (a late elected message of an older election used to
+//! override the newer result: a recovered process won its own election while the elected
+//! message of the election it missed still waited at a crashed process's link): every message
+//! carries an epoch. A process starting an election uses one more than the epoch of the result
+//! it recorded (fresh: 0), and a process passing an election message on raises it to at least
+//! that, so an election that passes a recorded result is newer than it; the leader's elected
+//! message carries its election's epoch. An elected message older than the result a process
+//! recorded, by epoch and then by UID (two elections of one epoch that met different members:
+//! the higher leader wins), is stale and discarded. Without crashes every message is of epoch
+//! 1 and none is stale: the message counts are the notes'.
+//!
 //! A crash rule for orphans: every message counts its hops (1 when its owner sends it, one more
 //! at each forward). An election message reaches its owner, and an elected message its leader,
 //! within one lap of at most n hops; a message that has made n hops without reaching its end
@@ -50,10 +61,11 @@ use std::time::Duration;
 /// Messages, named as in the notes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// The election message, with the UID of the best candidate so far, and its hops.
-    Election { uid: NodeId, hops: u32 },
-    /// The elected message, announcing the leader's UID, and its hops.
-    Elected { uid: NodeId, hops: u32 },
+    /// The election message, with the UID of the best candidate so far, its hops and its
+    /// epoch.
+    Election { uid: NodeId, hops: u32, epoch: u32 },
+    /// The elected message, announcing the leader's UID, its hops and its election's epoch.
+    Elected { uid: NodeId, hops: u32, epoch: u32 },
 }
 
 impl Message for Msg {
@@ -79,6 +91,8 @@ pub struct ChangRoberts {
     participant: bool,
     /// The elected UID this process recorded.
     elected: Option<NodeId>,
+    /// The epoch of the result recorded (the epoch rule; 0 for the initial coordinator).
+    epoch: u32,
     #[serde(skip)]
     t_prime: Duration,
 }
@@ -93,6 +107,7 @@ impl Algorithm for ChangRoberts {
             uid: id,
             participant: false,
             elected: Some(election::initial_coordinator(peers, params)),
+            epoch: 0,
             t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
         }
     }
@@ -119,6 +134,7 @@ impl Process for ChangRoberts {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         if ctx.recovered() {
             self.elected = None;
+            self.epoch = 0;
             self.start(ctx);
         }
     }
@@ -132,52 +148,59 @@ impl Process for ChangRoberts {
 
     fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         let n = ctx.peers().len() as u32;
+        // The epoch rule: an election passing a recorded result is newer than it.
+        let newer = self.epoch + 1;
         match msg {
-            Msg::Election { uid, hops } if uid > self.uid => {
+            Msg::Election { uid, hops, epoch } if uid > self.uid => {
                 if hops >= n {
                     return; // a lap without its owner: an orphan (the crash rule)
                 }
                 ctx.rule("4");
-                self.send_election(uid, hops + 1, ctx); // 4a
+                self.send_election(uid, hops + 1, epoch.max(newer), ctx); // 4a
             }
-            Msg::Election { uid, .. } if uid < self.uid => {
+            Msg::Election { uid, epoch, .. } if uid < self.uid => {
                 ctx.rule("4");
                 if !self.participant {
-                    self.send_election(self.uid, 1, ctx); // 4b
+                    self.send_election(self.uid, 1, epoch.max(newer), ctx); // 4b
                 } // 4c: discard
             }
-            Msg::Election { .. } => {
+            Msg::Election { epoch, .. } => {
                 // 4d, 5a.
                 ctx.rule("4");
                 ctx.rule("5");
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
-                self.record(self.uid, ctx);
-                pass_elected(self.uid, 0, ctx);
+                let epoch = epoch.max(newer);
+                self.record(self.uid, epoch, ctx);
+                pass_elected(self.uid, 0, epoch, ctx);
             }
             // 5c.
             Msg::Elected { uid, .. } if uid == self.uid => ctx.rule("5"),
             Msg::Elected { hops, .. } if hops >= n => {} // an orphan (the crash rule)
-            Msg::Elected { uid, hops } if uid < self.uid => {
+            // The epoch rule: older than the result recorded, stale.
+            Msg::Elected { uid, epoch, .. }
+                if self.elected.is_some_and(|e| (epoch, uid) < (self.epoch, e)) => {}
+            Msg::Elected { uid, hops, epoch } if uid < self.uid => {
                 // Elected without us (we were down): pass it on, then stand ourselves.
-                pass_elected(uid, hops, ctx);
+                pass_elected(uid, hops, epoch, ctx);
                 if !self.participant {
                     self.start(ctx);
                 }
             }
-            Msg::Elected { uid, hops } if !self.participant && self.elected == Some(uid) => {
+            Msg::Elected { uid, hops, epoch } if !self.participant && self.elected == Some(uid) => {
                 // Recorded already (a second round of the same leader): pass it on for those
                 // behind, without recording it twice.
                 ctx.rule("5");
-                pass_elected(uid, hops, ctx);
+                self.epoch = self.epoch.max(epoch);
+                pass_elected(uid, hops, epoch, ctx);
             }
-            Msg::Elected { uid, hops } => {
+            Msg::Elected { uid, hops, epoch } => {
                 // 5b.
                 ctx.rule("5");
                 self.participant = false;
                 ctx.cancel_timer(Timer::TPrime);
-                self.record(uid, ctx);
-                pass_elected(uid, hops, ctx);
+                self.record(uid, epoch, ctx);
+                pass_elected(uid, hops, epoch, ctx);
             }
         }
     }
@@ -191,12 +214,13 @@ impl Process for ChangRoberts {
 }
 
 /// Sends an elected message on, one hop further (from the leader itself: `hops` 0).
-fn pass_elected(uid: NodeId, hops: u32, ctx: &mut Ctx<'_, ChangRoberts>) {
+fn pass_elected(uid: NodeId, hops: u32, epoch: u32, ctx: &mut Ctx<'_, ChangRoberts>) {
     ctx.send(
         ctx.successor(),
         Msg::Elected {
             uid,
             hops: hops + 1,
+            epoch,
         },
     );
 }
@@ -205,22 +229,23 @@ impl ChangRoberts {
     /// Rule 2.
     fn start(&mut self, ctx: &mut Ctx<'_, Self>) {
         ctx.rule("2");
-        self.send_election(self.uid, 1, ctx);
+        self.send_election(self.uid, 1, self.epoch + 1, ctx);
     }
 
     /// Rule 3: sending makes a participant, with no leader until the elected message.
-    fn send_election(&mut self, uid: NodeId, hops: u32, ctx: &mut Ctx<'_, Self>) {
+    fn send_election(&mut self, uid: NodeId, hops: u32, epoch: u32, ctx: &mut Ctx<'_, Self>) {
         ctx.rule("3");
         if !self.participant {
             ctx.set_timer(Timer::TPrime, self.t_prime);
         }
         self.participant = true;
         self.elected = None;
-        ctx.send(ctx.successor(), Msg::Election { uid, hops });
+        ctx.send(ctx.successor(), Msg::Election { uid, hops, epoch });
     }
 
-    fn record(&mut self, uid: NodeId, ctx: &mut Ctx<'_, Self>) {
+    fn record(&mut self, uid: NodeId, epoch: u32, ctx: &mut Ctx<'_, Self>) {
         self.elected = Some(uid);
+        self.epoch = epoch;
         ctx.output(Output::Leader(uid));
     }
 
@@ -250,6 +275,7 @@ mod tests {
         Msg::Election {
             uid: NodeId(uid),
             hops,
+            epoch: 1,
         }
     }
 
@@ -257,6 +283,7 @@ mod tests {
         Msg::Elected {
             uid: NodeId(uid),
             hops,
+            epoch: 1,
         }
     }
 

@@ -97,3 +97,19 @@ impl Claims {
         f
     }
 }
+
+/// An assumption a scenario does not meet, as the docs state it: what the run leaves out, the
+/// page that says the algorithm needs it, and the properties that page names at risk without
+/// it. A failing stress run that breaks only properties named here failed outside the
+/// algorithm's assumptions; any other failure is a bug.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Outside {
+    /// What the run leaves out ("no failure detector with a recovery").
+    pub assumption: String,
+    /// The page that states the assumption.
+    pub doc: &'static str,
+    /// The properties (as their monitors name them) that page names at risk; empty: every
+    /// property (an assumption the algorithm states without limiting what it loses, such as
+    /// FIFO links, or a fault it does not claim to survive at all).
+    pub at_risk: Vec<&'static str>,
+}

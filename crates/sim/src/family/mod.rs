@@ -18,7 +18,7 @@ pub(crate) mod mutex;
 pub(crate) mod plugin;
 pub(crate) mod snapshot;
 
-pub use claims::{Claims, Fault};
+pub use claims::{Claims, Fault, Outside};
 pub(crate) use common::{at, blank, field, line, ms};
 pub(crate) use plugin::{DefaultParts, Draw, Plugin};
 

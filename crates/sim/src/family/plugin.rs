@@ -1,6 +1,6 @@
 //! The interface of a family's plug-in ([`Plugin`]) and what the core hands it.
 
-use crate::family::claims::Claims;
+use crate::family::claims::{Claims, Outside};
 use crate::scenario::{Checked, DelaySpec, EventSpec, Scenario};
 use crate::{Built, FamilyRun, SimError};
 use distsync_algorithms::registry::{Entry, Family};
@@ -113,6 +113,18 @@ pub(crate) trait Plugin: Sync {
     fn warnings(&self, _scenario: &Scenario) -> Vec<String> {
         Vec::new()
     }
+
+    /// The assumptions of the family's documentation that a scenario (with its defaults
+    /// derived) does not meet, each with the properties the docs name at risk; what
+    /// [`Plugin::warnings`] warns about, stated so that a stress can tell a failure outside the
+    /// assumptions from a bug.
+    fn outside(&self, _scenario: &Scenario) -> Vec<Outside> {
+        Vec::new()
+    }
+
+    /// Draws, for `stress --draw-assumptions`, the family's options its documented
+    /// assumptions depend on (an election's failure detector), from `rng`.
+    fn stress_assumptions(&self, _rng: &mut Xoshiro256PlusPlus, _scenario: &mut Scenario) {}
 
     /// Why a batch run of `checked` would do nothing at all: the field to add and what to add.
     fn idle(&self, _checked: &Checked) -> Option<(&'static str, String)> {
