@@ -537,6 +537,9 @@ struct NodeReport {
     holding: Vec<String>,
     max_token: Option<u64>,
     error: Option<String>,
+    /// For a node whose process has exited: the last line of its log (why it stopped: a full
+    /// disk, say).
+    last_log: Option<String>,
 }
 
 fn status(a: StatusArgs) -> Result<Outcome, InputError> {
@@ -567,6 +570,7 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 holding: s.holding,
                 max_token: Some(s.max_token),
                 error: None,
+                last_log: None,
             },
             Err(e) => NodeReport {
                 id,
@@ -580,6 +584,7 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 holding: Vec::new(),
                 max_token: None,
                 error: Some(e),
+                last_log: (rec.is_some() && !running).then(|| local::last_log_line(&dir, id)),
             },
         });
     }
@@ -614,7 +619,10 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                     if n.open { "" } else { " (changing)" },
                     n.holding
                 ),
-                Some(e) => println!("node {}: {pid}, down: {e}", n.id),
+                Some(e) => match &n.last_log {
+                    Some(line) => println!("node {}: {pid}, down: {e}; its log ends: {line}", n.id),
+                    None => println!("node {}: {pid}, down: {e}", n.id),
+                },
             }
         }
     }
