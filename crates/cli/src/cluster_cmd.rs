@@ -203,6 +203,10 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.clone());
     let file_path = dir.join(local::CLUSTER_FILE);
     local::no_symlink(&file_path)?;
+    local::check_dir(&dir)?;
+    // Held until `up` ends: a second `up` here refuses, naming this one.
+    let _lock =
+        local::lock_dir(&dir, "cluster up", false).map_err(|e| InputError(e.to_string()))?;
     if let Ok(running) = local::recorded(&dir) {
         if running.iter().any(|&(_, _, alive)| alive) {
             return Err(InputError(format!(
@@ -236,6 +240,27 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
                 cluster.file.election
             )));
         }
+        // A directory made before per-role keys: its client file held the node key, so a
+        // client could open a node's link. Upgraded here: a client key of its own.
+        let cluster = if cluster
+            .file
+            .client_secret
+            .as_ref()
+            .is_none_or(|c| *c == cluster.file.secret)
+        {
+            let mut file = cluster.file.clone();
+            file.client_secret = Some(local::random_secret());
+            local::write_cluster(&dir, &file)?;
+            println!(
+                "upgraded {} to per-role keys: the clients have a key of their own now; hand the \
+                 new {} to the lock users (the old one held the node key and no longer connects)",
+                file_path.display(),
+                local::CLIENT_FILE
+            );
+            Cluster::load(&file_path)?
+        } else {
+            cluster
+        };
         // Every node starts at once: every store replica begins empty together, a new store
         // (the nodes' own accounts are kept).
         for &id in cluster.peers.ids() {
@@ -451,6 +476,12 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
 
 fn down(a: DirArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir);
+    // Waits for a `cluster up` at work here, so as to stop every node it starts.
+    let _lock = if dir.join(local::CLUSTER_FILE).is_file() {
+        Some(local::lock_dir(&dir, "cluster down", true).map_err(|e| InputError(e.to_string()))?)
+    } else {
+        None
+    };
     let stopped = local::stop(&dir, Duration::from_secs(5))
         .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
     if stopped.is_empty() {
