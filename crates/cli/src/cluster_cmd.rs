@@ -571,6 +571,8 @@ struct NodeReport {
     /// For a node whose process has exited: the last line of its log (why it stopped: a full
     /// disk, say).
     last_log: Option<String>,
+    /// What keeps an answering node from serving (no epoch left for a view).
+    problem: Option<String>,
 }
 
 fn status(a: StatusArgs) -> Result<Outcome, InputError> {
@@ -602,6 +604,7 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 max_token: Some(s.max_token),
                 error: None,
                 last_log: None,
+                problem: s.problem,
             },
             Err(e) => NodeReport {
                 id,
@@ -616,9 +619,11 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 max_token: None,
                 error: Some(e),
                 last_log: (rec.is_some() && !running).then(|| local::last_log_line(&dir, id)),
+                problem: None,
             },
         });
     }
+    let troubled = nodes.iter().any(|n| n.problem.is_some());
     if a.json {
         let j = serde_json::json!({
             "dir": dir.display().to_string(),
@@ -655,9 +660,12 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                     None => println!("node {}: {pid}, down: {e}", n.id),
                 },
             }
+            if let Some(p) = &n.problem {
+                println!("node {}: NOT SERVING: {p}", n.id);
+            }
         }
     }
-    Ok(if all_up {
+    Ok(if all_up && !troubled {
         Outcome::Ok
     } else {
         Outcome::Code(1)

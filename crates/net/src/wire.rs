@@ -360,6 +360,9 @@ pub struct NodeStatus {
     /// Grants this node handed straight from a releasing client to another of its clients,
     /// without the algorithm (`[locks] handoff`), since it started.
     pub handoffs: u64,
+    /// What keeps this node from serving, if anything the operator must act on (no epoch left
+    /// for a new view: its mark is at the last round).
+    pub problem: Option<String>,
 }
 
 /// A frame whose payload does not decode.

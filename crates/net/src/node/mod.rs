@@ -334,6 +334,9 @@ struct Node {
     dropped: dropped::Dropped,
     /// The mark last told to every peer (`Mark`).
     marked: Epoch,
+    /// Why this node cannot lead a view change, when no epoch is left above its mark (said in
+    /// its status; cleared when a view commits).
+    wedged: Option<String>,
     apps: apps::Apps,
 }
 
@@ -369,6 +372,7 @@ impl Node {
             last_join: None,
             epochs: EpochMark::new(id, cluster.peers.len()),
             marked: 0,
+            wedged: None,
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),
