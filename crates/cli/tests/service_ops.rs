@@ -292,3 +292,203 @@ fn a_node_of_no_common_version_is_refused_naming_both_and_one_sharing_a_version_
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An authenticated client that sends malformed frames, one per connection, 300 times: the
+/// node closes each connection and says so at a bounded rate (five lines a window, then one
+/// summary line counting the rest), not a line each (503 KB for 3,000 before).
+#[test]
+fn malformed_frames_from_a_client_are_logged_at_a_bounded_rate() {
+    let _g = lock_guard();
+    let tmp = scratch("malformed");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "2",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let client = distsync_net::Cluster::load(&dir.join("client.toml")).unwrap();
+    let addr = client.addrs[0];
+    let rt = distsync_net::runtime().unwrap();
+    rt.block_on(async {
+        for _ in 0..300 {
+            let s = distsync_net::tokio::net::TcpStream::connect(addr)
+                .await
+                .unwrap();
+            let (mut r, mut w) = distsync_net::connection::initiate(
+                s,
+                client.client_secret(),
+                distsync_net::auth::Role::Client,
+            )
+            .await
+            .unwrap();
+            w.send(&vec![0xffu8; 64]).await.unwrap();
+            let end = r.recv::<distsync_net::wire::ClientReply>().await;
+            assert!(!matches!(end, Ok(Some(_))), "no reply to garbage");
+        }
+    });
+    let count = |text: &str| -> (usize, u64) {
+        let single = text
+            .lines()
+            .filter(|l| l.contains("closing client connection: malformed message"))
+            .count();
+        let summed = text
+            .lines()
+            .filter_map(|l| {
+                let at = l.find("more closed client connections")?;
+                l[..at].split_whitespace().last()?.parse::<u64>().ok()
+            })
+            .sum::<u64>();
+        (single, summed)
+    };
+    let log = dir.join("node-0.log");
+    wait_for(
+        "every closed connection is counted in the log",
+        Duration::from_secs(20),
+        || {
+            let (single, summed) = count(&fs::read_to_string(&log).unwrap());
+            single as u64 + summed >= 300
+        },
+    );
+    let text = fs::read_to_string(&log).unwrap();
+    let (single, summed) = count(&text);
+    assert_eq!(single as u64 + summed, 300, "{text}");
+    assert!(single <= 15, "{single} lines for 300 malformed frames");
+}
+
+/// A key file that other users can read is used, with a warning naming it and the fix; once
+/// private (or in a private directory, as `cluster up` makes), no warning.
+#[test]
+fn a_key_file_readable_by_others_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let _g = lock_guard();
+    let tmp = scratch("readable");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "2",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let open = dir.join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+    let file = open.join("client.toml");
+    fs::copy(dir.join("client.toml"), &file).unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+    let leader = |file: &Path| {
+        Command::new(BIN)
+            .args(["leader", "--cluster"])
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    let out = leader(&file);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning")
+            && err.contains("open/client.toml: readable by other users (mode 644")
+            && err.contains("chmod 600"),
+        "{err}"
+    );
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    let out = leader(&file);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("readable by other users"),
+        "a private file is not warned about"
+    );
+    let out = leader(&dir.join("client.toml"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("readable by other users"));
+}
+
+/// maekawa-basic can deadlock by design: the service refuses to run it, with the reason and
+/// what to use instead, before anything is written or started.
+#[test]
+fn the_service_refuses_maekawa_basic_with_the_reason() {
+    let tmp = scratch("maekawa-basic");
+    let dir = tmp.path().to_path_buf();
+    let out = cluster(
+        &dir,
+        &[
+            "up",
+            "--nodes",
+            "3",
+            "--mutex",
+            "maekawa-basic",
+            "--base-port",
+            "0",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--mutex")
+            && err.contains("can deadlock by design")
+            && err.contains("`maekawa`"),
+        "{err}"
+    );
+    assert!(!dir.join("cluster.toml").exists(), "nothing was written");
+}
+
+/// Every node's epoch mark at the last round (no epoch left for a view, and a majority vouches
+/// for it, so nothing lowers it): `cluster status` says the cluster is not serving and why, and
+/// exits 1 (it showed the nodes up and exited 0).
+#[test]
+fn cluster_status_says_so_and_exits_1_when_no_epoch_is_left() {
+    let _g = lock_guard();
+    let tmp = scratch("wedged");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    assert!(cluster(&dir, &["down"]).status.success());
+    for i in 0..3 {
+        fs::write(dir.join(format!("node-{i}.epoch")), "epoch 4294967295\n").unwrap();
+    }
+    cluster_up_ok(&dir, &[]);
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = cluster(&dir, &["status"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text.contains("NOT SERVING: no epoch left above the highest seen") {
+            assert_eq!(out.status.code(), Some(1), "{text}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "status never said so: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let j = cluster(&dir, &["status", "--json"]);
+    assert_eq!(j.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert!(
+        j["nodes"].as_array().unwrap().iter().any(|n| n["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("no epoch left"))),
+        "{j}"
+    );
+}
