@@ -1,24 +1,34 @@
-//! A Jepsen-style suite for the lock service (issue 12, "done when"): a 5-node cluster
-//! (suzuki-kasami, bully, separate node and client keys), 8 concurrent `distsync lock` clients
-//! each incrementing a fenced counter, and one fault per case while they work:
+//! A Jepsen-style suite for the lock service (issues 12 and 35): a 5-node cluster (bully,
+//! separate node and client keys), 8 concurrent `distsync lock` clients each incrementing a
+//! fenced counter, and one fault per case while they work:
 //!
 //! - pause: SIGSTOP of the node whose client holds the lock, for 1 s, then SIGCONT;
 //! - kill: kill -9 of the holder's node, restarted 0.5 s later;
 //! - restart-all: kill -9 of every node, all restarted;
+//! - client-kill: kill -9 of the `lock` client whose command runs (the command dies with it);
+//! - client-stop: SIGSTOP of the `lock` client whose command runs, for 2 s (longer than the
+//!   node's client timeout, so the node drops it and grants the next), then SIGCONT;
 //! - partition: the holder's node cut off from every other node and client (network
 //!   namespaces, a veth taken down) for 1.5 s, then healed (skipped, with the reason printed, where namespaces
 //!   cannot be made);
 //! - forged: the issue's forged peer messages (largest view number), sent with the client key
 //!   posing as node 3 to every node.
 //!
+//! Which algorithms: suzuki-kasami by default (the CI run); `DISTSYNC_JEPSEN_ALGOS=all` runs
+//! every mutual-exclusion algorithm the service serves, or a comma-separated list those (the
+//! campaign: `DISTSYNC_JEPSEN_ALGOS=all cargo test -p distsync-cli --test jepsen -- --nocapture`).
+//!
 //! The counter is a fenced resource: under flock(1), a command refuses to go on if its token
 //! is not above the last one the file saw, and writes only if no newer token touched the file
 //! meanwhile. Each command logs `start T` / `end T` in one event file (under the same flock),
-//! so that the intervals of all commands are known. Checked after every case:
+//! so that the intervals of all commands are known (a command killed with its client is ended
+//! by the test once its process is gone). Checked after every case:
 //! - no two commands overlapped unless the fence refused one of them;
 //! - no accepted token went backwards (tokens of accepted writes strictly increase);
 //! - nothing was lost: the counter equals the number of accepted writes, and every invocation
-//!   that exited 0 has its write among them.
+//!   that exited 0 has its write among them;
+//! - no holder exited 0 after its lock was granted to another: no other command started (in
+//!   the event file's order, not by a clock) between its start and its end.
 //!
 //! The table of cases and results printed at the end is the one docs/net.md shows.
 
@@ -74,6 +84,7 @@ struct Row {
     unfenced: usize,
     backwards: usize,
     missing: usize,
+    stale_ok: usize,
     count: u64,
 }
 
@@ -82,16 +93,17 @@ impl Row {
         self.unfenced == 0
             && self.backwards == 0
             && self.missing == 0
+            && self.stale_ok == 0
             && self.count == self.accepted as u64
     }
 }
 
-fn start(name: &str, netns: Option<Netns>) -> TestCluster {
+fn start(name: &str, netns: Option<Netns>, mutex: &str) -> TestCluster {
     let c = TestCluster::start_in(
         netns,
         name,
         5,
-        "suzuki-kasami",
+        mutex,
         "bully",
         TIMEOUTS_J,
         &format!("client_secret = \"{CLIENT_KEY}\"\n"),
@@ -107,8 +119,8 @@ fn start(name: &str, netns: Option<Netns>) -> TestCluster {
 
 /// Runs one case: the clients work while `nemesis` injects the fault once the counter reached
 /// a few writes; then the history is checked.
-fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row {
-    let dir = c.dir.join(name);
+fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster, &std::path::Path)) -> Row {
+    let dir = c.dir.join(name.replace(' ', "-"));
     fs::create_dir_all(&dir).unwrap();
     let (file, log, ev, script) = (
         dir.join("counter"),
@@ -147,7 +159,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row 
         while counter_value(&file) < 8 && Instant::now() < until {
             thread::sleep(Duration::from_millis(10));
         }
-        nemesis(c);
+        nemesis(c, &ev);
         workers
             .into_iter()
             .flat_map(|w| w.join().unwrap())
@@ -178,6 +190,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster)) -> Row 
         unfenced: h.unfenced,
         backwards: h.backwards,
         missing: h.missing,
+        stale_ok: h.stale_ok,
         count: counter_value(&file),
     }
 }
@@ -193,6 +206,9 @@ struct History {
     backwards: usize,
     /// Invocations that exited 0 whose write is not among the accepted ones.
     missing: usize,
+    /// Invocations that exited 0 although another command started while theirs ran (their
+    /// lock had been granted to another, and they were not told).
+    stale_ok: usize,
 }
 
 /// Checks a history: `events` are the `start T` / `end T` lines in the order the commands wrote
@@ -222,6 +238,26 @@ fn check_history(
             open.remove(&t);
         }
     }
+    // Who started while each command ran, in the event file's order.
+    let mut running: BTreeSet<u64> = BTreeSet::new();
+    let mut overtaken: BTreeSet<u64> = BTreeSet::new();
+    for l in events {
+        let mut w = l.split_whitespace();
+        let (what, t): (&str, u64) = (w.next().unwrap(), w.next().unwrap().parse().unwrap());
+        if what == "start" {
+            overtaken.extend(running.iter().copied());
+            running.insert(t);
+        } else {
+            running.remove(&t);
+        }
+    }
+    let stale_ok = results
+        .iter()
+        .filter(|(code, t)| *code == Some(0) && t.is_some_and(|t| overtaken.contains(&t)))
+        .inspect(|(_, t)| {
+            eprintln!("token {t:?} exited 0 after another command started under the lock")
+        })
+        .count();
     let backwards = accepted.windows(2).filter(|w| w[1] <= w[0]).count();
     let accepted_set: BTreeSet<u64> = accepted.iter().copied().collect();
     let missing = results
@@ -233,6 +269,7 @@ fn check_history(
         unfenced,
         backwards,
         missing,
+        stale_ok,
     }
 }
 
@@ -254,7 +291,8 @@ fn the_history_checker_catches_each_violation() {
             overlaps: 0,
             unfenced: 0,
             backwards: 0,
-            missing: 0
+            missing: 0,
+            stale_ok: 0
         }
     );
     let overlap = ev(&["start 1", "start 2", "end 2", "end 1"]);
@@ -267,6 +305,22 @@ fn the_history_checker_catches_each_violation() {
         check_history(&[], &none, &[1], &[(Some(0), Some(2))]).missing,
         1
     );
+    // Token 1 exited 0 though token 2 started while it ran (fenced or not): told nothing.
+    let h = check_history(
+        &overlap,
+        &fenced,
+        &[2],
+        &[(Some(0), Some(1)), (Some(0), Some(2))],
+    );
+    assert_eq!(h.stale_ok, 1);
+    // Exiting 123 (lost) there is what a holder must do; 2 itself was not overtaken.
+    let h = check_history(
+        &overlap,
+        &fenced,
+        &[2],
+        &[(Some(123), Some(1)), (Some(0), Some(2))],
+    );
+    assert_eq!(h.stale_ok, 0);
 }
 
 /// The node whose client holds the counter lock right now (asked for up to 5 s), so that the
@@ -291,11 +345,11 @@ fn holder(c: &TestCluster, fallback: usize) -> usize {
 
 fn print_table(rows: &[Row], skipped: &[(String, String)]) {
     println!();
-    println!("| case | invocations | exit 0 | lost (123) | other exits | accepted writes | refused by the fence | overlaps | overlaps not fenced | tokens backwards | acknowledged but lost | counter | result |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("| case | invocations | exit 0 | lost (123) | other exits | accepted writes | refused by the fence | overlaps | overlaps not fenced | tokens backwards | acknowledged but lost | exit 0 after the lock passed on | counter | result |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for r in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.case,
             r.invocations,
             r.ok,
@@ -307,6 +361,7 @@ fn print_table(rows: &[Row], skipped: &[(String, String)]) {
             r.unfenced,
             r.backwards,
             r.missing,
+            r.stale_ok,
             r.count,
             if r.passed() { "ok" } else { "FAILED" }
         );
@@ -316,34 +371,103 @@ fn print_table(rows: &[Row], skipped: &[(String, String)]) {
     }
 }
 
-#[test]
-fn jepsen_style_faults_against_a_fenced_counter() {
-    let _g = lock_guard();
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    {
-        let c = start("jepsen", None);
-        rows.push(case(&c, "pause", |c| {
+/// The `lock` client whose command runs right now, and that command: (client pid, command
+/// pid, the command's token), asked for up to 5 s.
+fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
+    let client_file = c.dir.join("client.toml");
+    let client_file = client_file.as_os_str().as_encoded_bytes();
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        for entry in fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+                continue;
+            };
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            if !(args.contains(&&b"lock"[..]) && args.contains(&client_file)) {
+                continue;
+            }
+            let children =
+                fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|x| x.parse::<u32>().ok())
+            {
+                let environ = fs::read(format!("/proc/{child}/environ")).unwrap_or_default();
+                let token = environ
+                    .split(|&b| b == 0)
+                    .find_map(|v| v.strip_prefix(b"DISTSYNC_FENCING_TOKEN="))
+                    .and_then(|t| std::str::from_utf8(t).ok()?.parse().ok());
+                if let Some(token) = token {
+                    return Some((pid, child, token));
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+/// The faults of every algorithm's run (the partition's needs namespaces: its own cluster).
+const FAULTS: [&str; 6] = [
+    "pause",
+    "kill",
+    "restart-all",
+    "client-kill",
+    "client-stop",
+    "forged",
+];
+
+/// Injects fault `name` into `c`, where `ev` is the case's event file.
+fn nemesis(c: &TestCluster, name: &str, ev: &std::path::Path) {
+    match name {
+        "pause" => {
             let h = holder(c, 2);
             c.pause(h);
             thread::sleep(Duration::from_secs(1));
             c.resume(h);
-        }));
-        rows.push(case(&c, "kill", |c| {
+        }
+        "kill" => {
             let h = holder(c, 1);
             c.kill9(h);
             thread::sleep(Duration::from_millis(500));
             c.respawn(h);
-        }));
-        rows.push(case(&c, "restart-all", |c| {
+        }
+        "restart-all" => {
             for i in 0..5 {
                 c.kill9(i);
             }
             for i in 0..5 {
                 c.respawn(i);
             }
-        }));
-        rows.push(case(&c, "forged", |c| {
+        }
+        "client-kill" => {
+            let Some((client, command, token)) = holding_client(c) else {
+                panic!("no client was seen running its command");
+            };
+            signal(client, "-KILL");
+            // The command dies with its client (PR_SET_PDEATHSIG): its interval ends once its
+            // process is gone, which the test writes for it.
+            wait_for(
+                "the killed client's command is gone",
+                Duration::from_secs(10),
+                || !alive(command),
+            );
+            use std::io::Write;
+            let mut f = fs::OpenOptions::new().append(true).open(ev).unwrap();
+            writeln!(f, "end {token}").unwrap();
+        }
+        "client-stop" => {
+            let Some((client, _, _)) = holding_client(c) else {
+                panic!("no client was seen running its command");
+            };
+            signal(client, "-STOP");
+            thread::sleep(Duration::from_secs(2));
+            signal(client, "-CONT");
+        }
+        "forged" => {
             use distsync_net::auth::Role;
             use distsync_net::wire::PeerMsg;
             let users = distsync_net::Cluster::load(&c.dir.join("client.toml")).unwrap();
@@ -366,37 +490,80 @@ fn jepsen_style_faults_against_a_fenced_counter() {
                     }
                 }
             });
-        }));
-    }
-    match Netns::create(5) {
-        Ok(ns) => {
-            let c = start("jepsen-netns", Some(ns));
-            rows.push(case(&c, "partition", |c| {
-                let h = holder(c, 2);
-                let ns = c.netns.as_ref().unwrap();
-                ns.cut(h);
-                thread::sleep(Duration::from_millis(1500));
-                ns.heal(h);
-            }));
         }
-        Err(why) => {
-            if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
-                panic!("partition case: {why} (CI must install iproute2 and run as root)");
+        "partition" => {
+            let h = holder(c, 2);
+            let ns = c.netns.as_ref().unwrap();
+            ns.cut(h);
+            thread::sleep(Duration::from_millis(1500));
+            ns.heal(h);
+        }
+        other => panic!("no fault {other}"),
+    }
+}
+
+/// The algorithms of this run: `DISTSYNC_JEPSEN_ALGOS` (`all`, or names separated by commas),
+/// suzuki-kasami by default.
+fn algorithms() -> Vec<String> {
+    use distsync_algorithms::registry::{self, Family};
+    match std::env::var("DISTSYNC_JEPSEN_ALGOS") {
+        Ok(v) if v == "all" => registry::entries()
+            .iter()
+            .filter(|e| e.family == Family::Mutex && e.name != "maekawa-basic")
+            .map(|e| e.name.to_string())
+            .collect(),
+        Ok(v) => v.split(',').map(|a| a.trim().to_string()).collect(),
+        Err(_) => vec!["suzuki-kasami".to_string()],
+    }
+}
+
+#[test]
+fn jepsen_style_faults_against_a_fenced_counter() {
+    let _g = lock_guard();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    let algos = algorithms();
+    for algo in &algos {
+        let tag = |fault: &str| {
+            if algos.len() == 1 {
+                fault.to_string()
+            } else {
+                format!("{algo} {fault}")
             }
-            let why = format!("cannot make network namespaces: {why}");
-            println!("partition: skipped: {why}");
-            skipped.push(("partition".to_string(), why));
+        };
+        {
+            let c = start("jepsen", None, algo);
+            for fault in FAULTS {
+                rows.push(case(&c, &tag(fault), |c, ev| nemesis(c, fault, ev)));
+            }
+        }
+        match Netns::create(5) {
+            Ok(ns) => {
+                let c = start("jepsen-netns", Some(ns), algo);
+                rows.push(case(&c, &tag("partition"), |c, ev| {
+                    nemesis(c, "partition", ev)
+                }));
+            }
+            Err(why) => {
+                if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
+                    panic!("partition case: {why} (CI must install iproute2 and run as root)");
+                }
+                let why = format!("cannot make network namespaces: {why}");
+                println!("partition: skipped: {why}");
+                skipped.push((tag("partition"), why));
+            }
         }
     }
     print_table(&rows, &skipped);
     for r in &rows {
         assert!(
             r.passed(),
-            "case {}: {} overlaps without a refusal, {} tokens backwards, {} acknowledged writes lost, counter {} vs {} accepted writes",
+            "case {}: {} overlaps without a refusal, {} tokens backwards, {} acknowledged writes lost, {} exits 0 after the lock passed on, counter {} vs {} accepted writes",
             r.case,
             r.unfenced,
             r.backwards,
             r.missing,
+            r.stale_ok,
             r.count,
             r.accepted
         );
