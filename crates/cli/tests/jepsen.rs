@@ -44,10 +44,16 @@ use std::time::{Duration, Instant};
 const CLIENTS: usize = 8;
 const ROUNDS: usize = 5;
 
-/// $1 counter file, $2 log of accepted writes, $3 events. A command stopped by `lock` (its
-/// lease lapsed) notes its end when the SIGTERM comes, so its interval closes where it did.
+/// $1 counter file, $2 events. A command stopped by `lock` (its lease lapsed)
+/// notes its end when the SIGTERM comes, so its interval closes where it did: it waits for its
+/// sleep with `wait`, which a trapped signal interrupts at once (a foreground `sleep` would
+/// hold the trap back until it ended, and the SIGKILL one heartbeat later could come first,
+/// leaving the interval open). The counter file's first line is `count last`, and every
+/// accepted write adds its line `token count` below in the same rewrite (a new file renamed
+/// into place): a command stopped at any point leaves the count and its log agreeing, as one
+/// atomic write to a real resource would.
 const COUNTER: &str = r#"
-f="$1"; log="$2"; ev="$3"; t="$DISTSYNC_FENCING_TOKEN"
+f="$1"; ev="$2"; t="$DISTSYNC_FENCING_TOKEN"
 trap 'echo "end $t" >> "$ev"; exit 143' TERM
 echo "$t"
 exec 9>>"$f.lk"
@@ -55,15 +61,15 @@ flock 9
 echo "start $t" >> "$ev"
 read count last < "$f"
 if [ "$t" -le "$last" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
-echo "$count $t" > "$f"
+{ echo "$count $t"; tail -n +2 "$f"; } > "$f.new.$t" && mv "$f.new.$t" "$f"
 flock -u 9
-sleep 0.05
+sleep 0.05 &
+wait $!
 flock 9
 read count2 last2 < "$f"
 if [ "$last2" != "$t" ]; then echo "$t" >> "$f.refused"; echo "end $t" >> "$ev"; exit 3; fi
 next=$((count2 + 1))
-echo "$next $t" > "$f"
-echo "$t $next" >> "$log"
+{ echo "$next $t"; tail -n +2 "$f"; echo "$t $next"; } > "$f.new.$t" && mv "$f.new.$t" "$f"
 echo "end $t" >> "$ev"
 "#;
 
@@ -122,9 +128,8 @@ fn start(name: &str, netns: Option<Netns>, mutex: &str) -> TestCluster {
 fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster, &std::path::Path)) -> Row {
     let dir = c.dir.join(name.replace(' ', "-"));
     fs::create_dir_all(&dir).unwrap();
-    let (file, log, ev, script) = (
+    let (file, ev, script) = (
         dir.join("counter"),
-        dir.join("accepted"),
         dir.join("events"),
         dir.join("counter.sh"),
     );
@@ -134,8 +139,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster, &std::pa
     let results: Vec<(Option<i32>, Option<u64>)> = thread::scope(|s| {
         let workers: Vec<_> = (0..CLIENTS)
             .map(|k| {
-                let (file, log, ev, script, client_file) =
-                    (&file, &log, &ev, &script, &client_file);
+                let (file, ev, script, client_file) = (&file, &ev, &script, &client_file);
                 s.spawn(move || {
                     let mut out = Vec::new();
                     for _ in 0..ROUNDS {
@@ -144,7 +148,7 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster, &std::pa
                             .args(["lock", "-w", "30", "--cluster"])
                             .arg(client_file)
                             .args(["--node", &(k % 5).to_string(), "counter", "--", "sh"])
-                            .args([script, file, log, ev])
+                            .args([script, file, ev])
                             .stderr(Stdio::piped())
                             .output()
                             .unwrap();
@@ -165,9 +169,10 @@ fn case(c: &TestCluster, name: &str, nemesis: impl FnOnce(&TestCluster, &std::pa
             .flat_map(|w| w.join().unwrap())
             .collect()
     });
-    // The history.
-    let accepted: Vec<u64> = lines(&log)
+    // The history: the accepted writes are the counter file's lines below its first.
+    let accepted: Vec<u64> = lines(&file)
         .iter()
+        .skip(1)
         .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
         .collect();
     let refused: BTreeSet<u64> = lines(&dir.join("counter.refused"))
@@ -238,14 +243,19 @@ fn check_history(
             open.remove(&t);
         }
     }
-    // Who started while each command ran, in the event file's order.
+    // The commands whose run overlapped a run of a higher token, in the event file's order:
+    // tokens rise with every grant, so their lock had been granted to another (before they
+    // started, or while they ran).
     let mut running: BTreeSet<u64> = BTreeSet::new();
     let mut overtaken: BTreeSet<u64> = BTreeSet::new();
     for l in events {
         let mut w = l.split_whitespace();
         let (what, t): (&str, u64) = (w.next().unwrap(), w.next().unwrap().parse().unwrap());
         if what == "start" {
-            overtaken.extend(running.iter().copied());
+            overtaken.extend(running.range(..t).copied());
+            if running.range(t + 1..).next().is_some() {
+                overtaken.insert(t);
+            }
             running.insert(t);
         } else {
             running.remove(&t);
@@ -319,6 +329,23 @@ fn the_history_checker_catches_each_violation() {
         &fenced,
         &[2],
         &[(Some(123), Some(1)), (Some(0), Some(2))],
+    );
+    assert_eq!(h.stale_ok, 0);
+    // A stale holder (token 1) that starts while a newer one (2) runs, refused by the fence:
+    // exiting 0 would be told nothing; the newer one is not overtaken by it.
+    let late = ev(&["start 2", "start 1", "end 1", "end 2"]);
+    let h = check_history(
+        &late,
+        &fenced,
+        &[2],
+        &[(Some(0), Some(2)), (Some(0), Some(1))],
+    );
+    assert_eq!(h.stale_ok, 1);
+    let h = check_history(
+        &late,
+        &fenced,
+        &[2],
+        &[(Some(0), Some(2)), (Some(3), Some(1))],
     );
     assert_eq!(h.stale_ok, 0);
 }
@@ -410,6 +437,16 @@ fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
     None
 }
 
+/// `kill SIG PID`; false if the process is gone.
+fn try_signal(pid: u32, sig: &str) -> bool {
+    std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
 /// The faults of every algorithm's run (the partition's needs namespaces: its own cluster).
 const FAULTS: [&str; 6] = [
     "pause",
@@ -444,26 +481,37 @@ fn nemesis(c: &TestCluster, name: &str, ev: &std::path::Path) {
             }
         }
         "client-kill" => {
-            let Some((client, command, token)) = holding_client(c) else {
-                panic!("no client was seen running its command");
+            // The command dies with its client (PR_SET_PDEATHSIG), and cannot say so: it is
+            // frozen first and its end written for it, so that its interval closes before the
+            // client's death can let anyone else in (it does nothing more once frozen). A
+            // command that ended between being found and frozen is passed over.
+            let (client, command) = loop {
+                let Some((client, command, token)) = holding_client(c) else {
+                    panic!("no client was seen running its command");
+                };
+                if try_signal(command, "-STOP") {
+                    use std::io::Write;
+                    let mut f = fs::OpenOptions::new().append(true).open(ev).unwrap();
+                    writeln!(f, "end {token}").unwrap();
+                    break (client, command);
+                }
             };
             signal(client, "-KILL");
-            // The command dies with its client (PR_SET_PDEATHSIG): its interval ends once its
-            // process is gone, which the test writes for it.
             wait_for(
                 "the killed client's command is gone",
                 Duration::from_secs(10),
                 || !alive(command),
             );
-            use std::io::Write;
-            let mut f = fs::OpenOptions::new().append(true).open(ev).unwrap();
-            writeln!(f, "end {token}").unwrap();
         }
         "client-stop" => {
-            let Some((client, _, _)) = holding_client(c) else {
-                panic!("no client was seen running its command");
+            let client = loop {
+                let Some((client, _, _)) = holding_client(c) else {
+                    panic!("no client was seen running its command");
+                };
+                if try_signal(client, "-STOP") {
+                    break client;
+                }
             };
-            signal(client, "-STOP");
             thread::sleep(Duration::from_secs(2));
             signal(client, "-CONT");
         }
