@@ -203,6 +203,12 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.clone());
     let file_path = dir.join(local::CLUSTER_FILE);
     local::no_symlink(&file_path)?;
+    if !file_path.exists() && (a.nodes.is_none() || a.mutex.is_none()) {
+        return Err(InputError(format!(
+            "{}: no cluster file there yet; a new cluster needs --nodes N and --mutex ALGO",
+            dir.display()
+        )));
+    }
     local::check_dir(&dir)?;
     // Held until `up` ends: a second `up` here refuses, naming this one.
     let _lock =
