@@ -418,9 +418,11 @@ fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
             }
             let children =
                 fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+            // A command that has just exited (a zombie) is passed over: it holds nothing.
             for child in children
                 .split_whitespace()
                 .filter_map(|x| x.parse::<u32>().ok())
+                .filter(|&child| alive(child))
             {
                 let environ = fs::read(format!("/proc/{child}/environ")).unwrap_or_default();
                 let token = environ
@@ -496,7 +498,9 @@ fn nemesis(c: &TestCluster, name: &str, ev: &std::path::Path) {
                     break (client, command);
                 }
             };
-            signal(client, "-KILL");
+            // (Its client may have ended already: its lease lapsed while the command was
+            // frozen, and it killed the command itself.)
+            try_signal(client, "-KILL");
             wait_for(
                 "the killed client's command is gone",
                 Duration::from_secs(10),
@@ -513,7 +517,7 @@ fn nemesis(c: &TestCluster, name: &str, ev: &std::path::Path) {
                 }
             };
             thread::sleep(Duration::from_secs(2));
-            signal(client, "-CONT");
+            try_signal(client, "-CONT");
         }
         "forged" => {
             use distsync_net::auth::Role;
@@ -583,6 +587,7 @@ fn jepsen_style_faults_against_a_fenced_counter() {
             let c = start("jepsen", None, algo);
             for fault in FAULTS {
                 rows.push(case(&c, &tag(fault), |c, ev| nemesis(c, fault, ev)));
+                eprintln!("done: {}", tag(fault));
             }
         }
         match Netns::create(5) {
