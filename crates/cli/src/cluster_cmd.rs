@@ -232,6 +232,16 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.clone());
     let file_path = dir.join(local::CLUSTER_FILE);
     local::no_symlink(&file_path)?;
+    if !file_path.exists() && (a.nodes.is_none() || a.mutex.is_none()) {
+        return Err(InputError(format!(
+            "{}: no cluster file there yet; a new cluster needs --nodes N and --mutex ALGO",
+            dir.display()
+        )));
+    }
+    local::check_dir(&dir)?;
+    // Held until `up` ends: a second `up` here refuses, naming this one.
+    let _lock =
+        local::lock_dir(&dir, "cluster up", false).map_err(|e| InputError(e.to_string()))?;
     if let Ok(running) = local::recorded(&dir) {
         if running.iter().any(|&(_, _, alive)| alive) {
             return Err(InputError(format!(
@@ -265,6 +275,27 @@ fn up(a: UpArgs) -> Result<Outcome, InputError> {
                 cluster.file.election
             )));
         }
+        // A directory made before per-role keys: its client file held the node key, so a
+        // client could open a node's link. Upgraded here: a client key of its own.
+        let cluster = if cluster
+            .file
+            .client_secret
+            .as_ref()
+            .is_none_or(|c| *c == cluster.file.secret)
+        {
+            let mut file = cluster.file.clone();
+            file.client_secret = Some(local::random_secret());
+            local::write_cluster(&dir, &file)?;
+            println!(
+                "upgraded {} to per-role keys: the clients have a key of their own now; hand the \
+                 new {} to the lock users (the old one held the node key and no longer connects)",
+                file_path.display(),
+                local::CLIENT_FILE
+            );
+            Cluster::load(&file_path)?
+        } else {
+            cluster
+        };
         // Every node starts at once: every store replica begins empty together, a new store
         // (the nodes' own accounts are kept).
         for &id in cluster.peers.ids() {
@@ -515,6 +546,12 @@ fn down(a: DirArgs) -> Result<Outcome, InputError> {
     if !started_here(&dir) {
         return remote_stop(&dir, None);
     }
+    // Waits for a `cluster up` at work here, so as to stop every node it starts.
+    let _lock = if dir.join(local::CLUSTER_FILE).is_file() {
+        Some(local::lock_dir(&dir, "cluster down", true).map_err(|e| InputError(e.to_string()))?)
+    } else {
+        None
+    };
     let stopped = local::stop(&dir, Duration::from_secs(5))
         .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
     if stopped.is_empty() {
@@ -822,6 +859,11 @@ struct NodeReport {
     holding: Vec<String>,
     max_token: Option<u64>,
     error: Option<String>,
+    /// For a node whose process has exited: the last line of its log (why it stopped: a full
+    /// disk, say).
+    last_log: Option<String>,
+    /// What keeps an answering node from serving (no epoch left for a view).
+    problem: Option<String>,
 }
 
 fn status(a: StatusArgs) -> Result<Outcome, InputError> {
@@ -885,6 +927,8 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 holding: s.holding,
                 max_token: Some(s.max_token),
                 error: None,
+                last_log: None,
+                problem: s.problem,
             },
             Err(e) => NodeReport {
                 id,
@@ -899,9 +943,12 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                 holding: Vec::new(),
                 max_token: None,
                 error: Some(e),
+                last_log: (rec.is_some() && !running).then(|| local::last_log_line(&dir, id)),
+                problem: None,
             },
         });
     }
+    let troubled = nodes.iter().any(|n| n.problem.is_some());
     if a.json {
         let j = serde_json::json!({
             "dir": dir.display().to_string(),
@@ -935,11 +982,17 @@ fn status(a: StatusArgs) -> Result<Outcome, InputError> {
                     if n.open { "" } else { " (changing)" },
                     n.holding
                 ),
-                Some(e) => println!("node {}: {pid}, down: {e}", n.id),
+                Some(e) => match &n.last_log {
+                    Some(line) => println!("node {}: {pid}, down: {e}; its log ends: {line}", n.id),
+                    None => println!("node {}: {pid}, down: {e}", n.id),
+                },
+            }
+            if let Some(p) = &n.problem {
+                println!("node {}: NOT SERVING: {p}", n.id);
             }
         }
     }
-    Ok(if all_up {
+    Ok(if all_up && !troubled {
         Outcome::Ok
     } else {
         Outcome::Code(1)

@@ -34,10 +34,50 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Bytes of a MAC tag.
 pub const TAG: usize = 32;
-/// The protocol version a Hello carries; a different one is refused. Version 2: leases
-/// (`Renew`, `Confirm`), `State.wait_ms`, `NodeStatus.max_token` and `lease`, node and client
-/// keys.
-pub const VERSION: u16 = 2;
+/// The protocol version this build speaks: the highest a Hello offers. Version 3: the wire in
+/// postcard, and the version negotiated (a Hello carries the range its sender speaks, the
+/// answer the version agreed or a refusal naming both ranges). Version 2 (bincode, the
+/// previous release) had leases, `State.wait_ms`, node and client keys.
+pub const VERSION: u16 = 3;
+
+/// The lowest protocol version this build speaks. A release that changes a message bumps
+/// [`VERSION`] and keeps speaking the one before it, so that a node of either release accepts
+/// the other during a rolling upgrade (docs/net.md, "Rolling upgrades"); version 2 spoke
+/// another encoding, so from it the upgrade is a restart of every node.
+pub const MIN_VERSION: u16 = 3;
+
+/// For tests of mixed versions: `MIN-MAX` (or one number) to make this process offer that range
+/// instead of [`MIN_VERSION`] to [`VERSION`] (unset in production).
+pub const VERSION_ENV: &str = "DISTSYNC_TEST_PROTOCOL";
+
+/// The range of protocol versions this process speaks: ([`MIN_VERSION`], [`VERSION`]), or what
+/// [`VERSION_ENV`] says.
+pub fn versions() -> (u16, u16) {
+    static RANGE: std::sync::OnceLock<(u16, u16)> = std::sync::OnceLock::new();
+    *RANGE.get_or_init(|| {
+        let parsed = std::env::var(VERSION_ENV).ok().and_then(|v| {
+            let (lo, hi) = v.split_once('-').unwrap_or((&v, &v));
+            let (lo, hi) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+            (lo <= hi).then_some((lo, hi))
+        });
+        parsed.unwrap_or((MIN_VERSION, VERSION))
+    })
+}
+
+/// The version two sides speak on a connection: the highest both speak, if any.
+pub fn agree(mine: (u16, u16), theirs: (u16, u16)) -> Option<u16> {
+    let v = mine.1.min(theirs.1);
+    (v >= mine.0.max(theirs.0)).then_some(v)
+}
+
+/// "version 3" or "versions 3 to 4".
+pub fn range_text((lo, hi): (u16, u16)) -> String {
+    if lo == hi {
+        format!("protocol version {hi}")
+    } else {
+        format!("protocol versions {lo} to {hi}")
+    }
+}
 
 /// Who is connecting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,22 +118,39 @@ impl fmt::Display for Role {
 /// A fresh random nonce.
 pub type Nonce = [u8; 32];
 
-/// Step 1.
+/// Step 1. `version` comes first and is the highest version the sender speaks: its encoding
+/// (one variable-length integer) is the same in every version, bincode's of version 2
+/// included, so a node reads it before anything else and can refuse any release by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
-    /// [`VERSION`].
+    /// The highest protocol version the sender speaks ([`VERSION`]).
     pub version: u16,
+    /// The lowest ([`MIN_VERSION`]).
+    pub min_version: u16,
     /// Who connects.
     pub role: Role,
     /// The initiator's nonce.
     pub nonce: Nonce,
 }
 
-/// Step 2.
+/// Step 2: the responder's answer to a Hello.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Challenge {
-    /// The responder's nonce.
-    pub nonce: Nonce,
+pub enum Challenge {
+    /// The handshake goes on, in protocol version `version`.
+    Go {
+        /// The version agreed: the highest both sides speak.
+        version: u16,
+        /// The responder's nonce.
+        nonce: Nonce,
+    },
+    /// No version in common: the responder speaks `min_version` to `version`; it closes the
+    /// connection.
+    Refused {
+        /// The highest version the responder speaks.
+        version: u16,
+        /// The lowest.
+        min_version: u16,
+    },
 }
 
 /// Steps 3 and 4.
@@ -254,6 +311,17 @@ mod tests {
     use super::*;
 
     const S: &[u8] = b"0123456789abcdef";
+
+    #[test]
+    fn two_ranges_agree_on_the_highest_version_both_speak() {
+        assert_eq!(agree((3, 3), (3, 3)), Some(3));
+        assert_eq!(agree((3, 4), (3, 3)), Some(3));
+        assert_eq!(agree((3, 5), (4, 6)), Some(5));
+        assert_eq!(agree((4, 4), (3, 3)), None);
+        assert_eq!(agree((3, 3), (2, 2)), None);
+        assert_eq!(range_text((3, 3)), "protocol version 3");
+        assert_eq!(range_text((3, 4)), "protocol versions 3 to 4");
+    }
 
     #[test]
     fn proofs_check_only_with_the_same_secret_nonces_side_and_role() {

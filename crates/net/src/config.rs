@@ -318,6 +318,9 @@ impl Cluster {
             message: format!("cannot read the cluster file: {e}"),
         })?;
         let mut cluster = Cluster::from_toml(&text, &origin)?;
+        if let Some(warning) = crate::files::readable_by_others(path) {
+            eprintln!("distsync: warning: {warning}");
+        }
         let dir = path.parent().unwrap_or(Path::new("."));
         cluster.state_dir = Some(if dir.as_os_str().is_empty() {
             Path::new(".").to_path_buf()
@@ -388,6 +391,17 @@ impl Cluster {
             message,
         };
         family(&file.mutex, Family::Mutex).map_err(|m| err("mutex".into(), m))?;
+        if file.mutex == "maekawa-basic" {
+            return Err(err(
+                "mutex".into(),
+                "maekawa-basic can deadlock by design (Maekawa as first stated: a node votes \
+                 for one request and never takes its vote back), and a deadlocked lock service \
+                 serves nobody until restarted; the service does not run it. Use `maekawa` (the \
+                 same quorums, with INQUIRE and RELINQUISH, deadlock-free); the simulator and \
+                 checker still run maekawa-basic"
+                    .into(),
+            ));
+        }
         family(&file.election, Family::Election).map_err(|m| err("election".into(), m))?;
         if file.secret.len() < MIN_SECRET_LEN {
             return Err(err(

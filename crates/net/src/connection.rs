@@ -17,6 +17,10 @@ use std::io;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+/// The first protocol version whose hello can be answered with a refusal it reads
+/// ([`Challenge::Refused`]); an earlier one is just closed.
+const MIN_VERSION_EVER: u16 = 3;
+
 /// How long a handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -33,8 +37,10 @@ pub enum ConnError {
     Mac,
     /// A payload that does not decode.
     Decode(DecodeError),
-    /// The other side does not know the cluster secret (or speaks another version).
+    /// The other side does not know the cluster secret.
     Auth(String),
+    /// The two sides speak no protocol version in common (the text names both ranges).
+    Version(String),
     /// The handshake took longer than [`HANDSHAKE_TIMEOUT`].
     Timeout,
 }
@@ -48,6 +54,7 @@ impl fmt::Display for ConnError {
             ConnError::Mac => write!(f, "frame failed authentication (bad MAC)"),
             ConnError::Decode(e) => write!(f, "{e}"),
             ConnError::Auth(why) => write!(f, "authentication failed: {why}"),
+            ConnError::Version(why) => write!(f, "protocol version mismatch: {why}"),
             ConnError::Timeout => write!(f, "handshake timed out"),
         }
     }
@@ -281,6 +288,16 @@ pub async fn initiate(
     secret: &[u8],
     role: Role,
 ) -> Result<(Reader, Writer), ConnError> {
+    initiate_speaking(stream, secret, role, auth::versions()).await
+}
+
+/// [`initiate`], offering the protocol versions `mine` (min, max).
+async fn initiate_speaking(
+    stream: impl Into<Stream>,
+    secret: &[u8],
+    role: Role,
+    mine: (u16, u16),
+) -> Result<(Reader, Writer), ConnError> {
     let secret = secret.to_vec();
     let stream: Stream = stream.into();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
@@ -290,13 +307,41 @@ pub async fn initiate(
         send_plain(
             &mut w,
             &Hello {
-                version: auth::VERSION,
+                version: mine.1,
+                min_version: mine.0,
                 role,
                 nonce: nonce_i,
             },
         )
         .await?;
-        let Challenge { nonce: nonce_r } = recv_plain(&mut frames).await?;
+        let nonce_r = match recv_plain(&mut frames).await {
+            Ok(Challenge::Go { version, nonce }) => {
+                if auth::agree(mine, (version, version)).is_none() {
+                    return Err(ConnError::Version(format!(
+                        "the node chose protocol version {version}, outside the {} this side speaks",
+                        auth::range_text(mine)
+                    )));
+                }
+                nonce
+            }
+            Ok(Challenge::Refused {
+                version,
+                min_version,
+            }) => {
+                return Err(ConnError::Version(format!(
+                    "the node speaks {}, this side {}: upgrade the older side (docs/net.md, \"Rolling upgrades\")",
+                    auth::range_text((min_version, version)),
+                    auth::range_text(mine)
+                )))
+            }
+            Err(ConnError::Truncated | ConnError::Io(_)) => {
+                return Err(ConnError::Version(format!(
+                    "the node closed the connection at this side's hello ({}): it speaks another protocol version (a release before version 3 closes without a word) or refuses this address",
+                    auth::range_text(mine)
+                )))
+            }
+            Err(e) => return Err(e),
+        };
         let mine = auth::proof(&secret, Side::Initiator, &nonce_i, &nonce_r, role);
         send_plain(&mut w, &mine).await?;
         let theirs: Proof = recv_plain(&mut frames).await.map_err(|e| match e {
@@ -332,25 +377,77 @@ pub async fn respond(
     node_secret: &[u8],
     client_secret: &[u8],
 ) -> Result<(Role, Reader, Writer), ConnError> {
+    respond_speaking(stream, node_secret, client_secret, auth::versions()).await
+}
+
+/// [`respond`], speaking the protocol versions `mine` (min, max).
+async fn respond_speaking(
+    stream: impl Into<Stream>,
+    node_secret: &[u8],
+    client_secret: &[u8],
+    mine: (u16, u16),
+) -> Result<(Role, Reader, Writer), ConnError> {
     let (node_secret, client_secret) = (node_secret.to_vec(), client_secret.to_vec());
     let stream: Stream = stream.into();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
         let (r, mut w) = stream.into_split()?;
         let mut frames = FrameReader::new(r);
-        let hello: Hello = recv_plain(&mut frames).await?;
-        if hello.version != auth::VERSION {
-            return Err(ConnError::Auth(format!(
-                "protocol version {} (this node speaks {})",
-                hello.version,
-                auth::VERSION
+        let payload = frames
+            .next(MAX_HANDSHAKE_FRAME)
+            .await?
+            .ok_or(ConnError::Truncated)?;
+        // The highest version the other side speaks comes first, encoded alike in every
+        // version: read it before the rest, which another version may lay out differently.
+        let theirs_max = postcard::take_from_bytes::<u16>(&payload)
+            .map_err(|e| ConnError::Decode(DecodeError(format!("hello: {e}"))))?
+            .0;
+        let hello: Option<Hello> = match wire::decode(&payload) {
+            // A release before negotiation (bincode): the rest may decode, as nonsense.
+            _ if theirs_max < MIN_VERSION_EVER => None,
+            Ok(h) => Some(h),
+            // A version this node speaks, yet not a hello of it: malformed.
+            Err(e) if (mine.0..=mine.1).contains(&theirs_max) => return Err(ConnError::Decode(e)),
+            Err(_) => None,
+        };
+        let theirs = hello
+            .as_ref()
+            .map_or((theirs_max, theirs_max), |h| (h.min_version, h.version));
+        let agreed = match &hello {
+            Some(h) if h.min_version <= h.version => auth::agree(mine, theirs),
+            _ => None,
+        };
+        let Some(hello) = hello.filter(|_| agreed.is_some()) else {
+            if theirs_max >= MIN_VERSION_EVER {
+                // A later version reads this refusal; an earlier one closes at anything.
+                let _ = send_plain(
+                    &mut w,
+                    &Challenge::Refused {
+                        version: mine.1,
+                        min_version: mine.0,
+                    },
+                )
+                .await;
+            }
+            return Err(ConnError::Version(format!(
+                "the other side speaks {}, this node {}; no version in common",
+                auth::range_text(theirs),
+                auth::range_text(mine)
             )));
-        }
+        };
+        let agreed = agreed.expect("checked");
         let secret = match hello.role {
             Role::Peer(_) | Role::Admin => &node_secret,
             Role::Client => &client_secret,
         };
         let nonce_r = auth::nonce();
-        send_plain(&mut w, &Challenge { nonce: nonce_r }).await?;
+        send_plain(
+            &mut w,
+            &Challenge::Go {
+                version: agreed,
+                nonce: nonce_r,
+            },
+        )
+        .await?;
         let theirs: Proof = recv_plain(&mut frames).await?;
         if !auth::check(
             secret,
@@ -430,6 +527,81 @@ mod tests {
         drop(cw);
         drop(_cr);
         assert!(sr.recv::<ClientRequest>().await.unwrap().is_none());
+    }
+
+    /// Both ends of one handshake, each speaking the given range of versions.
+    async fn pair_speaking(
+        initiator: (u16, u16),
+        responder: (u16, u16),
+    ) -> (
+        Result<(Reader, Writer), ConnError>,
+        Result<(Role, Reader, Writer), ConnError>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            respond_speaking(s, b"k", b"k", responder).await
+        });
+        let s = TcpStream::connect(addr).await.unwrap();
+        let client = initiate_speaking(s, b"k", Role::Client, initiator).await;
+        (client, server.await.unwrap())
+    }
+
+    /// Versions: overlapping ranges connect (a rolling upgrade's old and new release), disjoint
+    /// ones are refused on both sides with a message naming both ranges.
+    #[tokio::test]
+    async fn versions_in_common_connect_and_disjoint_ones_are_refused_naming_both() {
+        let (c, s) = pair_speaking((3, 4), (3, 3)).await;
+        assert!(c.is_ok() && s.is_ok(), "3-4 and 3 share version 3");
+        let (c, s) = pair_speaking((3, 3), (3, 4)).await;
+        assert!(c.is_ok() && s.is_ok(), "3 and 3-4 share version 3");
+        let (c, s) = pair_speaking((4, 4), (3, 3)).await;
+        let c = c.err().expect("refused").to_string();
+        let s = s.err().expect("refused").to_string();
+        assert!(
+            c.contains("the node speaks protocol version 3, this side protocol version 4"),
+            "{c}"
+        );
+        assert!(
+            s.contains("the other side speaks protocol version 4, this node protocol version 3"),
+            "{s}"
+        );
+        let (c, s) = pair_speaking((3, 3), (4, 5)).await;
+        let c = c.err().expect("refused").to_string();
+        assert!(
+            c.contains("protocol versions 4 to 5") && c.contains("protocol version 3"),
+            "{c}"
+        );
+        assert!(matches!(s, Err(ConnError::Version(_))), "{:?}", s.err());
+    }
+
+    /// A hello of the previous release (bincode: the version 2 as one byte, then the role's
+    /// variant, its id, and the nonce) is refused naming version 2; that release's node reads
+    /// nothing more from this one, which closes the connection.
+    #[tokio::test]
+    async fn a_hello_of_version_2_is_refused_naming_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            respond_speaking(s, b"k", b"k", (3, 3)).await
+        });
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut hello = vec![2u8, 0, 1];
+        hello.extend_from_slice(&[7u8; 32]);
+        write_frame(&mut s, &hello).await.unwrap();
+        let refused = server.await.unwrap().err().expect("refused").to_string();
+        assert!(
+            refused.contains("speaks protocol version 2, this node protocol version 3"),
+            "{refused}"
+        );
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        assert!(
+            rest.is_empty(),
+            "nothing is sent to a version 2 node: {rest:?}"
+        );
     }
 
     #[tokio::test]

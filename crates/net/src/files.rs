@@ -27,6 +27,27 @@ pub fn no_symlink(path: &Path) -> io::Result<()> {
     }
 }
 
+/// A warning when the key file `path` can be read by other users: its mode lets group or
+/// others read it and its directory lets them in (a file in a private directory, as `cluster
+/// up` makes, is safe whatever its mode). `None` when it is private, or cannot be examined.
+pub fn readable_by_others(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mode = fs::metadata(path).ok()?.mode() & 0o777;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = fs::metadata(parent).ok()?.mode() & 0o777;
+    (mode & 0o044 != 0 && dir & 0o011 != 0).then(|| {
+        format!(
+            "{}: readable by other users (mode {mode:o}, directory {dir:o}), and it holds a key: \
+             anyone who reads it holds that key; `chmod 600 {}`",
+            path.display(),
+            path.display()
+        )
+    })
+}
+
 /// Writes `bytes` to `path` atomically: a new file of mode 0600 (not following links), synced,
 /// renamed over `path`, and the directory synced.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {

@@ -190,6 +190,68 @@ pub fn check_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// The file in a cluster's directory that `cluster up` (and `cluster down`, `start`, `restart`)
+/// lock while they work there ([`lock_dir`]).
+pub const LOCK_FILE: &str = "cluster.lock";
+
+/// An exclusive lock on a cluster's directory (`flock` on [`LOCK_FILE`], which names the
+/// holder): released when dropped, or when the process ends however it ends.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: fs::File,
+}
+
+/// Locks `dir` for `verb` (as "cluster up"), so that two commands never start or stop the
+/// same cluster's nodes at once (two `cluster up` at once both found no node running and
+/// each started a full set, one of which `cluster down` then did not know). With `wait`, waits
+/// for the holder to finish; without, an error names it (its pid and verb). `dir` must exist.
+pub fn lock_dir(dir: &Path, verb: &str, wait: bool) -> io::Result<DirLock> {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(LOCK_FILE);
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| refuse(&path, &e.to_string()))?;
+    let flock = |how: i32| {
+        // SAFETY: flock(2) on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    if let Err(e) = flock(libc::LOCK_EX | libc::LOCK_NB) {
+        if e.kind() != io::ErrorKind::WouldBlock {
+            return Err(refuse(&path, &format!("cannot lock it: {e}")));
+        }
+        if !wait {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{}: another command is at work in this directory ({}); wait for it to end, or stop it, and try again",
+                    dir.display(),
+                    if holder.is_empty() { "its pid not written yet" } else { holder }
+                ),
+            ));
+        }
+        flock(libc::LOCK_EX).map_err(|e| refuse(&path, &format!("cannot lock it: {e}")))?;
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    write!(file, "pid {}: distsync {verb}", std::process::id())?;
+    Ok(DirLock { _file: file })
+}
+
 /// Opens node `id`'s log for appending (mode 0600 when created), never through a link.
 pub fn open_log(dir: &Path, id: NodeId) -> io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -209,6 +271,7 @@ pub fn open_log(dir: &Path, id: NodeId) -> io::Result<fs::File> {
 pub fn check_layout(dir: &Path, ids: &[NodeId]) -> io::Result<()> {
     check_dir(dir)?;
     no_symlink(&dir.join(CLUSTER_FILE))?;
+    no_symlink(&dir.join(LOCK_FILE))?;
     for &id in ids {
         no_symlink(&log_path(dir, id))?;
         no_symlink(&pid_path(dir, id))?;

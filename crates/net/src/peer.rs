@@ -196,20 +196,32 @@ pub const REFUSED_LINES_PER_WINDOW: u32 = 5;
 /// The window of [`REFUSED_LINES_PER_WINDOW`].
 pub const REFUSED_WINDOW: Duration = Duration::from_secs(5);
 
-/// Rate-limited logging of refused (unauthenticated) connections.
-#[derive(Default)]
+/// Rate-limited logging of connections refused (before they authenticated) or closed (a client
+/// that sent a malformed frame, or fell silent: with the client key, one could otherwise log a
+/// line per connection at will).
 struct Refusals {
+    /// What a line says happened: "refused connection", "closing client connection".
+    what: &'static str,
     logged: u32,
     suppressed: u64,
     latest: String,
 }
 
 impl Refusals {
+    fn new(what: &'static str) -> Refusals {
+        Refusals {
+            what,
+            logged: 0,
+            suppressed: 0,
+            latest: String::new(),
+        }
+    }
+
     /// Logs this refusal, or counts it if the window's lines are used up.
     fn note(&mut self, addr: &str, why: &str) {
         if self.logged < REFUSED_LINES_PER_WINDOW {
             self.logged += 1;
-            warn!(%addr, "refused connection: {why}");
+            warn!(%addr, "{}: {why}", self.what);
         } else {
             self.suppressed += 1;
             self.latest = format!("{addr}: {why}");
@@ -219,12 +231,16 @@ impl Refusals {
     /// Ends a window: one summary line for what was counted.
     fn flush(&mut self) {
         if self.suppressed > 0 {
+            let what = match self.what {
+                "refused connection" => "refused connections",
+                _ => "closed client connections",
+            };
             warn!(
-                "{} more refused connections in the last {:?} (latest from {})",
+                "{} more {what} in the last {:?} (latest from {})",
                 self.suppressed, REFUSED_WINDOW, self.latest
             );
         }
-        *self = Refusals::default();
+        *self = Refusals::new(self.what);
     }
 }
 
@@ -243,14 +259,18 @@ pub async fn serve(
     let secret: Arc<[u8]> = cluster.secret().into();
     let client_secret: Arc<[u8]> = cluster.client_secret().into();
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
-    let refusals = Arc::new(std::sync::Mutex::new(Refusals::default()));
+    let refusals = Arc::new(std::sync::Mutex::new(Refusals::new("refused connection")));
+    let closes = Arc::new(std::sync::Mutex::new(Refusals::new(
+        "closing client connection",
+    )));
     let flusher = {
-        let refusals = refusals.clone();
+        let (refusals, closes) = (refusals.clone(), closes.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(REFUSED_WINDOW);
             loop {
                 every.tick().await;
                 refusals.lock().unwrap_or_else(|e| e.into_inner()).flush();
+                closes.lock().unwrap_or_else(|e| e.into_inner()).flush();
             }
         })
     };
@@ -286,13 +306,14 @@ pub async fn serve(
             _ => None,
         };
         let pokes = pokes.clone();
-        let (events, secret, client_secret, cluster, next_client, refusals) = (
+        let (events, secret, client_secret, cluster, next_client, refusals, closes) = (
             events.clone(),
             secret.clone(),
             client_secret.clone(),
             cluster.clone(),
             next_client.clone(),
             refusals.clone(),
+            closes.clone(),
         );
         tokio::spawn(async move {
             let handshake = connection::respond(stream, &secret, &client_secret).await;
@@ -341,7 +362,17 @@ pub async fn serve(
                         info!(%addr, client = id, "admin connected");
                     }
                     let admin = role == Role::Admin;
-                    client_session(id, addr, reader, writer, events, client_timeout, admin).await;
+                    client_session(
+                        id,
+                        addr,
+                        reader,
+                        writer,
+                        events,
+                        client_timeout,
+                        admin,
+                        &closes,
+                    )
+                    .await;
                 }
             }
         });
@@ -370,6 +401,7 @@ async fn client_session(
     events: mpsc::Sender<Event>,
     timeout: Duration,
     admin: bool,
+    closes: &std::sync::Mutex<Refusals>,
 ) {
     let (tx, mut rx) = mpsc::channel::<ClientReply>(CLIENT_QUEUE);
     // Admin requests from a client connection are refused here, before the node sees them.
@@ -407,11 +439,17 @@ async fn client_session(
                 break;
             }
             Ok(Err(e)) => {
-                warn!(client = id, %addr, "closing client connection: {e}");
+                closes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .note(&addr, &format!("{e} (client {id})"));
                 break;
             }
             Err(_) => {
-                warn!(client = id, %addr, "closing client connection: silent for {timeout:?}");
+                closes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .note(&addr, &format!("silent for {timeout:?} (client {id})"));
                 break;
             }
         }

@@ -30,6 +30,21 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// For tests of slow disks: every sync of a mark waits this many milliseconds first (unset in
+/// production). The node's loop waits for the sync, as it would for a slow disk.
+pub const FSYNC_DELAY_ENV: &str = "DISTSYNC_TEST_FSYNC_DELAY_MS";
+
+/// For tests of full disks: the node whose id this names fails every write of its mark with
+/// `ENOSPC` (unset in production), as a full disk would.
+pub const FULL_DISK_ENV: &str = "DISTSYNC_TEST_FULL_DISK_NODE";
+
+/// The delay [`FSYNC_DELAY_ENV`] asks for, if any.
+fn fsync_delay() -> Option<Duration> {
+    let ms = std::env::var(FSYNC_DELAY_ENV).ok()?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ms))
+}
 
 /// The file holding node `id`'s epoch high-water mark in `dir`.
 pub fn epoch_path(dir: &Path, id: NodeId) -> PathBuf {
@@ -90,6 +105,10 @@ pub struct EpochStore {
     slot: usize,
     /// The sync of a file just written, still running ([`EpochStore::open_syncing`]).
     syncing: Option<std::thread::JoinHandle<io::Result<()>>>,
+    /// Injected: every sync waits this long first ([`FSYNC_DELAY_ENV`]).
+    delay: Option<Duration>,
+    /// Injected: every write fails with `ENOSPC` ([`FULL_DISK_ENV`]).
+    full: bool,
 }
 
 impl EpochStore {
@@ -145,12 +164,15 @@ impl EpochStore {
             let path = path.clone();
             std::thread::spawn(move || crate::files::sync_files(&[path]))
         });
+        let full = std::env::var(FULL_DISK_ENV).is_ok_and(|v| v.trim() == id.0.to_string());
         Ok(EpochStore {
             path,
             file,
             stored,
             slot: slot.unwrap_or(0),
             syncing,
+            delay: fsync_delay(),
+            full,
         })
     }
 
@@ -189,9 +211,7 @@ impl EpochStore {
         }
         self.wait_synced()?;
         let slot = (self.slot + 1) % SLOTS;
-        let at = (slot * RECORD_LEN) as u64;
-        self.file.write_all_at(record(epoch).as_bytes(), at)?;
-        self.file.sync_data()?;
+        self.write_slot(slot, epoch)?;
         self.stored = epoch;
         self.slot = slot;
         Ok(())
@@ -207,12 +227,34 @@ impl EpochStore {
         }
         self.wait_synced()?;
         for slot in [(self.slot + 1) % SLOTS, self.slot] {
-            let at = (slot * RECORD_LEN) as u64;
-            self.file.write_all_at(record(epoch).as_bytes(), at)?;
-            self.file.sync_data()?;
+            self.write_slot(slot, epoch)?;
         }
         self.stored = epoch;
         Ok(())
+    }
+
+    /// Writes mark `epoch` in slot `slot` and syncs its data; an error names the file.
+    fn write_slot(&mut self, slot: usize, epoch: u32) -> io::Result<()> {
+        let named = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{}: cannot write epoch mark {epoch}: {e}",
+                    self.path.display()
+                ),
+            )
+        };
+        if self.full {
+            return Err(named(io::Error::from_raw_os_error(libc::ENOSPC)));
+        }
+        let at = (slot * RECORD_LEN) as u64;
+        self.file
+            .write_all_at(record(epoch).as_bytes(), at)
+            .map_err(named)?;
+        if let Some(delay) = self.delay {
+            std::thread::sleep(delay);
+        }
+        self.file.sync_data().map_err(named)
     }
 
     /// Makes every later write fail as on a full disk (`ENOSPC`), for the tests of what a node

@@ -1,9 +1,11 @@
 //! What travels inside frames: node-to-node messages, client requests and replies, and their
-//! encoding (bincode, bounded by the frame size, trailing bytes refused).
+//! encoding: postcard (serde; variable-length integers, a variant's index before its fields),
+//! bounded by the frame size, trailing bytes refused. The encoding is part of the protocol
+//! version the handshake negotiates ([`crate::auth::VERSION`]): version 3 is the first in
+//! postcard (version 2 spoke bincode 1, which is unmaintained).
 
 use crate::frame::MAX_FRAME;
 use crate::store::Update;
-use bincode::Options;
 use distsync_core::snapshot::{LocalSnapshot, SnapshotId};
 use distsync_core::NodeId;
 use serde::de::DeserializeOwned;
@@ -394,6 +396,9 @@ pub struct NodeStatus {
     /// Grants this node handed straight from a releasing client to another of its clients,
     /// without the algorithm (`[locks] handoff`), since it started.
     pub handoffs: u64,
+    /// What keeps this node from serving, if anything the operator must act on (no epoch left
+    /// for a new view: its mark is at the last round).
+    pub problem: Option<String>,
 }
 
 /// A frame whose payload does not decode.
@@ -408,24 +413,29 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-fn options() -> impl Options {
-    bincode::DefaultOptions::new()
-        .with_limit(MAX_FRAME as u64)
-        .reject_trailing_bytes()
-}
-
 /// Encodes a message.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    options()
-        .serialize(value)
-        .expect("messages are plain data within the size bound")
+    postcard::to_stdvec(value).expect("messages are plain data within the size bound")
 }
 
-/// Decodes a message, refusing trailing bytes and anything that would allocate past the bound.
+/// Decodes a message, refusing trailing bytes and anything longer than a frame. A length
+/// inside the message that promises more than the bytes there fails when the bytes run out,
+/// never allocating past what the bytes can fill (serde preallocates cautiously).
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
-    options()
-        .deserialize(bytes)
-        .map_err(|e| DecodeError(e.to_string()))
+    if bytes.len() > MAX_FRAME {
+        return Err(DecodeError(format!(
+            "{} bytes, above the frame bound of {MAX_FRAME}",
+            bytes.len()
+        )));
+    }
+    let (value, rest) = postcard::take_from_bytes(bytes).map_err(|e| DecodeError(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(DecodeError(format!(
+            "{} trailing bytes after the message",
+            rest.len()
+        )));
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -456,8 +466,9 @@ mod tests {
         assert!(decode::<ClientRequest>(&b[..b.len() - 1]).is_err());
         b.push(0);
         assert!(decode::<ClientRequest>(&b).is_err());
-        // A length that promises more than the bound does not allocate it.
-        let huge = [0u8, 0xfc, 0xff, 0xff, 0xff, 0xff];
+        // A length that promises more than the bytes (a name of 2^32 - 1 bytes) does not
+        // allocate it.
+        let huge = [0u8, 0xff, 0xff, 0xff, 0xff, 0x0f, b'x'];
         assert!(decode::<ClientRequest>(&huge).is_err());
     }
 

@@ -178,6 +178,7 @@ impl Node {
             max_token: self.locks.max_token,
             lease: self.leases.valid(),
             handoffs: self.locks.handoffs,
+            problem: self.wedged.clone(),
         }
     }
 }

@@ -9,6 +9,15 @@
 //! numbered above it. A node that cannot store its mark stops: going on could reuse tokens
 //! after a restart.
 //!
+//! A sync can be slow (a busy or failing disk: seconds), and the node's loop waits for it: a
+//! node that synced at every view change would fall silent for that long at each, be taken for
+//! crashed, and start the next change, which syncs again (with syncs at or above
+//! `heartbeat_timeout`, view changes opened forever and no lock was granted). So a store
+//! reserves epochs: it writes the mark [`RESERVE_ROUNDS`] rounds above the epoch it stores, and
+//! a later epoch within that reservation is on disk already (a mark above every epoch acted on
+//! is all the numbering needs). Only one view change in [`RESERVE_ROUNDS`] waits for the disk;
+//! a node restarted from a reserved mark numbers its views above the reservation.
+//!
 //! An epoch from another node is believed only within [`LEAP_ROUNDS`] rounds of what a majority
 //! of the cluster has seen: every node tells every peer its mark (`Mark`, when a link comes up
 //! and whenever the mark rises), and a node takes the majority-th highest of the marks it knows
@@ -30,6 +39,24 @@ use std::collections::HashMap;
 /// the 2^22 rounds.
 pub const LEAP_ROUNDS: u32 = 1024;
 
+/// How many rounds above the epoch it stores a node's mark is written (see the module's text):
+/// well within [`LEAP_ROUNDS`], so that a node restarted from a reserved mark is believed; 2^22
+/// rounds last 65,536 restarts at this rate.
+pub const RESERVE_ROUNDS: u32 = 64;
+
+// A node restarted from a reserved mark must be believed.
+const _: () = assert!(RESERVE_ROUNDS < LEAP_ROUNDS);
+
+/// The mark stored for `epoch` with `ahead` rounds reserved: the last epoch of round
+/// `round + ahead` (no higher than the last round), at least `epoch` itself.
+pub fn reserved(epoch: Epoch, ahead: u32) -> Epoch {
+    if ahead == 0 {
+        return epoch;
+    }
+    let round = (epoch >> 10).saturating_add(ahead).min((1 << 22) - 1);
+    ((round << 10) | 1023).max(epoch)
+}
+
 /// A node's highest epoch seen, and its mark on disk.
 pub(super) struct EpochMark {
     node: NodeId,
@@ -43,6 +70,9 @@ pub(super) struct EpochMark {
     /// could reuse tokens after a restart. The in-process tests crash the node there instead
     /// (a panic they catch), to see what it had sent before the store and what it had not.
     pub stop: fn() -> !,
+    /// Rounds reserved past each epoch stored ([`RESERVE_ROUNDS`]; the in-process tests of
+    /// the order of stores and messages set 0, so that every raise waits for the disk).
+    pub ahead: u32,
     /// The cluster's size.
     nodes: usize,
     /// The latest mark each other node said it has (`Mark`, `Stale`).
@@ -63,6 +93,7 @@ impl EpochMark {
             store: None,
             unstored: false,
             stop: stop_now,
+            ahead: RESERVE_ROUNDS,
             nodes,
             claims: HashMap::new(),
         }
@@ -118,7 +149,7 @@ impl EpochMark {
         let was = self.seen;
         if let Some(store) = &mut self.store {
             if let Err(e) = store.lower(to) {
-                tracing::error!(node = %self.node, epoch = to, "cannot store the lowered epoch mark: {e}; stopping");
+                tracing::error!(node = %self.node, epoch = to, "cannot store the lowered epoch mark ({e}); stopping");
                 (self.stop)();
             }
         }
@@ -156,10 +187,55 @@ impl EpochMark {
         }
         let epoch = self.seen;
         if let Some(store) = &mut self.store {
-            if let Err(e) = store.raise(epoch) {
-                tracing::error!(node = %self.node, epoch, "cannot store the epoch mark: {e}; stopping");
+            if store.stored() >= epoch {
+                // Within the reservation of an earlier store: on disk already.
+                return;
+            }
+            if let Err(e) = store.raise(reserved(epoch, self.ahead)) {
+                tracing::error!(node = %self.node, epoch, "cannot store the epoch mark ({e}); stopping: going on could reuse fencing tokens after a restart");
                 (self.stop)();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store reserves the rest of the epoch's round and [`RESERVE_ROUNDS`] more: every epoch
+    /// up to there is on disk already; never past the last round, never below the epoch.
+    #[test]
+    fn a_store_reserves_rounds_ahead_within_the_numbering() {
+        let e = 5 << 10 | 3;
+        assert_eq!(reserved(e, 0), e);
+        assert_eq!(
+            reserved(e, RESERVE_ROUNDS),
+            (5 + RESERVE_ROUNDS) << 10 | 1023
+        );
+        let top = ((1 << 22) - 1) << 10 | 1023;
+        assert_eq!(reserved(((1 << 22) - 2) << 10, RESERVE_ROUNDS), top);
+        assert_eq!(reserved(u32::MAX, RESERVE_ROUNDS), u32::MAX);
+    }
+
+    /// With a store attached, a raise within the reservation of the last store writes nothing:
+    /// one view change in [`RESERVE_ROUNDS`] waits for the disk.
+    #[test]
+    fn raises_within_the_reservation_do_not_touch_the_disk() {
+        let tmp = tempfile::TempDir::with_prefix("distsync-reserve-").unwrap();
+        let mut m = EpochMark::new(NodeId(1), 3);
+        m.attach(EpochStore::open(tmp.path(), NodeId(1)).unwrap());
+        m.raise(2 << 10 | 1);
+        let on_disk = || EpochStore::open(tmp.path(), NodeId(1)).unwrap().stored();
+        assert_eq!(on_disk(), (2 + RESERVE_ROUNDS) << 10 | 1023);
+        let path = crate::persist::epoch_path(tmp.path(), NodeId(1));
+        let before = std::fs::read(&path).unwrap();
+        for round in 3..2 + RESERVE_ROUNDS {
+            m.raise(round << 10 | 2);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+        m.raise((3 + RESERVE_ROUNDS) << 10);
+        assert_eq!(on_disk(), (3 + 2 * RESERVE_ROUNDS) << 10 | 1023);
+        tmp.close().unwrap();
     }
 }

@@ -120,6 +120,14 @@ pub async fn run_notify(
     }
     .map_err(|e| NodeError(format!("node {id}: cannot listen on {addr}: {e}")))?;
     info!(node = %id, %addr, mutex = %cluster.file.mutex, election = %cluster.file.election, "node listening");
+    if cluster
+        .file
+        .client_secret
+        .as_ref()
+        .is_none_or(|c| *c == cluster.file.secret)
+    {
+        warn!(node = %id, "{}: no client key of its own (a file made before per-role keys): whoever holds the client file holds the node key and can act as a node; `distsync cluster up --dir DIR` upgrades a local cluster's files in place, or add a `client_secret` line (32 random bytes in hex) to every node's file and hand out the new client file", cluster.origin);
+    }
     // Holding the TCP address shows no other node with this id runs: a socket file found at
     // the Unix path is stale and can be replaced.
     let path = crate::transport::local_socket(&cluster, id);
@@ -354,6 +362,9 @@ struct Node {
     marked: Epoch,
     /// An admin asked this node to stop (`Some(false)`) or to restart (`Some(true)`).
     shutdown: Option<bool>,
+    /// Why this node cannot lead a view change, when no epoch is left above its mark (said in
+    /// its status; cleared when a view commits).
+    wedged: Option<String>,
     apps: apps::Apps,
 }
 
@@ -390,6 +401,7 @@ impl Node {
             epochs: EpochMark::new(id, cluster.peers.len()),
             marked: 0,
             shutdown: None,
+            wedged: None,
             leases: Leases::default(),
             todo: Vec::new(),
             dropped: dropped::Dropped::default(),

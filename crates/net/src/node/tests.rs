@@ -133,6 +133,8 @@ impl Harness {
         for node in &mut h.nodes {
             let store = crate::persist::EpochStore::open(dir, node.id).unwrap();
             node.epochs.attach(store);
+            // Every raise waits for the disk: these tests follow each store.
+            node.epochs.ahead = 0;
         }
         h
     }
@@ -145,6 +147,7 @@ impl Harness {
         let mut node = Node::new(cluster, id);
         let store = crate::persist::EpochStore::open(dir, id).unwrap();
         node.epochs.attach(store);
+        node.epochs.ahead = 0;
         for j in 0..self.nodes.len() {
             if j == i {
                 continue;

@@ -170,7 +170,14 @@ impl Node {
 
     pub(super) fn begin_change(&mut self, live: Vec<NodeId>) {
         let Some(epoch) = next_epoch(self.epochs.seen, self.id) else {
-            tracing::error!(node = %self.id, seen = self.epochs.seen, "no epoch left above the highest seen; not changing view");
+            if self.wedged.is_none() {
+                let why = format!(
+                    "no epoch left above the highest seen ({}, the last round): no view can be formed; see docs/net.md, \"Epochs cannot be exhausted\", to recover",
+                    self.epochs.seen
+                );
+                tracing::error!(node = %self.id, "{why}");
+                self.wedged = Some(why);
+            }
             return;
         };
         info!(node = %self.id, epoch, live = ?live, "view change: prepare");
@@ -435,6 +442,7 @@ impl Node {
         let usable = (self.mutex.validate)(&params, &peers).map_err(|e| e.to_string());
         let holders: HashMap<String, NodeId> = holders.into_iter().collect();
         info!(node = %me, epoch, leader = %from, members = ?members, "view committed");
+        self.wedged = None;
         self.last_view = epoch;
         self.view = Some(View {
             epoch,
