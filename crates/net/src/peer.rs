@@ -363,8 +363,7 @@ pub async fn serve(
                     }
                     let admin = role == Role::Admin;
                     client_session(
-                        id,
-                        addr,
+                        (id, addr),
                         reader,
                         writer,
                         events,
@@ -393,9 +392,9 @@ fn backoff(failures: u32) -> Duration {
     Duration::from_millis(5) * (1 << failures.min(6))
 }
 
+/// One client's (or admin's) connection: `(id, addr)` name it in the node and its logs.
 async fn client_session(
-    id: u64,
-    addr: String,
+    (id, addr): (u64, String),
     mut reader: connection::Reader,
     mut writer: connection::Writer,
     events: mpsc::Sender<Event>,

@@ -65,7 +65,7 @@ pub(crate) fn outside(scenario: &Scenario, family: Family) -> Vec<Outside> {
     let Some(entry) = registry::lookup(&scenario.algorithm) else {
         return out;
     };
-    let claims = crate::stress::claims(entry);
+    let claims = family::claims_of(entry);
     let raw = !scenario.network.reliable;
     let crash = scenario.events.iter().any(|e| e.crash.is_some());
     let recover = scenario.events.iter().any(|e| e.recover.is_some());

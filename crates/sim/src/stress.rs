@@ -45,23 +45,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use crate::family::claims_of as claims;
 pub use crate::family::{Claims, Fault, Outside};
-
-/// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
-/// Every claim here is tested: a short stress of every algorithm under its claims runs in the
-/// test suite, and `distsync stress` over many seeds must find nothing.
-pub fn claims(entry: &Entry) -> Claims {
-    let base = Claims {
-        needs_fifo: entry.needs_fifo,
-        loss: false,
-        duplicate: false,
-        crash: false,
-        partition: false,
-        not_promised: &[],
-        recoveries_over_reliable_links: true,
-    };
-    family::plugin(entry.family).claims(entry, base)
-}
 
 /// What to stress and how.
 #[derive(Clone, Debug)]

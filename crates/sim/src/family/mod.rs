@@ -22,7 +22,7 @@ pub use claims::{Claims, Fault, Outside};
 pub(crate) use common::{at, blank, field, line, ms};
 pub(crate) use plugin::{DefaultParts, Draw, Plugin};
 
-use distsync_algorithms::registry::Family;
+use distsync_algorithms::registry::{Entry, Family};
 
 /// Every family's plug-in, one line each.
 static PLUGINS: &[&dyn Plugin] = &[
@@ -45,6 +45,22 @@ pub(crate) fn plugin(family: Family) -> &'static dyn Plugin {
         .copied()
         .find(|p| p.family() == family)
         .expect("every family of the registry registers a plug-in in PLUGINS")
+}
+
+/// What each algorithm claims, from its file's header and the docs' "assumes / survives" tables.
+/// Every claim here is tested: a short stress of every algorithm under its claims runs in the
+/// test suite, and `distsync stress` over many seeds must find nothing.
+pub fn claims_of(entry: &Entry) -> Claims {
+    let base = Claims {
+        needs_fifo: entry.needs_fifo,
+        loss: false,
+        duplicate: false,
+        crash: false,
+        partition: false,
+        not_promised: &[],
+        recoveries_over_reliable_links: true,
+    };
+    plugin(entry.family).claims(entry, base)
 }
 
 #[cfg(test)]
