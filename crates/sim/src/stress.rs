@@ -446,15 +446,7 @@ fn drawn(entry: &Entry, scenario: &Scenario, options: &StressOptions) -> Vec<&'s
     if !options.draw_assumptions {
         return out;
     }
-    if entry.family == Family::Election {
-        out.push(
-            if scenario.detect == Some(crate::scenario::Detect::Timeout) {
-                "detector on"
-            } else {
-                "detector off"
-            },
-        );
-    }
+    out.extend(family::plugin(entry.family).drawn(scenario));
     if entry.needs_fifo && !scenario.network.fifo {
         out.push("not FIFO");
     }

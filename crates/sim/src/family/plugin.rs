@@ -126,6 +126,12 @@ pub(crate) trait Plugin: Sync {
     /// assumptions depend on (an election's failure detector), from `rng`.
     fn stress_assumptions(&self, _rng: &mut Xoshiro256PlusPlus, _scenario: &mut Scenario) {}
 
+    /// What [`Plugin::stress_assumptions`] drew for `scenario`, as the stress summary counts it
+    /// ("detector on" / "detector off"); `None` for a family that draws nothing.
+    fn drawn(&self, _scenario: &Scenario) -> Option<&'static str> {
+        None
+    }
+
     /// Why a batch run of `checked` would do nothing at all: the field to add and what to add.
     fn idle(&self, _checked: &Checked) -> Option<(&'static str, String)> {
         None

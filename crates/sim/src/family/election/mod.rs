@@ -182,6 +182,14 @@ impl Plugin for ElectionFamily {
         }
     }
 
+    fn drawn(&self, scenario: &Scenario) -> Option<&'static str> {
+        Some(if scenario.detect == Some(Detect::Timeout) {
+            "detector on"
+        } else {
+            "detector off"
+        })
+    }
+
     fn idle(&self, checked: &Checked) -> Option<(&'static str, String)> {
         (checked.actions.is_empty() && checked.scenario.detect != Some(Detect::Timeout)).then(|| {
             (
