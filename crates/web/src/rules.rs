@@ -48,6 +48,22 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../algorithms/src/mutex/majority_vote.rs"),
     ),
     (
+        "central",
+        include_str!("../../algorithms/src/mutex/central.rs"),
+    ),
+    (
+        "ricart-agrawala-token",
+        include_str!("../../algorithms/src/mutex/ricart_agrawala_token.rs"),
+    ),
+    (
+        "singhal",
+        include_str!("../../algorithms/src/mutex/singhal.rs"),
+    ),
+    (
+        "singhal-token",
+        include_str!("../../algorithms/src/mutex/singhal_token.rs"),
+    ),
+    (
         "bully",
         include_str!("../../algorithms/src/election/bully.rs"),
     ),
@@ -92,6 +108,10 @@ pub fn file_of(algorithm: &str) -> Option<&'static str> {
         "maekawa" => "mutex/maekawa.rs",
         "maekawa-basic" => "mutex/maekawa_basic.rs",
         "majority-vote" => "mutex/majority_vote.rs",
+        "central" => "mutex/central.rs",
+        "ricart-agrawala-token" => "mutex/ricart_agrawala_token.rs",
+        "singhal" => "mutex/singhal.rs",
+        "singhal-token" => "mutex/singhal_token.rs",
         "bully" => "election/bully.rs",
         "ring" => "election/ring.rs",
         "chang-roberts" => "election/chang_roberts.rs",
