@@ -64,6 +64,18 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../algorithms/src/mutex/singhal_token.rs"),
     ),
     (
+        "fifo-broadcast",
+        include_str!("../../algorithms/src/multicast/fifo_broadcast.rs"),
+    ),
+    (
+        "causal-broadcast",
+        include_str!("../../algorithms/src/multicast/causal_broadcast.rs"),
+    ),
+    (
+        "total-order-multicast",
+        include_str!("../../algorithms/src/multicast/total_order.rs"),
+    ),
+    (
         "bully",
         include_str!("../../algorithms/src/election/bully.rs"),
     ),
@@ -112,6 +124,9 @@ pub fn file_of(algorithm: &str) -> Option<&'static str> {
         "ricart-agrawala-token" => "mutex/ricart_agrawala_token.rs",
         "singhal" => "mutex/singhal.rs",
         "singhal-token" => "mutex/singhal_token.rs",
+        "fifo-broadcast" => "multicast/fifo_broadcast.rs",
+        "causal-broadcast" => "multicast/causal_broadcast.rs",
+        "total-order-multicast" => "multicast/total_order.rs",
         "bully" => "election/bully.rs",
         "ring" => "election/ring.rs",
         "chang-roberts" => "election/chang_roberts.rs",
