@@ -76,6 +76,10 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../algorithms/src/multicast/total_order.rs"),
     ),
     (
+        "chandy-lamport",
+        include_str!("../../algorithms/src/snapshot/chandy_lamport.rs"),
+    ),
+    (
         "bully",
         include_str!("../../algorithms/src/election/bully.rs"),
     ),
@@ -127,6 +131,7 @@ pub fn file_of(algorithm: &str) -> Option<&'static str> {
         "fifo-broadcast" => "multicast/fifo_broadcast.rs",
         "causal-broadcast" => "multicast/causal_broadcast.rs",
         "total-order-multicast" => "multicast/total_order.rs",
+        "chandy-lamport" => "snapshot/chandy_lamport.rs",
         "bully" => "election/bully.rs",
         "ring" => "election/ring.rs",
         "chang-roberts" => "election/chang_roberts.rs",
