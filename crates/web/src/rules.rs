@@ -80,6 +80,15 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../algorithms/src/snapshot/chandy_lamport.rs"),
     ),
     (
+        "berkeley",
+        include_str!("../../algorithms/src/clocks/berkeley.rs"),
+    ),
+    (
+        "cristian",
+        include_str!("../../algorithms/src/clocks/cristian.rs"),
+    ),
+    ("ntp", include_str!("../../algorithms/src/clocks/ntp.rs")),
+    (
         "bully",
         include_str!("../../algorithms/src/election/bully.rs"),
     ),
@@ -132,6 +141,9 @@ pub fn file_of(algorithm: &str) -> Option<&'static str> {
         "causal-broadcast" => "multicast/causal_broadcast.rs",
         "total-order-multicast" => "multicast/total_order.rs",
         "chandy-lamport" => "snapshot/chandy_lamport.rs",
+        "berkeley" => "clocks/berkeley.rs",
+        "cristian" => "clocks/cristian.rs",
+        "ntp" => "clocks/ntp.rs",
         "bully" => "election/bully.rs",
         "ring" => "election/ring.rs",
         "chang-roberts" => "election/chang_roberts.rs",
