@@ -387,6 +387,41 @@ mod tests {
     }
 
     #[test]
+    fn the_election_of_the_master_is_named_as_this_files_rule_1() {
+        // Bully names the rules of bully.rs; through Berkeley they show as Berkeley's rule 1,
+        // never as Berkeley's rules of the same numbers.
+        use rand_core::SeedableRng;
+        let peers = Peers::range(3);
+        let params = Params::default();
+        let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(1);
+        let mut effects = Vec::new();
+        let mut first = B::new(NodeId(0), &peers, &params);
+        let mut ctx = Ctx::new(
+            NodeId(0),
+            &peers,
+            Time::from_nanos(0),
+            false,
+            &mut rng,
+            &mut effects,
+        );
+        first.on_start(&mut ctx);
+        assert_eq!(ctx.rules().as_slice(), ["1"]);
+        let mut ctx = Ctx::new(
+            NodeId(0),
+            &peers,
+            Time::from_nanos(0),
+            false,
+            &mut rng,
+            &mut effects,
+        );
+        first.on_message(NodeId(2), Msg::Poll { round: 1 }, &mut ctx);
+        assert!(
+            ctx.rules().is_empty(),
+            "no master yet: the poll is not answered"
+        );
+    }
+
+    #[test]
     fn the_first_process_starts_an_election_and_the_master_polls() {
         let peers = Peers::range(3);
         let params = Params::default();
