@@ -11,9 +11,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// The source of each algorithm whose handlers name their rules: the mutual-exclusion and
-/// election algorithms. (The ring elections run behind the reliable link, whose own rules are
-/// not named: the rules shown are the election's.)
+/// The source of each algorithm whose handlers name their rules: the mutual-exclusion,
+/// multicast, snapshot, clock-synchronization and election algorithms. (The ring elections run
+/// behind the reliable link, whose own rules are not named: the rules shown are the election's.
+/// Berkeley's election of its master shows as Berkeley's rule 1, not as the election file's.)
 const SOURCES: &[(&str, &str)] = &[
     (
         "lamport-mutex",
@@ -47,6 +48,47 @@ const SOURCES: &[(&str, &str)] = &[
         "majority-vote",
         include_str!("../../algorithms/src/mutex/majority_vote.rs"),
     ),
+    (
+        "central",
+        include_str!("../../algorithms/src/mutex/central.rs"),
+    ),
+    (
+        "ricart-agrawala-token",
+        include_str!("../../algorithms/src/mutex/ricart_agrawala_token.rs"),
+    ),
+    (
+        "singhal",
+        include_str!("../../algorithms/src/mutex/singhal.rs"),
+    ),
+    (
+        "singhal-token",
+        include_str!("../../algorithms/src/mutex/singhal_token.rs"),
+    ),
+    (
+        "fifo-broadcast",
+        include_str!("../../algorithms/src/multicast/fifo_broadcast.rs"),
+    ),
+    (
+        "causal-broadcast",
+        include_str!("../../algorithms/src/multicast/causal_broadcast.rs"),
+    ),
+    (
+        "total-order-multicast",
+        include_str!("../../algorithms/src/multicast/total_order.rs"),
+    ),
+    (
+        "chandy-lamport",
+        include_str!("../../algorithms/src/snapshot/chandy_lamport.rs"),
+    ),
+    (
+        "berkeley",
+        include_str!("../../algorithms/src/clocks/berkeley.rs"),
+    ),
+    (
+        "cristian",
+        include_str!("../../algorithms/src/clocks/cristian.rs"),
+    ),
+    ("ntp", include_str!("../../algorithms/src/clocks/ntp.rs")),
     (
         "bully",
         include_str!("../../algorithms/src/election/bully.rs"),
@@ -92,6 +134,17 @@ pub fn file_of(algorithm: &str) -> Option<&'static str> {
         "maekawa" => "mutex/maekawa.rs",
         "maekawa-basic" => "mutex/maekawa_basic.rs",
         "majority-vote" => "mutex/majority_vote.rs",
+        "central" => "mutex/central.rs",
+        "ricart-agrawala-token" => "mutex/ricart_agrawala_token.rs",
+        "singhal" => "mutex/singhal.rs",
+        "singhal-token" => "mutex/singhal_token.rs",
+        "fifo-broadcast" => "multicast/fifo_broadcast.rs",
+        "causal-broadcast" => "multicast/causal_broadcast.rs",
+        "total-order-multicast" => "multicast/total_order.rs",
+        "chandy-lamport" => "snapshot/chandy_lamport.rs",
+        "berkeley" => "clocks/berkeley.rs",
+        "cristian" => "clocks/cristian.rs",
+        "ntp" => "clocks/ntp.rs",
         "bully" => "election/bully.rs",
         "ring" => "election/ring.rs",
         "chang-roberts" => "election/chang_roberts.rs",
@@ -242,6 +295,52 @@ mod tests {
             }
             assert!(named > 0, "{name}: no handler names a rule");
         }
+    }
+
+    #[test]
+    fn every_source_is_its_registered_algorithms_file() {
+        // The two tables agree: each source is the file `file_of` names (read from disk here),
+        // and each name is an algorithm of the registry.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../algorithms/src");
+        for (name, source) in SOURCES {
+            let file = file_of(name).unwrap_or_else(|| panic!("{name}: no file_of"));
+            let on_disk = std::fs::read_to_string(dir.join(file))
+                .unwrap_or_else(|e| panic!("{name}: {file}: {e}"));
+            assert_eq!(
+                on_disk, *source,
+                "{name}: SOURCES and file_of name different files"
+            );
+            assert!(
+                distsync_algorithms::registry::lookup(name).is_some(),
+                "{name}: not a registered algorithm"
+            );
+        }
+    }
+
+    #[test]
+    fn the_numbered_bullets_of_the_other_families_are_read() {
+        let labels =
+            |name: &str| -> Vec<String> { rules_of(name).into_iter().map(|(l, _)| l).collect() };
+        assert_eq!(
+            labels("ricart-agrawala-token"),
+            ["RI1", "RI2", "RA1", "RH1", "RH2", "RR1", "RR2"]
+        );
+        assert_eq!(labels("singhal-token"), ["1", "2", "3", "4", "5"]);
+        assert_eq!(labels("total-order-multicast"), ["1", "2", "3", "4"]);
+        assert_eq!(labels("chandy-lamport"), ["1", "2", "3", "4"]);
+        let ntp = labels("ntp");
+        assert_eq!(ntp.len(), 10);
+        assert_eq!(ntp[9], "10");
+        // A rule's sub-bullets are part of its sentence; the next number starts the next rule.
+        let singhal = rules_of("singhal");
+        assert!(singhal[2].1.starts_with("On REQUEST(c_j, j)"));
+        assert!(singhal[2]
+            .1
+            .ends_with("neither: R_i := R_i ∪ {S_j} and send REPLY to S_j."));
+        assert_eq!(
+            backquoted(&singhal[4].1),
+            ["executing", "inform_set", "request_set"]
+        );
     }
 
     #[test]

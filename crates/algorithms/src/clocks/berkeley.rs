@@ -8,18 +8,19 @@
 //!    default): the first process in membership order starts an election when the run starts,
 //!    any process starts one when the master falls silent (rule 7), and a recovered process
 //!    follows the election algorithm's own rule.
-//! 2. On "sync now" the master polls every other process for its clock.
-//! 3. A process polled by the process it takes for master answers with its clock reading.
+//! 2. On "sync now" the master polls every other process for its clock (`round`, `rounds`).
+//! 3. A process polled by the process it takes for master (`election`) answers with its clock
+//!    reading (`answered`).
 //! 4. The master estimates each offset with the round trip: reading + RTT/2 minus its own clock
-//!    when the answer arrives. Its own offset is 0.
+//!    when the answer arrives (`round`). Its own offset is 0.
 //! 5. When every process has answered, or the answer timeout expires, the master takes a
 //!    fault-tolerant average: the offsets (its own included) within `threshold` of their median
 //!    (the lower median, for an even count) are averaged, those beyond it are left out.
 //! 6. The master sends every process that answered its own adjustment, the average minus that
 //!    process's offset (a clock left out of the average is still corrected), and adjusts its own
 //!    clock by the average.
-//! 7. A process that takes another for master and gets no poll for two sync periods suspects
-//!    the master has crashed and starts an election.
+//! 7. A process that takes another for master and gets no poll for two sync periods
+//!    (`silent_periods`) suspects the master has crashed and starts an election.
 //!
 //! A duplication rule, beyond the notes (which assume exactly-once channels): a process applies
 //! an Adjust only for the round of the last Poll it answered, and only once. A duplicated (or
@@ -31,7 +32,7 @@
 //! what they drift while the adjustments travel. There is no reference clock: the average is
 //! only as close to true time as the clocks are on average.
 
-use crate::election::nested;
+use crate::election::nested_apart;
 use distsync_core::clock_sync::{self, ClockSync, Input, Output};
 use distsync_core::election::{self, Election};
 use distsync_core::{
@@ -142,6 +143,7 @@ impl<E: Election> Process for Berkeley<E> {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.elect(ctx, |e, c| e.on_start(c));
         if !ctx.recovered() && ctx.peers().ids()[0] == self.id {
+            ctx.rule("1");
             self.elect(ctx, |e, c| e.on_input(election::Input::Start, c));
         }
     }
@@ -155,6 +157,7 @@ impl<E: Election> Process for Berkeley<E> {
             }
         } else if master.is_some() && !self.election.electing() {
             // Rule 7.
+            ctx.rule("7");
             self.silent_periods += 1;
             if self.silent_periods >= 2 {
                 self.silent_periods = 0;
@@ -169,6 +172,7 @@ impl<E: Election> Process for Berkeley<E> {
             Msg::Election(m) => self.elect(ctx, |e, c| e.on_message(from, m, c)),
             // Rule 3.
             Msg::Poll { round } if from_master => {
+                ctx.rule("3");
                 self.silent_periods = 0;
                 if self.answered != Some((from, round)) {
                     self.answered = Some((from, round));
@@ -190,6 +194,7 @@ impl<E: Election> Process for Berkeley<E> {
                 if r.offsets.iter().any(|(j, _)| *j == from) {
                     return; // a duplicate answer
                 }
+                ctx.rule("4");
                 r.offsets
                     .push((from, estimate(r.polled_at, reading, ctx.now())));
                 if r.offsets.len() + 1 == ctx.peers().len() {
@@ -201,6 +206,7 @@ impl<E: Election> Process for Berkeley<E> {
             Msg::Adjust { round, delta_ns }
                 if from_master && self.answered == Some((from, round)) && !self.adjusted =>
             {
+                ctx.rule("6");
                 self.adjusted = true;
                 ctx.output(Output::Adjust {
                     delta_ns,
@@ -258,7 +264,12 @@ pub fn fault_tolerant_average(offsets: &[i64], threshold: u64) -> (i64, Vec<usiz
 impl<E: Election> Berkeley<E> {
     /// Runs a handler of the election algorithm and carries out its effects (rule 1).
     fn elect(&mut self, ctx: &mut Ctx<'_, Self>, handler: impl FnOnce(&mut E, &mut Ctx<'_, E>)) {
-        let mut effects = nested(ctx, &mut self.election, &mut self.scratch, handler);
+        // The election names the rules of its own file: here they are this file's rule 1.
+        let (mut effects, rules) =
+            nested_apart(ctx, &mut self.election, &mut self.scratch, handler);
+        if !rules.is_empty() {
+            ctx.rule("1");
+        }
         for effect in effects.drain(..) {
             match effect {
                 Effect::Send { to, msg } => ctx.send(to, Msg::Election(msg)),
@@ -278,6 +289,7 @@ impl<E: Election> Berkeley<E> {
 
     /// Rule 2.
     fn poll(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("2");
         self.rounds += 1;
         self.round = Some(Round {
             number: self.rounds,
@@ -296,6 +308,8 @@ impl<E: Election> Berkeley<E> {
         let Some(round) = self.round.take() else {
             return;
         };
+        ctx.rule("5");
+        ctx.rule("6");
         let mut ids = vec![self.id];
         let mut offsets = vec![0];
         for &(j, o) in &round.offsets {
@@ -370,6 +384,41 @@ mod tests {
         let t = |ms: i64| Time::from_nanos((ms * MS) as u64);
         // Polled at 100, answered 130 (its clock), back at 110: 130 + 5 - 110 = +25.
         assert_eq!(estimate(t(100), t(130), t(110)), 25 * MS);
+    }
+
+    #[test]
+    fn the_election_of_the_master_is_named_as_this_files_rule_1() {
+        // Bully names the rules of bully.rs; through Berkeley they show as Berkeley's rule 1,
+        // never as Berkeley's rules of the same numbers.
+        use rand_core::SeedableRng;
+        let peers = Peers::range(3);
+        let params = Params::default();
+        let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(1);
+        let mut effects = Vec::new();
+        let mut first = B::new(NodeId(0), &peers, &params);
+        let mut ctx = Ctx::new(
+            NodeId(0),
+            &peers,
+            Time::from_nanos(0),
+            false,
+            &mut rng,
+            &mut effects,
+        );
+        first.on_start(&mut ctx);
+        assert_eq!(ctx.rules().as_slice(), ["1"]);
+        let mut ctx = Ctx::new(
+            NodeId(0),
+            &peers,
+            Time::from_nanos(0),
+            false,
+            &mut rng,
+            &mut effects,
+        );
+        first.on_message(NodeId(2), Msg::Poll { round: 1 }, &mut ctx);
+        assert!(
+            ctx.rules().is_empty(),
+            "no master yet: the poll is not answered"
+        );
     }
 
     #[test]

@@ -4,13 +4,14 @@
 //! rules are Cristian's and Tanenbaum's), ORACLES.md "Cristian: set to T + RTT/2, error at most
 //! RTT/2 - min delay". Rules:
 //! 1. On "sync now" a client asks the time server `server` for its time, `samples` times one
-//!    after the other, noting the round trip RTT of each exchange on its own clock.
+//!    after the other (`remaining`), noting the round trip RTT of each exchange on its own
+//!    clock (`outstanding`).
 //! 2. The server answers a request with its clock reading T.
 //! 3. The client's estimate of the server's clock when a reply arrives is T + RTT/2.
-//! 4. It keeps the sample with the smallest round trip (the most accurate: the error of a
-//!    sample is at most RTT/2 - min, where min is the smallest one-way delay).
-//! 5. When every exchange has answered or timed out, it sets its clock to that estimate (it
-//!    reports the correction) and reports the error bound RTT/2 - min.
+//! 4. It keeps the sample with the smallest round trip (`best`) (the most accurate: the error
+//!    of a sample is at most RTT/2 - min, where min is the smallest one-way delay).
+//! 5. When every exchange has answered or timed out (`remaining`), it sets its clock to that
+//!    estimate (`best`) (it reports the correction) and reports the error bound RTT/2 - min.
 //!
 //! The bound the client reports also allows for clock drift, as Cristian's own bound does: the
 //! round trip is measured on a clock that may run fast or slow by up to ρ (`max_drift_ppm`), the
@@ -143,6 +144,7 @@ impl Process for Cristian {
         match msg {
             // Rule 2.
             Msg::Request { seq } if self.id == self.server => {
+                ctx.rule("2");
                 ctx.send(from, Msg::Reply { seq, t: ctx.now() });
             }
             // Rules 3 and 4.
@@ -154,6 +156,8 @@ impl Process for Cristian {
                     return; // the reply to a request already given up on
                 }
                 self.outstanding = None;
+                ctx.rule("3");
+                ctx.rule("4");
                 ctx.cancel_timer(Timer::Timeout);
                 let sample = Self::sample(sent_at, t, ctx.now());
                 if self.best.is_none_or(|b| sample.rtt < b.rtt) {
@@ -194,6 +198,7 @@ impl Cristian {
 
     /// Rule 1: the next request.
     fn ask(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.remaining -= 1;
         self.seq += 1;
         self.outstanding = Some((self.seq, ctx.now()));
@@ -209,6 +214,7 @@ impl Cristian {
         let Some(best) = self.best.take() else {
             return; // no reply at all: the clock is left alone
         };
+        ctx.rule("5");
         let bound = self.bound(&best, ctx.now());
         ctx.output(Output::Adjust {
             delta_ns: best.offset,

@@ -7,14 +7,17 @@
 //! 1. Servers are arranged in strata (`strata`): stratum-1 servers take their own clock as the
 //!    reference; a server of stratum k+1 synchronizes to those of stratum k; every other node is
 //!    a client of the last stratum.
-//! 2. On "sync now" a node sends each of its servers a request carrying its clock reading T1.
+//! 2. On "sync now" a node sends each of its servers (`peers`) a request carrying its clock
+//!    reading T1 (`polling`).
 //! 3. A server answers with T1 (the origin timestamp), its receive and transmit readings T2 and
-//!    T3, its stratum and its root distance (its own error bound; 0 at stratum 1). A server that
-//!    is not synchronized yet answers with stratum 16, and its reply gives no sample.
-//! 4. A reply whose origin timestamp is not the outstanding T1 is bogus and dropped. Otherwise,
-//!    with T4 the arrival reading: offset θ = ((T2-T1)+(T3-T4))/2, delay δ = (T4-T1)-(T3-T2).
-//! 5. Clock filter: each server's last 8 samples are kept, and the one with the lowest delay is
-//!    that server's current sample.
+//!    T3, its stratum (`stratum`) and its root distance (`root_distance`: its own error bound;
+//!    0 at stratum 1). A server that is not synchronized yet answers with stratum 16, and its
+//!    reply gives no sample.
+//! 4. A reply whose origin timestamp is not the outstanding T1 (`peers`) is bogus and dropped.
+//!    Otherwise, with T4 the arrival reading: offset θ = ((T2-T1)+(T3-T4))/2, delay
+//!    δ = (T4-T1)-(T3-T2).
+//! 5. Clock filter: each server's last 8 samples are kept (`peers`), and the one with the
+//!    lowest delay is that server's current sample.
 //! 6. Each server's correctness interval is [θ-λ, θ+λ], with λ (the root distance) = δ/2 plus
 //!    the dispersion ρ(δ + age) plus the server's own root distance when it answered; the true
 //!    offset lies in it (the on-wire error is at most δ/2) unless the server is wrong.
@@ -24,10 +27,10 @@
 //! 8. If no more than half share any point, no majority agrees: the clock is left alone and
 //!    that is reported.
 //! 9. Combine: the correction is the truechimers' offsets averaged with weights 1/λ; its error
-//!    is at most the same weighted average of their λ. The node's stratum becomes one more than
-//!    the lowest stratum among them.
-//! 10. After a correction the stored samples are shifted by it, so that they stay measured
-//!     against the corrected clock.
+//!    is at most the same weighted average of their λ (`root_distance`). The node's stratum
+//!    (`stratum`) becomes one more than the lowest stratum among them.
+//! 10. After a correction the stored samples (`peers`) are shifted by it, so that they stay
+//!     measured against the corrected clock.
 //!
 //! RFC 5905's version of the intersection algorithm also requires the truechimers' midpoints
 //! (offsets) to lie in the shared interval; with correctness intervals as unequal as a random
@@ -334,6 +337,7 @@ impl Process for Ntp {
         if self.peers.is_empty() || self.polling {
             return;
         }
+        ctx.rule("2");
         self.polling = true;
         let t1 = ctx.now();
         for p in &mut self.peers {
@@ -347,6 +351,7 @@ impl Process for Ntp {
         match msg {
             // Rule 3.
             Msg::Request { t1 } if self.serves => {
+                ctx.rule("3");
                 let now = ctx.now();
                 ctx.send(
                     from,
@@ -370,6 +375,7 @@ impl Process for Ntp {
                 let Some(p) = self.peers.iter_mut().find(|p| p.id == from) else {
                     return;
                 };
+                ctx.rule("4");
                 if p.outstanding != Some(t1) {
                     return; // bogus: not the answer to our request in flight
                 }
@@ -377,6 +383,7 @@ impl Process for Ntp {
                 p.stratum = stratum;
                 // An unsynchronized server's time means nothing: no sample.
                 if stratum < UNSYNCHRONIZED {
+                    ctx.rule("5");
                     p.push(Sample {
                         root_distance: root_distance_ns,
                         ..on_wire(t1, t2, t3, ctx.now())
@@ -441,7 +448,9 @@ impl Ntp {
         if candidates.is_empty() {
             return;
         }
+        ctx.rule("7");
         let Some((low, high)) = intersection(&candidates) else {
+            ctx.rule("8");
             ctx.output(Output::NoMajority {
                 servers: candidates.iter().map(|c| c.id).collect(),
                 largest_agreement: largest_agreement(&candidates),
@@ -451,6 +460,7 @@ impl Ntp {
         let (truechimers, falsetickers): (Vec<Candidate>, Vec<Candidate>) = candidates
             .iter()
             .partition(|c| c.offset - c.distance <= low && c.offset + c.distance >= high);
+        ctx.rule("9");
         let (offset, bound) = combine(&truechimers);
         let delta = offset.round() as i64;
         let lowest = truechimers
@@ -462,6 +472,7 @@ impl Ntp {
         self.stratum = (lowest + 1).min(UNSYNCHRONIZED);
         self.root_distance = bound.ceil() as u64;
         self.last_sync = Some(ctx.now());
+        ctx.rule("10");
         for p in &mut self.peers {
             for s in &mut p.filter {
                 s.offset -= delta;

@@ -31,7 +31,7 @@ pub use ring::Ring;
 pub use ring_active_list::RingActiveList;
 pub use ring_link::RingLink;
 
-use distsync_core::{Ctx, EffectOf, Process};
+use distsync_core::{Ctx, EffectOf, Process, Rules};
 
 /// Runs one handler of `inner` (a process wrapped by a combinator) with a context of its own,
 /// and returns the effects it recorded, for the combinator to translate into its own.
@@ -43,6 +43,23 @@ pub(crate) fn nested<A: Process, P: Process + ?Sized>(
     scratch: &mut Vec<EffectOf<A>>,
     handler: impl FnOnce(&mut A, &mut Ctx<'_, A>),
 ) -> Vec<EffectOf<A>> {
+    let (effects, rules) = nested_apart(ctx, inner, scratch, handler);
+    // The rules the wrapped algorithm applied are the rules of this call.
+    for &rule in rules.as_slice() {
+        ctx.rule(rule);
+    }
+    effects
+}
+
+/// [`nested`], but the rules the inner handler names are returned instead of named on `ctx`:
+/// for a combinator whose own file numbers its rules differently (Berkeley's election of the
+/// master), so that the inner file's labels are not read as its own.
+pub(crate) fn nested_apart<A: Process, P: Process + ?Sized>(
+    ctx: &mut Ctx<'_, P>,
+    inner: &mut A,
+    scratch: &mut Vec<EffectOf<A>>,
+    handler: impl FnOnce(&mut A, &mut Ctx<'_, A>),
+) -> (Vec<EffectOf<A>>, Rules) {
     let mut effects = std::mem::take(scratch);
     effects.clear();
     let (id, peers, now, recovered) = (ctx.id(), ctx.peers(), ctx.now(), ctx.recovered());
@@ -52,9 +69,6 @@ pub(crate) fn nested<A: Process, P: Process + ?Sized>(
         inner_ctx = inner_ctx.at_position(p);
     }
     handler(inner, &mut inner_ctx);
-    // The rules the wrapped algorithm applied are the rules of this call.
-    for &rule in inner_ctx.rules().as_slice() {
-        ctx.rule(rule);
-    }
-    effects
+    let rules = inner_ctx.rules();
+    (effects, rules)
 }

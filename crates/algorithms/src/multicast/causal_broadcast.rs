@@ -4,12 +4,13 @@
 //! Partial, causal and total ordering" and "3.1.3.5 Vector clock"; ORACLES.md "Causal broadcast
 //! (Birman-Schiper-Stephenson): deliver m from i at j when VT_j[i] = VT_m[i] - 1 and
 //! VT_j[k] >= VT_m[k] for all k != i". The vector counts multicasts only. Rules:
-//! 1. To multicast: VT_i[i] := VT_i[i] + 1; send the message with ts(m) = VT_i to every other
-//!    process; deliver it here at once.
-//! 2. On receipt of m from i at j: buffer it until VT_j[i] = ts(m)[i] - 1 (it is the next
-//!    message from i) and VT_j[k] >= ts(m)[k] for every k != i (j has delivered everything i
-//!    had delivered when it sent m).
-//! 3. On delivery: VT_j[k] := max(VT_j[k], ts(m)[k]) for every k; then look at the buffer again.
+//! 1. To multicast: VT_i[i] := VT_i[i] + 1 (`vt`); send the message with ts(m) = VT_i to every
+//!    other process; deliver it here at once.
+//! 2. On receipt of m from i at j: buffer it (`buffer`) until VT_j[i] = ts(m)[i] - 1 (it is the
+//!    next message from i) and VT_j[k] >= ts(m)[k] for every k != i (j has delivered
+//!    everything i had delivered when it sent m) (`vt`).
+//! 3. On delivery: VT_j[k] := max(VT_j[k], ts(m)[k]) for every k (`vt`); then look at the
+//!    buffer again (`buffer`).
 //!
 //! FIFO channels are not needed: the first condition orders each sender's messages.
 // The rules above write vectors as the notes do (V[i]), not as links to items.
@@ -77,6 +78,7 @@ impl Process for CausalBroadcast {
 
     // Rule 1.
     fn on_input(&mut self, Input::Multicast(payload): Input, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         let i = ctx.peers().index_of(self.id);
         self.vt.tick(i);
         self.own += 1;
@@ -99,6 +101,7 @@ impl Process for CausalBroadcast {
         if ts.get(i) <= self.vt.get(i) {
             return; // already delivered: a duplicate
         }
+        ctx.rule("2");
         self.buffer.push((i, ts, payload));
         while let Some(at) = self
             .buffer
@@ -106,6 +109,7 @@ impl Process for CausalBroadcast {
             .position(|(i, ts, _)| deliverable(&self.vt, *i, ts))
         {
             let (i, ts, payload) = self.buffer.remove(at);
+            ctx.rule("3");
             self.vt.merge(&ts);
             ctx.output(Output::Deliver {
                 origin: ctx.peers().ids()[i],

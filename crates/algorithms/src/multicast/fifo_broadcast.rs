@@ -4,10 +4,10 @@
 //! Source: seed 003 "Enforcing Causal Communication" and seed 000 "3.1.3.2 Partial, causal and
 //! total ordering" name the orders; FIFO order is the weakest of them (the rules are the
 //! textbook's). Rules:
-//! 1. To multicast: number the message with the next sequence number of this process, send it
-//!    to every other process, and deliver it here at once.
-//! 2. On receipt: hold the message until every earlier message of the same sender has been
-//!    delivered, then deliver it (and any held message it unblocks).
+//! 1. To multicast: number the message with the next sequence number of this process (`sent`),
+//!    send it to every other process, and deliver it here at once (`delivered`).
+//! 2. On receipt: hold the message (`held`) until every earlier message of the same sender has
+//!    been delivered (`delivered`), then deliver it (and any held message it unblocks).
 //!
 //! A message that depends on another sender's message may be delivered before it: FIFO order is
 //! not causal order.
@@ -73,6 +73,7 @@ impl Process for FifoBroadcast {
 
     // Rule 1.
     fn on_input(&mut self, Input::Multicast(payload): Input, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
         self.sent += 1;
         let me = ctx.peers().index_of(self.id);
         self.delivered[me] = self.sent;
@@ -95,6 +96,7 @@ impl Process for FifoBroadcast {
         if seq <= self.delivered[k] {
             return; // a duplicate
         }
+        ctx.rule("2");
         self.held.insert((k, seq), payload);
         while let Some(payload) = self.held.remove(&(k, self.delivered[k] + 1)) {
             self.delivered[k] += 1;

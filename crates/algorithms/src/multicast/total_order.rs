@@ -5,14 +5,14 @@
 //! "Updating a replicated database and leaving it in an inconsistent state"; ORACLES.md
 //! "Totally ordered multicast with Lamport clocks: every replica applies updates in the same
 //! order; N^2-1 point-to-point messages per update when self-delivery is local". Rules:
-//! 1. Every message, updates and acknowledgements alike, carries the sender's Lamport clock:
-//!    tick before sending; on receipt C := max(C, C_msg) + 1.
-//! 2. To multicast: stamp the update (C, i), put it in the local queue, send it to every other
-//!    process, and acknowledge it to every other process like any receiver does.
-//! 3. On an update: put it in the local queue, ordered by (timestamp, sender id), and send an
-//!    acknowledgement to every other process.
-//! 4. Deliver the update at the head of the queue once every process has acknowledged it
-//!    (this process's own acknowledgement is local).
+//! 1. Every message, updates and acknowledgements alike, carries the sender's Lamport clock
+//!    (`clock`): tick before sending; on receipt C := max(C, C_msg) + 1.
+//! 2. To multicast: stamp the update (C, i), put it in the local queue (`queue`), send it to
+//!    every other process, and acknowledge it to every other process like any receiver does.
+//! 3. On an update: put it in the local queue (`queue`), ordered by (timestamp, sender id), and
+//!    send an acknowledgement to every other process.
+//! 4. Deliver the update at the head of the queue (`queue`) once every process has acknowledged
+//!    it (this process's own acknowledgement is local) (`last_delivered`).
 //!
 //! Messages per update: N-1 updates and N(N-1) acknowledgements, N^2-1. Needs FIFO channels:
 //! an acknowledgement must not overtake an update its sender made earlier.
@@ -94,6 +94,8 @@ impl Process for TotalOrder {
 
     // Rules 1 and 2.
     fn on_input(&mut self, Input::Multicast(payload): Input, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("1");
+        ctx.rule("2");
         self.own += 1;
         let ts = self.clock.tick();
         let stamp = Stamp {
@@ -110,6 +112,7 @@ impl Process for TotalOrder {
         match msg {
             // Rules 1 and 3.
             Msg::Update { ts, payload } => {
+                ctx.rule("1");
                 self.clock.observe(ts);
                 let stamp = Stamp {
                     time: ts,
@@ -120,11 +123,13 @@ impl Process for TotalOrder {
                 {
                     return; // a duplicate
                 }
+                ctx.rule("3");
                 self.entry(stamp, ctx).payload = Some(payload);
                 self.acknowledge(stamp, ctx);
             }
             // Rule 1.
             Msg::Ack { update, ts } => {
+                ctx.rule("1");
                 self.clock.observe(ts);
                 if self.delivered(update) {
                     return;
@@ -168,6 +173,7 @@ impl TotalOrder {
             };
             let stamp = *head.key();
             head.remove();
+            ctx.rule("4");
             self.last_delivered = Some(stamp);
             ctx.output(Output::Deliver {
                 origin: stamp.node,

@@ -2,11 +2,13 @@
 //!
 //! Source: seed 000 "Central Coordinator Based Algorithm" and its pseudo code (the "modified
 //! algo"), seed 001 "Centralized Lock Manager" and its three-process example. Rules:
-//! - Client: send REQUEST to the coordinator; wait for GRANT (a DENIED only says the request is
-//!   queued and the coordinator alive); enter; on exit send RELEASE.
-//! - Coordinator on REQUEST: if nobody is in the CS, reply GRANT; else append the request to
-//!   `request_queue` (first come, first served) and reply DENIED.
-//! - Coordinator on RELEASE: if `request_queue` is not empty, remove the first and GRANT it.
+//! 1. Client: send REQUEST to the coordinator (`coordinator`); wait for GRANT (a DENIED only
+//!    says the request is queued and the coordinator alive) (`state`); enter; on exit send
+//!    RELEASE.
+//! 2. Coordinator on REQUEST: if nobody is in the CS (`holder`), reply GRANT; else append the
+//!    request to `request_queue` (first come, first served) and reply DENIED.
+//! 3. Coordinator on RELEASE: if `request_queue` is not empty, remove the first and GRANT it
+//!    (`holder`).
 //!
 //!
 //! A rule for duplicated messages, which the notes leave out (they assume exactly-once
@@ -170,10 +172,12 @@ impl Process for Central {
             (Input::Request, ClientState::Idle) => {
                 *state = ClientState::Waiting;
                 *request += 1;
+                ctx.rule("1");
                 ctx.send(*coordinator, Msg::Request { n: *request });
             }
             (Input::Release, ClientState::Held) => {
                 *state = ClientState::Idle;
+                ctx.rule("1");
                 ctx.send(*coordinator, Msg::Release { n: *request });
                 ctx.output(Output::Exit);
             }
@@ -195,14 +199,17 @@ impl Process for Central {
                     latest.insert(from, n);
                     *holder = Some(from);
                     *held = n;
+                    ctx.rule("2");
                     ctx.send(from, Msg::Grant { n });
                 }
                 Msg::Request { n } => {
                     latest.insert(from, n);
                     request_queue.push_back(from);
+                    ctx.rule("2");
                     ctx.send(from, Msg::Denied { n });
                 }
                 Msg::Release { n } if *holder == Some(from) && n == *held => {
+                    ctx.rule("3");
                     *holder = request_queue.pop_front();
                     if let Some(next) = *holder {
                         // A client has one request outstanding: the queued one is its latest.
@@ -217,9 +224,11 @@ impl Process for Central {
             Central::Client { state, request, .. } => match (msg, *state) {
                 (Msg::Grant { n }, ClientState::Waiting | ClientState::Queued) if n == *request => {
                     *state = ClientState::Held;
+                    ctx.rule("1");
                     ctx.output(Output::Enter);
                 }
                 (Msg::Denied { n }, ClientState::Waiting) if n == *request => {
+                    ctx.rule("1");
                     *state = ClientState::Queued
                 }
                 _ => {}

@@ -4,15 +4,17 @@
 //! Source: seed 000 "Ricart-Agrawala Second Algorithm", rules RI1-RR2. Positions k = 1 .. n are
 //! the membership order. Rules:
 //! - RI1: state := NO-TOKEN for every process except the initial holder (`holder`, by default
-//!   the first id), whose state := TOKEN-PRESENT.
-//! - RI2: token[k] := 0 and request[k] := 0 for all k.
+//!   the first id), whose state := TOKEN-PRESENT (`state`).
+//! - RI2: token[k] := 0 and request[k] := 0 for all k (`token`, `request`).
 //! - RA1: to enter, if state = NO-TOKEN send REQUEST (T, i) to all others, T the local logical
-//!   clock, and wait for the token; then state := TOKEN-HELD and enter.
-//! - RH1: on REQUEST (T, j): request[j] := max(request[j], T).
-//! - RH2: then, if state = TOKEN-PRESENT, release the resource (RR2).
-//! - RR1: on leaving the CS, state := TOKEN-PRESENT.
+//!   clock (`clock`), and wait for the token (`waiting`); then state := TOKEN-HELD and enter
+//!   (`state`).
+//! - RH1: on REQUEST (T, j): request[j] := max(request[j], T) (`request`).
+//! - RH2: then, if state = TOKEN-PRESENT, release the resource (RR2) (`state`).
+//! - RR1: on leaving the CS, state := TOKEN-PRESENT (`state`).
 //! - RR2: for k in i+1 .. n, 1 .. i-1: if request[k] > token[k] then state := NO-TOKEN,
-//!   token[i] := C_i (the local logical clock), send the token to k, and stop searching.
+//!   token[i] := C_i (the local logical clock), send the token to k, and stop searching
+//!   (`request`, `token`, `state`).
 //!
 //! N messages per entry (N-1 REQUEST, one token) for a process without the token, 0 for one
 //! holding it; synchronization delay T. FIFO channels are not needed: a REQUEST is outdated
@@ -107,6 +109,8 @@ impl Process for RicartAgrawalaToken {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         // RI1 and RI2. A recovered process does not mint a second token.
         if self.initial_holder && !ctx.recovered() {
+            ctx.rule("RI1");
+            ctx.rule("RI2");
             self.state = State::TokenPresent;
             self.token = Some(vec![0; self.request.len()]);
         }
@@ -119,11 +123,13 @@ impl Process for RicartAgrawalaToken {
             Input::Request if self.state == State::NoToken && !self.waiting => {
                 let ts = self.clock.tick();
                 self.waiting = true;
+                ctx.rule("RA1");
                 ctx.broadcast(Msg::Request { ts });
             }
             // RR1, then RR2.
             Input::Release if self.state == State::TokenHeld => {
                 self.state = State::TokenPresent;
+                ctx.rule("RR1");
                 ctx.output(Output::Exit);
                 self.release(ctx);
             }
@@ -136,11 +142,13 @@ impl Process for RicartAgrawalaToken {
             Msg::Request { ts } => {
                 self.clock.observe(ts);
                 // RH1.
+                ctx.rule("RH1");
                 if let Some(j) = ctx.peers().position(from) {
                     self.request[j] = self.request[j].max(ts);
                 }
                 // RH2.
                 if self.state == State::TokenPresent {
+                    ctx.rule("RH2");
                     self.release(ctx);
                 }
             }
@@ -163,6 +171,7 @@ impl RicartAgrawalaToken {
     /// RA1, second half: state := TOKEN-HELD, enter.
     fn enter(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.state = State::TokenHeld;
+        ctx.rule("RA1");
         ctx.output(Output::Enter);
     }
 
@@ -172,6 +181,7 @@ impl RicartAgrawalaToken {
         let Some(token) = self.token.as_mut() else {
             return;
         };
+        ctx.rule("RR2");
         let next = (1..n)
             .map(|d| (self.i + d) % n)
             .find(|&k| self.request[k] > token[k]);

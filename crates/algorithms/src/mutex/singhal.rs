@@ -8,19 +8,22 @@
 //! "Advanced Concepts in Operating Systems" (1994) §6.9. Positions 1 .. N are the membership
 //! order; R_i and I_i are kept without S_i itself (the paper keeps S_i in both and waits for
 //! R_i = {S_i}). Rules:
-//! - Init: R_i := {S_1 .. S_{i-1}}, I_i := {}, C_i := 0, not requesting, not executing. For
-//!   every pair of sites one is in the other's request set, which is what keeps the CS safe.
-//! - Request: requesting := true; C_i := C_i + 1; send REQUEST(C_i, i) to every site of R_i;
-//!   wait until R_i is empty; then requesting := false, executing := true, enter.
-//! - On REQUEST(c_j, j), after C_i := max(C_i, c_j):
-//!   - requesting, and the own request (ts_i, i) precedes (c_j, j): I_i := I_i ∪ {S_j};
-//!   - requesting, and (c_j, j) precedes: send REPLY to S_j; if S_j ∉ R_i then
-//!     R_i := R_i ∪ {S_j} and send REQUEST(ts_i, i) to S_j;
-//!   - executing: I_i := I_i ∪ {S_j};
-//!   - neither: R_i := R_i ∪ {S_j} and send REPLY to S_j.
-//! - On REPLY(c_j) from S_j: C_i := max(C_i, c_j); R_i := R_i − {S_j}.
-//! - Release: executing := false; for every S_j in I_i send REPLY to S_j and
-//!   R_i := R_i ∪ {S_j}; then I_i := {}.
+//! 1. Init: R_i := {S_1 .. S_{i-1}} (`request_set`), I_i := {} (`inform_set`), C_i := 0
+//!    (`clock`), not requesting, not executing. For every pair of sites one is in the other's
+//!    request set, which is what keeps the CS safe.
+//! 2. Request: requesting := true (`requesting`); C_i := C_i + 1; send REQUEST(C_i, i) to every
+//!    site of R_i (`request_set`); wait until R_i is empty; then requesting := false,
+//!    executing := true (`executing`), enter.
+//! 3. On REQUEST(c_j, j), after C_i := max(C_i, c_j) (`clock`):
+//!    - requesting (`requesting`), and the own request (ts_i, i) (`request`) precedes (c_j, j):
+//!      I_i := I_i ∪ {S_j} (`inform_set`);
+//!    - requesting, and (c_j, j) precedes: send REPLY to S_j; if S_j ∉ R_i (`request_set`) then
+//!      R_i := R_i ∪ {S_j} and send REQUEST(ts_i, i) to S_j;
+//!    - executing (`executing`): I_i := I_i ∪ {S_j};
+//!    - neither: R_i := R_i ∪ {S_j} and send REPLY to S_j.
+//! 4. On REPLY(c_j) from S_j: C_i := max(C_i, c_j); R_i := R_i − {S_j} (`request_set`).
+//! 5. Release: executing := false (`executing`); for every S_j in I_i (`inform_set`) send REPLY
+//!    to S_j and R_i := R_i ∪ {S_j} (`request_set`); then I_i := {}.
 //!
 //! A REPLY hands over the pair's permission: the sender adds the receiver to its request set.
 //! Under light load a site asks about (N-1)/2 others on average, N-1 messages per entry. Under
@@ -103,6 +106,7 @@ impl Process for Singhal {
         match input {
             Input::Request if !self.requesting && !self.executing => {
                 self.requesting = true;
+                ctx.rule("2");
                 let ts = self.clock.tick();
                 self.request = Some(Stamp {
                     time: ts,
@@ -115,6 +119,7 @@ impl Process for Singhal {
             }
             Input::Release if self.executing => {
                 self.executing = false;
+                ctx.rule("5");
                 self.request = None;
                 ctx.output(Output::Exit);
                 let ts = self.clock.tick();
@@ -130,6 +135,7 @@ impl Process for Singhal {
     fn on_message(&mut self, from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         match msg {
             Msg::Request { ts } => {
+                ctx.rule("3");
                 self.clock.observe(ts);
                 let theirs = Stamp {
                     time: ts,
@@ -157,6 +163,7 @@ impl Process for Singhal {
                 }
             }
             Msg::Reply { ts } => {
+                ctx.rule("4");
                 self.clock.observe(ts);
                 self.request_set.remove(&from);
                 self.enter_if_permitted(ctx);
@@ -170,6 +177,7 @@ impl Singhal {
         if self.requesting && self.request_set.is_empty() {
             self.requesting = false;
             self.executing = true;
+            ctx.rule("2");
             ctx.output(Output::Enter);
         }
     }

@@ -12,21 +12,25 @@
 //! Not to be confused with `singhal` (the 1992 permission algorithm, `singhal.rs`).
 //! Positions 0 .. N-1 are the membership order, counted from the initial holder. States are
 //! R (requesting), E (executing), H (holding the idle token), N (none of these). Rules:
-//! - Init: SV_i[j] := N for j >= i, SV_i[j] := R for j < i, SN_i[j] := 0; SV_0[0] := H;
-//!   TSV[j] := N, TSN[j] := 0. For every pair one site marks the other R (the staircase).
-//! - Request, without the token: SV_i[i] := R; SN_i[i] := SN_i[i] + 1; send REQUEST(i, sn)
-//!   to every S_j with SV_i[j] = R, and to every S_j with j < i (see "One change" below), sn
-//!   the new SN_i[i]. (With the idle token, H: enter.)
-//! - On REQUEST(i, sn) at S_j: discard it if SN_j[i] >= sn (outdated); else SN_j[i] := sn and
-//!   - SV_j[j] = N: SV_j[i] := R;
-//!   - SV_j[j] = R: if SV_j[i] != R, SV_j[i] := R and send REQUEST(j, SN_j[j]) to S_i;
-//!   - SV_j[j] = E: SV_j[i] := R;
-//!   - SV_j[j] = H: SV_j[i] := R; TSV[i] := R; TSN[i] := sn; SV_j[j] := N; token to S_i.
-//! - On the token: SV_i[i] := E; enter the CS.
-//! - Release: SV_i[i] := N; TSV[i] := N; for every j, if SN_i[j] > TSN[j] then
-//!   TSV[j] := SV_i[j], TSN[j] := SN_i[j], else SV_i[j] := TSV[j], SN_i[j] := TSN[j].
-//!   If every SV_i[j] = N then SV_i[i] := H, else the token goes to an S_j with SV_i[j] = R:
-//!   the first after S_i in cyclic order (the heuristic choice, which the paper leaves open).
+//! 1. Init: SV_i[j] := N for j >= i, SV_i[j] := R for j < i, SN_i[j] := 0; SV_0[0] := H;
+//!    TSV[j] := N, TSN[j] := 0 (`sv`, `sn`, `token`). For every pair one site marks the other
+//!    R (the staircase).
+//! 2. Request, without the token: SV_i[i] := R; SN_i[i] := SN_i[i] + 1; send REQUEST(i, sn)
+//!    to every S_j with SV_i[j] = R, and to every S_j with j < i (see "One change" below), sn
+//!    the new SN_i[i] (`sv`, `sn`). (With the idle token, H: enter.)
+//! 3. On REQUEST(i, sn) at S_j: discard it if SN_j[i] >= sn (outdated); else SN_j[i] := sn
+//!    (`sn`) and, by SV_j[j] (`sv`):
+//!    - SV_j[j] = N: SV_j[i] := R;
+//!    - SV_j[j] = R: if SV_j[i] != R, SV_j[i] := R and send REQUEST(j, SN_j[j]) to S_i;
+//!    - SV_j[j] = E: SV_j[i] := R;
+//!    - SV_j[j] = H: SV_j[i] := R; TSV[i] := R; TSN[i] := sn; SV_j[j] := N; token to S_i
+//!      (`token`).
+//! 4. On the token (`token`): SV_i[i] := E (`sv`); enter the CS.
+//! 5. Release: SV_i[i] := N; TSV[i] := N; for every j, if SN_i[j] > TSN[j] then
+//!    TSV[j] := SV_i[j], TSN[j] := SN_i[j], else SV_i[j] := TSV[j], SN_i[j] := TSN[j]
+//!    (`sv`, `sn`, `token`). If every SV_i[j] = N then SV_i[i] := H, else the token goes to an
+//!    S_j with SV_i[j] = R: the first after S_i in cyclic order (the heuristic choice, which
+//!    the paper leaves open).
 //!
 //! One change from the restatement: a REQUEST also goes to every site below S_i, whatever SV
 //! says. The initial staircase gives every pair of sites one that marks the other R, so that
@@ -158,6 +162,7 @@ impl<const STAIRCASE: bool> Process for SinghalToken<STAIRCASE> {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         // A recovered site does not mint a second token.
         if self.initial_holder && !ctx.recovered() {
+            ctx.rule("1");
             let n = self.sv.len();
             self.token = Some(Token {
                 tsv: vec![State::N; n],
@@ -171,7 +176,10 @@ impl<const STAIRCASE: bool> Process for SinghalToken<STAIRCASE> {
     fn on_input(&mut self, input: Input, ctx: &mut Ctx<'_, Self>) {
         let i = self.i;
         match (input, self.sv[i]) {
-            (Input::Request, State::H) => self.enter(ctx),
+            (Input::Request, State::H) => {
+                ctx.rule("2");
+                self.enter(ctx)
+            }
             (Input::Request, State::N) => self.request(ctx),
             (Input::Release, State::E) => self.release(ctx),
             _ => {}
@@ -196,9 +204,10 @@ impl<const STAIRCASE: bool> SinghalToken<STAIRCASE> {
         ctx.output(Output::Enter);
     }
 
-    /// Rule "Request": SV_i[i] := R, SN_i[i] + 1, REQUEST to the sites marked R, and (with
+    /// Rule 2, "Request": SV_i[i] := R, SN_i[i] + 1, REQUEST to the sites marked R, and (with
     /// `STAIRCASE`) to every site below S_i.
     fn request(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("2");
         let i = self.i;
         self.sv[i] = State::R;
         self.sn[i] += 1;
@@ -208,8 +217,9 @@ impl<const STAIRCASE: bool> SinghalToken<STAIRCASE> {
         }
     }
 
-    /// Rule "On REQUEST(j, sn)", by this site's own state.
+    /// Rule 3, "On REQUEST(j, sn)", by this site's own state.
     fn on_request(&mut self, j: usize, sn: u64, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("3");
         let i = self.i;
         if self.sn[j] >= sn {
             return;
@@ -240,16 +250,19 @@ impl<const STAIRCASE: bool> SinghalToken<STAIRCASE> {
         token.tsv.len() == self.sv.len() && token.tsn.len() == self.sv.len()
     }
 
-    /// Rule "On the token": only a requesting site takes it (a duplicate is ignored).
+    /// Rule 4, "On the token": only a requesting site takes it (a duplicate is ignored).
     fn on_token(&mut self, token: Token, ctx: &mut Ctx<'_, Self>) {
         if self.sv[self.i] == State::R && self.token.is_none() {
+            ctx.rule("4");
             self.token = Some(token);
             self.enter(ctx);
         }
     }
 
-    /// Rule "Release": exchange the newer information with the token, then keep it or pass it.
+    /// Rule 5, "Release": exchange the newer information with the token, then keep it or pass
+    /// it.
     fn release(&mut self, ctx: &mut Ctx<'_, Self>) {
+        ctx.rule("5");
         ctx.output(Output::Exit);
         let i = self.i;
         self.sv[i] = State::N;

@@ -5,15 +5,16 @@
 //! marker per directed channel (N(N-1) on a complete graph); needs FIFO; the recorded state
 //! conserves every invariant of the application (for a bank: total money)". Every pair of
 //! processes is joined by a channel each way. Rules:
-//! 1. The initiator records its own state, then sends a marker on each outgoing channel before
-//!    it sends anything else on it, and starts recording each incoming channel.
-//! 2. On a marker along channel c, a process that has not recorded its state records it, records
-//!    c as empty, sends a marker on each outgoing channel (before anything else), and starts
-//!    recording its other incoming channels.
-//! 3. On a marker along channel c, a process that has recorded its state stops recording c: c's
-//!    state is the messages that arrived on it since recording started.
-//! 4. A process's part is complete when a marker has arrived on every incoming channel; it
-//!    reports its recorded state and its channels' states.
+//! 1. The initiator (`started`) records its own state (`bank`, `recording`), then sends a marker
+//!    on each outgoing channel before it sends anything else on it, and starts recording each
+//!    incoming channel.
+//! 2. On a marker along channel c, a process that has not recorded its state (`recording`)
+//!    records it (`bank`), records c as empty, sends a marker on each outgoing channel (before
+//!    anything else), and starts recording its other incoming channels.
+//! 3. On a marker along channel c, a process that has recorded its state (`recording`) stops
+//!    recording c: c's state is the messages that arrived on it since recording started.
+//! 4. A process's part is complete when a marker has arrived on every incoming channel
+//!    (`recording`); it reports its recorded state and its channels' states.
 //!
 //! Snapshots are told apart by their initiator and number, so several may run at once. The
 //! recording is only consistent on FIFO channels: a transfer that overtakes a marker is counted
@@ -111,6 +112,7 @@ impl Process for ChandyLamport {
         match input {
             // Rule 1.
             Input::Snapshot => {
+                ctx.rule("1");
                 self.started += 1;
                 let id = SnapshotId {
                     initiator: self.id,
@@ -143,6 +145,7 @@ impl Process for ChandyLamport {
             Msg::Marker { snapshot } => match self.recording.get_mut(&snapshot) {
                 // Rule 3.
                 Some(r) => {
+                    ctx.rule("3");
                     r.markers_from.push(from);
                     if let Channel::Recording(transfers) = &mut r.channels[c] {
                         r.channels[c] = Channel::Closed(std::mem::take(transfers));
@@ -150,7 +153,10 @@ impl Process for ChandyLamport {
                     self.complete_if_done(snapshot, ctx);
                 }
                 // Rule 2.
-                None => self.record(snapshot, Some((c, from)), ctx),
+                None => {
+                    ctx.rule("2");
+                    self.record(snapshot, Some((c, from)), ctx)
+                }
             },
         }
     }
@@ -203,6 +209,7 @@ impl ChandyLamport {
         if !done {
             return;
         }
+        ctx.rule("4");
         let r = self.recording.remove(&snapshot).expect("present");
         let me = ctx.peers().index_of(self.id);
         let channels = r
