@@ -150,7 +150,6 @@ fn every_checker_counterexample_loads_in_the_page_with_the_same_violation() {
         "fifo-broadcast loss",
         // The session, run on to its end, does not report the property the checker found.
         "ricart-agrawala-token duplicate",
-        "bully crash-recover",
     ];
     let unknown: Vec<&str> = failures
         .iter()

@@ -6,6 +6,7 @@ use crate::api::{parse_body, scenario_error, ApiError, Json, State};
 use crate::check_config::{bounds_in_words, check_setup, properties_explored, CheckSetup};
 use crate::session_api::{store, view_json, Window};
 use distsync_check::{check_named, NamedViolation, Step};
+use distsync_core::NodeId;
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use serde::Deserialize;
@@ -93,6 +94,29 @@ fn json_numbers(v: &Value, out: &mut Vec<i64>) {
         Value::Object(m) => m.values().for_each(|x| json_numbers(x, out)),
         _ => {}
     }
+}
+
+/// The checker's crash loses the messages on their way to the crashed process ("dropped:
+/// crashed"), where the simulator's would deliver them after a recovery: drops them in
+/// `session` as the checker's step does, keeping the drops among `choices`.
+fn lose_in_flight(
+    session: &mut Session,
+    node: NodeId,
+    choices: &mut Vec<Choice>,
+) -> Result<(), String> {
+    let lost: Vec<u64> = session
+        .view()
+        .pending
+        .iter()
+        .filter(|p| p.kind == "deliver" && p.to == Some(node.0))
+        .map(|p| p.id)
+        .collect();
+    for id in lost {
+        let drop = Choice::Drop { id };
+        session.apply(drop.clone()).map_err(|e| e.to_string())?;
+        choices.push(drop);
+    }
+    Ok(())
 }
 
 /// The choice that makes checker step `step` happen in `session`, from its pending events.
@@ -262,7 +286,17 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
             // their exact text); then the looser reading by numbers.
             if step.number > 0 {
                 if let Ok(applied) = session.follow_checker_step(&step.transition) {
+                    let crashed: Vec<NodeId> = applied
+                        .iter()
+                        .filter_map(|c| match c {
+                            Choice::Crash { node } => Some(*node),
+                            _ => None,
+                        })
+                        .collect();
                     choices.extend(applied);
+                    for node in crashed {
+                        lose_in_flight(&mut session, node, &mut choices)?;
+                    }
                     continue;
                 }
             }
@@ -281,18 +315,7 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
                 // ("dropped: crashed"); the simulator's would deliver them after a recovery:
                 // drop them, as the checker's step says.
                 if let Some(node) = crashed {
-                    let lost: Vec<u64> = session
-                        .view()
-                        .pending
-                        .iter()
-                        .filter(|p| p.kind == "deliver" && p.to == Some(node.0))
-                        .map(|p| p.id)
-                        .collect();
-                    for id in lost {
-                        let drop = Choice::Drop { id };
-                        session.apply(drop.clone()).map_err(|e| e.to_string())?;
-                        choices.push(drop);
-                    }
+                    lose_in_flight(&mut session, node, &mut choices)?;
                 }
                 // A request or an election's start reaches the process as an input event: take
                 // it now, as the checker's step does.

@@ -803,12 +803,12 @@ fn a_counterexample_that_cannot_be_loaded_says_why() {
     let c = Client::start();
     let toml = "algorithm = \"chandy-lamport\"\nnodes = 2\n[network]\nfifo = false\n[app]\nkind = \"bank\"\nbalance = 100\n";
     let v = c.ok("/api/check", json!({ "toml": toml }));
-    // The checker refutes it; the stepper cannot replay that counterexample (the snapshot
-    // the checker starts is no input the session can give), and the answer says so, with no
-    // session to show instead.
+    // The checker refutes it; the stepper cannot replay that counterexample (the bank
+    // transfer the checker chooses is no choice the session can give), and the answer says
+    // so, naming the step, with no session to show instead.
     assert_eq!(v["violation"]["property"], "conservation", "{v}");
     let why = v["load_error"].as_str().expect("a load error");
-    assert!(why.contains("input Snapshot at 0"), "{why}");
+    assert!(why.contains("input Transfer { to: 0, amount: 2 } at 1"), "{why}");
     assert!(v.get("session").is_none(), "{v}");
 }
 
