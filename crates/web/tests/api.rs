@@ -808,7 +808,10 @@ fn a_counterexample_that_cannot_be_loaded_says_why() {
     // so, naming the step, with no session to show instead.
     assert_eq!(v["violation"]["property"], "conservation", "{v}");
     let why = v["load_error"].as_str().expect("a load error");
-    assert!(why.contains("input Transfer { to: 0, amount: 2 } at 1"), "{why}");
+    assert!(
+        why.contains("input Transfer { to: 0, amount: 2 } at 1"),
+        "{why}"
+    );
     assert!(v.get("session").is_none(), "{v}");
 }
 

@@ -1345,7 +1345,8 @@ fn a_counterexample_that_cannot_be_loaded_is_reported() {
     );
     let result = page.text("#check-result");
     assert!(
-        result.contains("The counterexample could not be loaded: no pending Snapshot"),
+        result.contains("The counterexample could not be loaded:")
+            && result.contains("no pending Transfer"),
         "{result}"
     );
     assert!(result.contains("still shows your previous run"), "{result}");
