@@ -352,40 +352,33 @@ fn merge(mut args: CompareArgs) -> Result<Outcome, InputError> {
     args.seed = campaign.seed;
     if args.family == "election" {
         let count = election_plan(&election_options(&args)).len();
-        let runs = runs
-            .into_iter()
-            .map(|r| {
-                let rows = r
-                    .rows
-                    .into_iter()
-                    .map(|v| {
-                        serde_json::from_value::<ElectionRowIn>(v)
-                            .map_err(|e| InputError(format!("--merge: a row: {e}")))?
-                            .row()
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(CompareRun { run: r.run, rows })
-            })
-            .collect::<Result<Vec<_>, InputError>>()?;
+        let runs = read_rows(runs, ElectionRowIn::row)?;
         return report_elections(&args, &in_order(runs, count)?);
     }
     let count = mutex_plan(&mutex_options(&args)).len();
-    let runs = runs
-        .into_iter()
+    let runs = read_rows(runs, RowIn::row)?;
+    report_mutex(&args, &in_order(runs, count)?)
+}
+
+/// The rows of every run of the results files, each read as `I` and turned into a row by `row`.
+fn read_rows<I: serde::de::DeserializeOwned, R>(
+    runs: Vec<CompareRun<serde_json::Value>>,
+    row: fn(I) -> Result<R, InputError>,
+) -> Result<Vec<CompareRun<R>>, InputError> {
+    runs.into_iter()
         .map(|r| {
             let rows = r
                 .rows
                 .into_iter()
                 .map(|v| {
-                    serde_json::from_value::<RowIn>(v)
-                        .map_err(|e| InputError(format!("--merge: a row: {e}")))?
-                        .row()
+                    serde_json::from_value::<I>(v)
+                        .map_err(|e| InputError(format!("--merge: a row: {e}")))
+                        .and_then(row)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(CompareRun { run: r.run, rows })
         })
-        .collect::<Result<Vec<_>, InputError>>()?;
-    report_mutex(&args, &in_order(runs, count)?)
+        .collect()
 }
 
 fn mutex_options(args: &CompareArgs) -> CompareOptions {
