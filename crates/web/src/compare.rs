@@ -5,7 +5,7 @@
 //! both drawn over the same window of time so that they line up.
 
 use crate::api::ApiError;
-use distsync_sim::session::{Choice, LogEntry, Session};
+use distsync_sim::session::{Choice, LogEntry, Session, View};
 use distsync_sim::Scenario;
 use http::StatusCode;
 use serde::Deserialize;
@@ -95,22 +95,20 @@ pub(crate) fn compare(
         })
     };
     let (sa, sb) = (replay(ca)?, replay(cb)?);
-    let (la, lb) = (
-        sa.view_window(0, usize::MAX).log,
-        sb.view_window(0, usize::MAX).log,
-    );
+    // Each whole: its log, and the steps that wrote no event.
+    let (va, vb) = (sa.view_window(0, usize::MAX), sb.view_window(0, usize::MAX));
     // The time of the fork: both runs are the same up to it.
-    let fork_ns = la
+    let fork_ns = va
+        .log
         .iter()
         .take_while(|e| e.step <= fork)
         .filter_map(|e| e.line["time_ns"].as_u64())
         .last()
         .unwrap_or(0);
-    let end = |s: &Session| s.view_window(0, 0).time_ns;
-    let to_ns = end(&sa).max(end(&sb)).max(fork_ns);
-    let sides = [(a, &sa, &la, ca), (b, &sb, &lb, cb)]
+    let to_ns = va.time_ns.max(vb.time_ns).max(fork_ns);
+    let sides = [(a, &sa, &va, ca), (b, &sb, &vb, cb)]
         .into_iter()
-        .map(|(which, s, log, c)| side_json(which, s, log, c, fork, fork_ns, to_ns))
+        .map(|(which, s, v, c)| side_json(which, s, v, c, fork, fork_ns, to_ns))
         .collect::<Result<Vec<Value>, ApiError>>()?;
     Ok(json!({
         "fork": fork,
@@ -123,7 +121,7 @@ pub(crate) fn compare(
 fn side_json(
     which: Side,
     session: &Session,
-    log: &[LogEntry],
+    view: &View,
     choices: &[Choice],
     fork: usize,
     fork_ns: u64,
@@ -133,18 +131,53 @@ fn side_json(
         Side::Current => ("this run".to_string(), Value::Null),
         Side::Branch(i) => (format!("branch {}", i + 1), json!(i)),
     };
-    // What this side did at the fork: its choice there and the lines it wrote.
+    // What this side did at the fork: its choice there and the lines it wrote; when that step
+    // wrote none (a timer of the workload, a scripted event not yet due), what it did in words,
+    // then the first step after it that wrote some.
+    let log = &view.log;
     let choice = choices.get(fork);
-    let first: Vec<&LogEntry> = log
-        .iter()
-        .filter(|e| e.step == fork + 1 && !e.link)
-        .collect();
-    let first_labels: Vec<&str> = first.iter().map(|e| e.label.as_str()).collect();
-    let first_text = match (choice, first_labels.is_empty()) {
-        (None, _) => "nothing: this run ends at the fork".to_string(),
-        (Some(c), true) => format!("{} (it wrote no event)", choice_words(c)),
-        (Some(_), false) => first_labels.join("; "),
+    let lines_of = |step: usize| -> Vec<&LogEntry> {
+        log.iter().filter(|e| e.step == step && !e.link).collect()
     };
+    let labels = |es: &[&LogEntry]| {
+        es.iter()
+            .map(|e| e.label.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let first = lines_of(fork + 1);
+    let (first_text, marked) = if choice.is_none() {
+        ("nothing: this run ends at the fork".to_string(), Vec::new())
+    } else if !first.is_empty() {
+        (labels(&first), first)
+    } else {
+        let silent = view
+            .silent_steps
+            .iter()
+            .find(|s| s.step == fork + 1)
+            .map(|s| s.label.clone())
+            .unwrap_or_else(|| choice.map(choice_words).unwrap_or_default());
+        let then = log
+            .iter()
+            .filter(|e| e.step > fork + 1 && !e.link)
+            .map(|e| e.step)
+            .next();
+        match then {
+            Some(step) => {
+                let next = lines_of(step);
+                (
+                    format!(
+                        "{silent} (no event); then at step {step}: {}",
+                        labels(&next)
+                    ),
+                    next,
+                )
+            }
+            None => (format!("{silent} (no event)"), Vec::new()),
+        }
+    };
+    // The trace events of the first difference, by `seq` (the diagram's events name theirs).
+    let first_seqs: Vec<Value> = marked.iter().map(|e| e.line["seq"].clone()).collect();
     let after: Vec<Value> = log
         .iter()
         .filter(|e| e.step > fork && !e.link)
@@ -153,12 +186,12 @@ fn side_json(
             json!({
                 "step": e.step,
                 "time_ns": e.line["time_ns"],
+                "seq": e.line["seq"],
                 "label": e.label,
-                "first": e.step == fork + 1,
+                "first": first_seqs.contains(&e.line["seq"]),
             })
         })
         .collect();
-    let view = session.view_window(0, 0);
     let report = crate::report_view::report_json(session);
     let violations: Vec<Value> = view
         .violations
@@ -177,6 +210,7 @@ fn side_json(
         "steps": choices.len(),
         "choice": choice,
         "first": first_text,
+        "first_seqs": first_seqs,
         "log": after,
         "time_ns": view.time_ns,
         "final_checks": view.final_checks,

@@ -1611,6 +1611,20 @@ fn two_branches_compared_side_by_side_part_at_their_fork_and_reach_their_own_out
     assert!(a["first"].as_str().unwrap().contains("crash"), "{a}");
     assert_ne!(a["first"], b["first"]);
     assert_eq!(a["log"][0]["first"], true);
+    // The events of the first difference, by seq, for the diagram to mark: this run's crash of
+    // P2; the branch's first step wrote nothing, so the events of its next step that did.
+    for s in [a, b] {
+        let marked: Vec<Value> = s["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["first"] == true)
+            .map(|e| e["seq"].clone())
+            .collect();
+        assert!(!marked.is_empty(), "{s}");
+        assert_eq!(Value::Array(marked), s["first_seqs"], "{s}");
+    }
+    assert!(b["first"].as_str().unwrap().contains("then at step"), "{b}");
     // The outcome each reached: P1 leads without P2, P2 in the old run.
     assert_eq!(compared_leader(a).as_deref(), Some("P1"), "{a}");
     assert_eq!(compared_leader(b).as_deref(), Some("P2"), "{b}");
