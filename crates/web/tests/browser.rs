@@ -1245,6 +1245,18 @@ fn the_page_is_clean_under_axe_core_at_wcag_2_a_and_aa() {
         );
     };
     check("a run stepped");
+    // Back two steps, crash P1 instead, and compare the two branches side by side.
+    page.click_and_wait("#back");
+    page.click_and_wait("#back");
+    page.js("window.scrollTo(0, 0)");
+    page.node_action(1, "crash");
+    page.click("#branches button[data-compare=\"0\"]");
+    page.wait(
+        "document.querySelectorAll('#compare .cmp-side').length === 2",
+        "the two branches side by side",
+    );
+    check("two branches compared");
+    page.click("#compare-close");
     page.set("#lesson", "suzuki-kasami");
     page.wait(
         "!document.querySelector('#lesson-box').hidden",
