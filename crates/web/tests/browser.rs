@@ -1458,6 +1458,108 @@ fn two_branches_are_compared_side_by_side_on(browser: &Browser, url: &str) {
     );
 }
 
+/// The clock quiz on Cristian's time server: asked the correction the next client applies, the
+/// page shows nothing outside the question that gives it away (the cards hold the best sample,
+/// the pending replies the server's T, the log and the outcome the clocks); the answer marked
+/// right is the correction the client then applies, read off the log.
+#[test]
+#[ignore = "needs chromium (/usr/bin/chromium)"]
+fn the_clock_quiz_hides_the_correction_until_answered_and_the_run_applies_it() {
+    let browser = browser();
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "cristian");
+    page.wait_for_run_of("cristian");
+    page.click("#quiz");
+    let asked = "!document.querySelector('#quiz-box').hidden && /correct its clock/.test(document.querySelector('#quiz-box').innerText)";
+    assert!(page.click_until("#step", asked, 60), "the quiz never asked");
+    let question = page.text("#quiz-box");
+    let node: u32 = question
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('P')?.parse().ok())
+        .unwrap_or_else(|| panic!("the question names the client: {question}"));
+    for part in [
+        "#states",
+        "#pending tbody",
+        "#outcome",
+        "#log tbody",
+        "#diagram",
+    ] {
+        assert_eq!(
+            page.js(&format!(
+                "getComputedStyle(document.querySelector('{part}')).visibility"
+            )),
+            Value::from("hidden"),
+            "{part} would give the answer away"
+        );
+    }
+    // What the page shows outside the question, while it asks.
+    let shown = page.js(
+        "[...document.querySelectorAll('#stage > *:not(#quiz-box)')].map(e => e.innerText).join('\\n')",
+    );
+    let shown = shown.as_str().unwrap().to_string();
+    let options: Vec<String> = page
+        .js("[...document.querySelectorAll('#quiz-box button[data-option]')].map(b => b.dataset.option)")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    page.click("#quiz-box button[data-option]");
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the answer",
+    );
+    let marked = page.text("#quiz-box");
+    let right = options
+        .iter()
+        .find(|o| marked.contains(&format!("it is {o}")))
+        .unwrap_or_else(|| panic!("the answer names one of {options:?}: {marked}"))
+        .clone();
+    // The correction in nanoseconds, as the log and the cards would write it.
+    let ns = {
+        let (num, unit) = right
+            .trim_start_matches(['+', '-'])
+            .split_once(' ')
+            .unwrap();
+        let digits = match unit {
+            "s" => 9,
+            "ms" => 6,
+            "us" => 3,
+            _ => 0,
+        };
+        let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+        format!("{whole}{frac:0<digits$}")
+            .trim_start_matches('0')
+            .to_string()
+    };
+    assert!(
+        !shown.contains(&right) && !shown.contains(&ns),
+        "the answer {right} ({ns} ns) was on the page while asked:\n{shown}"
+    );
+    // Quiz off (it would ask again before each Step), then step to the correction: the client
+    // applies the answer marked right.
+    page.click("#quiz");
+    assert!(
+        page.click_until(
+            "#step",
+            &format!(
+                "window.distsyncApp.view.log.some(e => e.event === 'adjust' && e.node === {node})"
+            ),
+            60
+        ),
+        "P{node} never corrected its clock"
+    );
+    let delta = page.js(&format!(
+        "window.distsyncApp.view.log.find(e => e.event === 'adjust' && e.node === {node}).delta_ns"
+    ));
+    assert_eq!(
+        Value::from(distsync_web::quiz::ns_words(delta.as_i64().unwrap())),
+        Value::from(right.as_str()),
+        "P{node}'s correction"
+    );
+}
+
 /// A counterexample the stepper cannot replay is reported as such, and the stepper keeps (and
 /// says it keeps) the run it showed.
 #[test]
