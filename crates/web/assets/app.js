@@ -745,7 +745,7 @@ function drawCompare(r, bs) {
     return s;
   };
   box.append(el("h2", {}, "Side by side ",
-    el("span", { class: "hint" }, `(both are the same up to step ${r.fork}, at ${fmtNs(r.fork_ns)}; the diagrams start there)`)),
+    el("span", { class: "hint" }, `(both are the same up to step ${r.fork}, at ${fmtNs(r.fork_ns)}; the diagrams start there${r.cut ? ` and stop at ${fmtNs(r.to_ns)}, the first 200 events after it: switch to a branch to see the rest` : ""})`)),
   el("div", { class: "row" }, el("label", {}, "left ", pick("a")), el("label", {}, "right ", pick("b")),
     el("button", { class: "small", id: "compare-close", onclick: closeCompare }, "close")));
   const cols = el("div", { class: "cmp-cols" });

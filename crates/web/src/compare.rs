@@ -11,8 +11,9 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The most log lines after the fork each side carries (the page shows the first ones; the
-/// whole run is one switch away).
+/// The most log lines after the fork each side carries, and the most events after the fork the
+/// busier side's diagram draws (the page shows the first ones; the whole run is one switch
+/// away).
 pub const COMPARE_LOG_LINES: usize = 200;
 
 /// `GET /api/session/ID/compare?a=...&b=...`: each side is `current` (the run shown) or a
@@ -105,7 +106,22 @@ pub(crate) fn compare(
         .filter_map(|e| e.line["time_ns"].as_u64())
         .last()
         .unwrap_or(0);
-    let to_ns = va.time_ns.max(vb.time_ns).max(fork_ns);
+    // The diagrams' window: from the fork to the later end, but no further than where the
+    // busier run has written COMPARE_LOG_LINES events after the fork (a long run would draw
+    // megabytes): the same window for both, so that they line up.
+    let cap = |v: &View| {
+        v.log
+            .iter()
+            .filter(|e| e.step > fork && !e.link)
+            .nth(COMPARE_LOG_LINES)
+            .and_then(|e| e.line["time_ns"].as_u64())
+    };
+    let end = va.time_ns.max(vb.time_ns).max(fork_ns);
+    let to_ns = [cap(&va), cap(&vb)]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(end, |c| c.clamp(fork_ns, end));
     let sides = [(a, &sa, &va, ca), (b, &sb, &vb, cb)]
         .into_iter()
         .map(|(which, s, v, c)| side_json(which, s, v, c, fork, fork_ns, to_ns))
@@ -114,6 +130,7 @@ pub(crate) fn compare(
         "fork": fork,
         "fork_ns": fork_ns,
         "to_ns": to_ns,
+        "cut": to_ns < end,
         "sides": sides,
     }))
 }

@@ -1632,6 +1632,7 @@ fn two_branches_compared_side_by_side_part_at_their_fork_and_reach_their_own_out
     for s in [a, b] {
         assert!(s["svg"].as_str().unwrap().contains("<svg"), "{s}");
     }
+    assert_eq!(cmp["cut"], false, "a short run is drawn whole");
     assert!(cmp["to_ns"].as_u64().unwrap() >= a["time_ns"].as_u64().unwrap());
     assert!(cmp["to_ns"].as_u64().unwrap() >= b["time_ns"].as_u64().unwrap());
     // Comparing switched nothing: the run shown is where it was.
@@ -1851,4 +1852,45 @@ fn every_election_algorithm_is_asked_who_becomes_leader_and_the_answer_is_what_h
             .unwrap_or_else(|| panic!("{name}: a process names itself leader at step {reveal}"));
         assert_eq!(right[0], format!("P{leader}"), "{name}");
     }
+}
+
+#[test]
+fn a_long_comparison_draws_the_first_events_after_the_fork_over_one_window() {
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("ricart-agrawala-heavy.toml"));
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 1500 }));
+    c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 3 }));
+    c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "crash", "node": 1 }),
+    );
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 1500 }));
+    let (status, _, text) = c.get(&format!("/api/session/{id}/compare"));
+    assert_eq!(status, 200, "{text}");
+    let cmp: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cmp["fork"], 3);
+    assert_eq!(cmp["cut"], true, "{}", cmp["to_ns"]);
+    let to_ns = cmp["to_ns"].as_u64().unwrap();
+    let ends: Vec<u64> = (0..2)
+        .map(|k| cmp["sides"][k]["time_ns"].as_u64().unwrap())
+        .collect();
+    assert!(to_ns < ends[0].max(ends[1]), "{to_ns} {ends:?}");
+    // Each side lists its first 200 events after the fork (the crash's run, where the others
+    // wait for P1 forever, has fewer); the window reaches the 200th of the busier one.
+    let busier: Vec<&Value> = (0..2)
+        .map(|k| cmp["sides"][k]["log"].as_array().unwrap())
+        .filter(|log| {
+            assert!(log.len() <= distsync_web::compare::COMPARE_LOG_LINES);
+            log.len() == distsync_web::compare::COMPARE_LOG_LINES
+        })
+        .map(|log| log.last().unwrap())
+        .collect();
+    assert!(!busier.is_empty(), "{cmp}");
+    assert!(
+        busier
+            .iter()
+            .any(|e| e["time_ns"].as_u64().unwrap() <= to_ns),
+        "{to_ns} {busier:?}"
+    );
+    assert!(cmp["fork_ns"].as_u64().unwrap() <= to_ns);
 }
