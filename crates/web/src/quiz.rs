@@ -721,3 +721,21 @@ pub fn ns_words(ns: i64) -> String {
     let frac = format!("{frac:0digits$}");
     format!("{sign}{whole}.{} {unit}", frac.trim_end_matches('0'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ns_words;
+
+    #[test]
+    fn durations_are_written_exactly_in_the_largest_unit() {
+        assert_eq!(ns_words(0), "0");
+        assert_eq!(ns_words(31_497_918), "+31.497918 ms");
+        assert_eq!(ns_words(-30_194_653), "-30.194653 ms");
+        assert_eq!(ns_words(1_250_000), "+1.25 ms");
+        assert_eq!(ns_words(-300_000), "-300 us");
+        assert_eq!(ns_words(1_500), "+1.5 us");
+        assert_eq!(ns_words(999), "+999 ns");
+        assert_eq!(ns_words(2_000_000_001), "+2.000000001 s");
+        assert_eq!(ns_words(i64::MIN), "-9223372036.854775808 s");
+    }
+}
