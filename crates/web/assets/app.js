@@ -691,8 +691,12 @@ function drawBranches(v) {
       "aria-label": `compare this run with branch ${b.index + 1}`,
       onclick: () => openCompare("current", String(b.index)) }, "compare"));
   }
-  // The comparison open is of the runs as they were: read it again when they change.
-  if (app.compare && app.compare.key !== compareKey(v)) loadCompare();
+  // The comparison open is of the runs as they were: read it again when they change (once
+  // they stop changing: a Run does not replay both at every step).
+  if (app.compare && app.compare.key !== compareKey(v)) {
+    clearTimeout(app.compareTimer);
+    app.compareTimer = setTimeout(loadCompare, 400);
+  }
 }
 
 // Two branches side by side (GET /api/session/ID/compare?a=&b=): the run shown and a branch,
@@ -706,6 +710,7 @@ function openCompare(a, b) {
 }
 function closeCompare() {
   app.compare = null;
+  clearTimeout(app.compareTimer);
   const box = $("#compare");
   box.hidden = true;
   box.textContent = "";
@@ -764,7 +769,7 @@ function drawCompare(r, bs) {
       ...s.outcome.map((line) => el("li", { class: /^VIOLATION/.test(line) ? "bad-text" : "" }, line)));
     const badges = el("p", { class: "cmp-badges hint" }, (s.processes || []).map((p) =>
       `P${p.id}${p.alive ? (p.badge ? " " + p.badge : "") : " crashed"}`).join(" · "));
-    const log = el("table", { class: "cmp-log" }, ...s.log.slice(0, 40).map((e) =>
+    const log = el("table", { class: "cmp-log" }, ...s.log.map((e) =>
       el("tr", { class: e.first ? "first" : "" }, el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.label))));
     cols.append(el("section", { class: "cmp-side", "data-side": k === 0 ? "a" : "b", "aria-label": s.name },
       el("h3", {}, `${s.name} `, el("span", { class: "hint" }, `${s.steps} steps, ends at ${fmtNs(s.time_ns)}`)),
