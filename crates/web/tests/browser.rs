@@ -1449,6 +1449,14 @@ fn two_branches_are_compared_side_by_side_on(browser: &Browser, url: &str) {
          document.querySelector('#compare .cmp-side[data-side=\"a\"]').getBoundingClientRect().bottom - 1",
     );
     assert_eq!(stacked, Value::Bool(true), "one column under 800 px");
+    let wide = page.js(
+        "[...document.querySelectorAll('#compare *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest('.cmp-diagram svg')).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
+    );
+    assert_eq!(
+        wide,
+        Value::Array(vec![]),
+        "390 px: the comparison is wider than the screen"
+    );
     page.resize(1500, 1150);
     // Closed, it is gone.
     page.click("#compare-close");
