@@ -255,6 +255,7 @@ async function startSession(toml, choices, origin) {
     $("#dl-trace").href = `/api/session/${app.session}/trace`;
     $("#dl-svg").href = `/api/session/${app.session}/svg`;
     app.checkLoaded = false;
+    closeCompare();
     show(r.view);
     markDrift();
     return true;
@@ -685,7 +686,99 @@ function drawBranches(v) {
     box.append(el("button", { class: "small branch", "data-branch": b.index,
       title: `the future left at step ${b.fork}: switch to it (it replays to step ${b.fork}; Redo follows it)`,
       onclick: () => act("branch", { index: b.index }) }, `branch ${b.index + 1}: parts at step ${b.fork}, ${b.steps} steps`));
+    box.append(el("button", { class: "small compare", "data-compare": b.index,
+      title: `this run and branch ${b.index + 1} side by side, from the step where they part`,
+      "aria-label": `compare this run with branch ${b.index + 1}`,
+      onclick: () => openCompare("current", String(b.index)) }, "compare"));
   }
+  // The comparison open is of the runs as they were: read it again when they change (once
+  // they stop changing: a Run does not replay both at every step).
+  if (app.compare && app.compare.key !== compareKey(v)) {
+    clearTimeout(app.compareTimer);
+    app.compareTimer = setTimeout(loadCompare, 400);
+  }
+}
+
+// Two branches side by side (GET /api/session/ID/compare?a=&b=): the run shown and a branch,
+// or two branches, each replayed to its end by the server without switching to it; aligned at
+// the step where they part, what each did there marked, the outcome each reached, and each
+// one's diagram from the fork on over the same window of time.
+function compareKey(v) { return JSON.stringify([v.steps_recorded, v.branches || []]); }
+function openCompare(a, b) {
+  app.compare = { a, b, key: null };
+  loadCompare();
+}
+function closeCompare() {
+  app.compare = null;
+  clearTimeout(app.compareTimer);
+  const box = $("#compare");
+  box.hidden = true;
+  box.textContent = "";
+}
+async function loadCompare() {
+  const c = app.compare, v = app.view;
+  if (!c || !v || app.session === null) return;
+  const bs = v.branches || [];
+  if (!bs.length) { closeCompare(); return; }
+  // A branch gone (switched to: the run shown took its place) falls back to the first.
+  const valid = (x) => x === "current" || Number(x) < bs.length;
+  if (!valid(c.a)) c.a = "current";
+  if (!valid(c.b) || c.b === c.a) c.b = c.a === "0" ? (bs.length > 1 ? "1" : "current") : "0";
+  c.key = compareKey(v);
+  let r;
+  try {
+    r = await api("GET", `/api/session/${app.session}/compare?a=${c.a}&b=${c.b}`);
+  } catch (e) {
+    $("#compare").hidden = false;
+    $("#compare").textContent = "compare: " + e.message;
+    return;
+  }
+  if (app.compare !== c) return;
+  drawCompare(r, bs);
+}
+function drawCompare(r, bs) {
+  const box = $("#compare");
+  box.textContent = "";
+  box.hidden = false;
+  const c = app.compare;
+  const pick = (which) => {
+    const s = el("select", { id: "compare-" + which, "aria-label": which === "a" ? "left run" : "right run" },
+      el("option", { value: "current" }, "this run"),
+      ...bs.map((b) => el("option", { value: String(b.index) }, `branch ${b.index + 1}`)));
+    s.value = c[which];
+    s.addEventListener("change", () => { c[which] = s.value; if (c.a === c.b) c[which === "a" ? "b" : "a"] = c.a === "current" ? "0" : "current"; loadCompare(); });
+    return s;
+  };
+  box.append(el("h2", {}, "Side by side ",
+    el("span", { class: "hint" }, `(both are the same up to step ${r.fork}, at ${fmtNs(r.fork_ns)}; the diagrams start there${r.cut ? ` and stop at ${fmtNs(r.to_ns)}, the first 200 events after it: switch to a branch to see the rest` : ""})`)),
+  el("div", { class: "row" }, el("label", {}, "left ", pick("a")), el("label", {}, "right ", pick("b")),
+    el("button", { class: "small", id: "compare-close", onclick: closeCompare }, "close")));
+  const cols = el("div", { class: "cmp-cols" });
+  r.sides.forEach((s, k) => {
+    const prefix = `cmp${k}-`;
+    const diagram = el("div", { class: "cmp-diagram" });
+    // The two diagrams' markers keep ids of their own.
+    diagram.innerHTML = s.svg.replace(/id="/g, `id="${prefix}`).replace(/url\(#/g, `url(#${prefix}`);
+    // The first difference marked in the diagram too: its events name their seq.
+    const seqs = new Set(s.first_seqs || []);
+    for (const t of diagram.querySelectorAll("title")) {
+      const m = /· seq (\d+) ·/.exec(t.textContent);
+      if (m && seqs.has(Number(m[1]))) t.parentNode.classList.add("first-mark");
+    }
+    const outcome = el("ul", { class: "cmp-outcome" },
+      ...s.outcome.map((line) => el("li", { class: /^VIOLATION/.test(line) ? "bad-text" : "" }, line)));
+    const badges = el("p", { class: "cmp-badges hint" }, (s.processes || []).map((p) =>
+      `P${p.id}${p.alive ? (p.badge ? " " + p.badge : "") : " crashed"}`).join(" · "));
+    const log = el("table", { class: "cmp-log" }, ...s.log.map((e) =>
+      el("tr", { class: e.first ? "first" : "" }, el("td", {}, e.step), el("td", {}, fmtNs(e.time_ns)), el("td", {}, e.label))));
+    cols.append(el("section", { class: "cmp-side", "data-side": k === 0 ? "a" : "b", "aria-label": s.name },
+      el("h3", {}, `${s.name} `, el("span", { class: "hint" }, `${s.steps} steps, ends at ${fmtNs(s.time_ns)}`)),
+      el("p", { class: "cmp-first" }, el("strong", {}, `At step ${r.fork + 1}: `), el("mark", {}, s.first)),
+      el("h4", {}, "Outcome"), outcome, badges,
+      el("h4", {}, "Space-time diagram from the fork"), diagram,
+      el("details", {}, el("summary", {}, `what happens after the fork (${s.log.length}${s.log.length >= 200 ? "+" : ""} events)`), log)));
+  });
+  box.append(cols);
 }
 
 // The rule panel: the rule of the algorithm's file that the process applied at this step, in

@@ -129,6 +129,10 @@ pub fn handle(app: &AppState, req: &Request<'_>) -> Response {
                     "POST",
                     session_api::branch(s, p, q!(session_api::Window), body).into_response()
                 ),
+                "compare" => only!(
+                    "GET",
+                    session_api::compare(s, p, q!(crate::compare::CompareQuery)).into_response()
+                ),
                 "quiz" => match method.to_ascii_uppercase().as_str() {
                     "GET" => session_api::quiz(s, p, q!(session_api::QuizQuery)).into_response(),
                     "POST" => session_api::quiz_answer(s, p, body).into_response(),

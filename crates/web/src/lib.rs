@@ -23,6 +23,7 @@ mod assets;
 pub mod cause;
 mod check_api;
 pub mod check_config;
+pub mod compare;
 pub mod examples;
 pub mod handle;
 pub mod lessons;

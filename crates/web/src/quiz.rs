@@ -9,7 +9,9 @@
 //!   recorded choices first, then the earliest pending event), at most [`LOOK_AHEAD`] steps:
 //!   who enters the critical section next, what Suzuki-Kasami's LN is after the coming release,
 //!   who becomes leader, which message in flight the receiver will hold back (causal and
-//!   total-order broadcast), whether the snapshot under way will conserve the money;
+//!   total-order broadcast), whether the snapshot under way will conserve the money, by how
+//!   much the next process to correct its clock corrects it (Cristian, Berkeley, NTP), which
+//!   clock is furthest from true time once the next round is complete;
 //! - **explain**: which rule of the algorithm's file the latest step applied (the rule panel,
 //!   [`crate::rules`], hidden while asked).
 //!
@@ -44,7 +46,7 @@ pub struct Question {
     /// Its level.
     pub level: Level,
     /// What it asks, as a word: "enters-next", "ln-after-release", "leader-next", "held-back",
-    /// "conserves", "in-cs", "token", "leader", "rule".
+    /// "conserves", "adjust-next", "furthest-after-round", "in-cs", "token", "leader", "rule".
     pub kind: &'static str,
     /// The question.
     pub text: String,
@@ -311,10 +313,171 @@ fn predict(session: &Session, view: &View) -> Result<Made, String> {
             }
             Err("no leader is named in the steps ahead".into())
         }
+        "clock-sync" => {
+            // Alternately by step, the two clock questions (each falls back on the other).
+            let (first, second): (ClockQuestion, ClockQuestion) = if view.step.is_multiple_of(2) {
+                (adjust_next, furthest_after_round)
+            } else {
+                (furthest_after_round, adjust_next)
+            };
+            let mut hide = hide;
+            hide.push("states");
+            first(session, view, hide.clone())
+                .or_else(|e| second(session, view, hide).map_err(|e2| format!("{e}; {e2}")))
+        }
         "multicast" => held_back(session, view, hide),
         "snapshot" => conserves(session, view, hide),
         other => Err(format!("no predict question for the {other} family")),
     }
+}
+
+/// A clock-synchronization question of the predict level.
+type ClockQuestion = fn(&Session, &View, Vec<&'static str>) -> Result<Made, String>;
+
+/// The `Adjust` output of a trace line: (node, correction in ns).
+fn adjust_of(line: &Value) -> Option<(u64, i64)> {
+    let delta = output_of(line, "Adjust")?.get("delta_ns")?.as_i64()?;
+    Some((line["node"].as_u64()?, delta))
+}
+
+/// Clock synchronization: which correction will the next process to correct its clock apply?
+/// The options are the right one, its opposite (the sign of the offset), the corrections the
+/// same step sends to the others (Berkeley's master), and, for Cristian's client, the estimate
+/// without its RTT/2 (T minus its own reading).
+fn adjust_next(session: &Session, _view: &View, hide: Vec<&'static str>) -> Result<Made, String> {
+    let mut ahead = Ahead::new(session)?;
+    for _ in 0..LOOK_AHEAD {
+        let before = ahead.copy.view_window(0, 0);
+        let Some(lines) = ahead.step() else { break };
+        let Some((node, delta)) = lines.iter().find_map(adjust_of) else {
+            continue;
+        };
+        let mut values = vec![delta, -delta];
+        // The corrections the same step sends to other processes (Berkeley's master).
+        values.extend(lines.iter().filter_map(|l| {
+            (l["event"] == "send")
+                .then(|| l.pointer("/msg/Adjust/delta_ns")?.as_i64())
+                .flatten()
+        }));
+        // Cristian: the estimate T + RTT/2 of the sample kept, without the RTT/2.
+        let rtt = before
+            .processes
+            .iter()
+            .find(|p| u64::from(p.id) == node)
+            .and_then(|p| p.state.pointer("/best/rtt")?.as_u64());
+        if let Some(rtt) = rtt {
+            values.push(delta - (rtt / 2) as i64);
+        }
+        values.sort_unstable();
+        values.dedup();
+        if values.len() < 2 {
+            return Err("the next correction has nothing to tell it from: step on".into());
+        }
+        let step = ahead.copy.choices().len();
+        let mut why = format!(
+            "at step {step}, P{node} corrects its clock by {}",
+            ns_words(delta)
+        );
+        if let Some(rtt) = rtt {
+            why.push_str(&format!(
+                " (the server's T plus half the round trip RTT/2 = {}, minus its own reading)",
+                ns_words((rtt / 2) as i64)
+            ));
+        }
+        return Ok((
+            "adjust-next",
+            format!(
+                "P{node} is the next process to correct its clock. By how much will it correct it?"
+            ),
+            values.into_iter().map(ns_words).collect(),
+            hide,
+            Answer {
+                right: vec![ns_words(delta)],
+                why,
+            },
+            Some(step),
+        ));
+    }
+    Err(
+        "no clock is corrected in the steps ahead: start a synchronization (a process's menu)"
+            .into(),
+    )
+}
+
+/// Clock synchronization: once the next round completes and the corrections it sent are
+/// applied, which clock is furthest from true time (the outcome panel's clocks then)?
+fn furthest_after_round(
+    session: &Session,
+    view: &View,
+    hide: Vec<&'static str>,
+) -> Result<Made, String> {
+    let mut ahead = Ahead::new(session)?;
+    let mut round_at = None;
+    // The corrections sent by the round's last step, by receiver, still to be applied.
+    let mut waiting: Vec<u64> = Vec::new();
+    for _ in 0..LOOK_AHEAD {
+        let Some(lines) = ahead.step() else { break };
+        if round_at.is_none() {
+            if lines.iter().any(|l| output_of(l, "Round").is_some()) {
+                round_at = Some(ahead.copy.choices().len());
+                waiting = lines
+                    .iter()
+                    .filter(|l| l["event"] == "send" && l.pointer("/msg/Adjust").is_some())
+                    .filter_map(|l| l["to"].as_u64())
+                    .collect();
+            }
+        } else {
+            for (node, _) in lines.iter().filter_map(adjust_of) {
+                if let Some(k) = waiting.iter().position(|&w| w == node) {
+                    waiting.remove(k);
+                }
+            }
+        }
+        if round_at.is_some() && waiting.is_empty() {
+            let step = ahead.copy.choices().len();
+            let report = crate::report_view::report_json(&ahead.copy);
+            let clocks: Vec<(u64, i64)> = report
+                .pointer("/clock/clocks")
+                .and_then(Value::as_array)
+                .map(|cs| {
+                    cs.iter()
+                        .filter_map(|c| Some((c["node"].as_u64()?, c["error_ns"].as_i64()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let Some(worst) = clocks.iter().map(|(_, e)| e.unsigned_abs()).max() else {
+                return Err("the report names no clock".into());
+            };
+            let right: Vec<String> = clocks
+                .iter()
+                .filter(|(_, e)| e.unsigned_abs() == worst)
+                .map(|(n, _)| format!("P{n}"))
+                .collect();
+            let readings: Vec<String> = clocks
+                .iter()
+                .map(|(n, e)| format!("P{n} {}", ns_words(*e)))
+                .collect();
+            return Ok((
+                "furthest-after-round",
+                "Once the next synchronization round is complete and its corrections applied, which clock is furthest from true time?".into(),
+                process_options(view),
+                hide,
+                Answer {
+                    right,
+                    why: format!(
+                        "at step {step} (the round completed at step {}), the clocks read, against true time: {}",
+                        round_at.unwrap_or(step),
+                        readings.join(", ")
+                    ),
+                },
+                Some(step),
+            ));
+        }
+    }
+    Err(
+        "no synchronization round completes in the steps ahead: start one (a process's menu)"
+            .into(),
+    )
 }
 
 /// Suzuki-Kasami: when the next step is the token holder's release, LN after it.
@@ -531,4 +694,48 @@ fn explain(session: &Session, view: &View) -> Result<Made, String> {
         },
         None,
     ))
+}
+
+/// A signed duration in words, exact to the nanosecond: "+1.25 ms", "-300 us", "0".
+pub fn ns_words(ns: i64) -> String {
+    if ns == 0 {
+        return "0".into();
+    }
+    let sign = if ns < 0 { "-" } else { "+" };
+    let abs = ns.unsigned_abs();
+    let (unit, per) = if abs >= 1_000_000_000 {
+        ("s", 1_000_000_000u64)
+    } else if abs >= 1_000_000 {
+        ("ms", 1_000_000)
+    } else if abs >= 1_000 {
+        ("us", 1_000)
+    } else {
+        ("ns", 1)
+    };
+    let whole = abs / per;
+    let frac = abs % per;
+    if frac == 0 {
+        return format!("{sign}{whole} {unit}");
+    }
+    let digits = per.ilog10() as usize;
+    let frac = format!("{frac:0digits$}");
+    format!("{sign}{whole}.{} {unit}", frac.trim_end_matches('0'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ns_words;
+
+    #[test]
+    fn durations_are_written_exactly_in_the_largest_unit() {
+        assert_eq!(ns_words(0), "0");
+        assert_eq!(ns_words(31_497_918), "+31.497918 ms");
+        assert_eq!(ns_words(-30_194_653), "-30.194653 ms");
+        assert_eq!(ns_words(1_250_000), "+1.25 ms");
+        assert_eq!(ns_words(-300_000), "-300 us");
+        assert_eq!(ns_words(1_500), "+1.5 us");
+        assert_eq!(ns_words(999), "+999 ns");
+        assert_eq!(ns_words(2_000_000_001), "+2.000000001 s");
+        assert_eq!(ns_words(i64::MIN), "-9223372036.854775808 s");
+    }
 }

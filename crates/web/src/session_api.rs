@@ -490,6 +490,24 @@ pub(crate) fn branch(
     })
 }
 
+/// Two branches of the history side by side, neither switched to ([`crate::compare`]).
+pub(crate) fn compare(
+    State(state): State,
+    Path(id): Path<&str>,
+    Query(q): Query<crate::compare::CompareQuery>,
+) -> Result<Json<Value>, ApiError> {
+    // Copy what the two runs are made of under the session's lock, replay them without it:
+    // stepping goes on meanwhile.
+    let (scenario, current, branches) = with_session(&state, id, |o| {
+        Ok((
+            o.session.scenario().clone(),
+            o.session.recorded().to_vec(),
+            o.branches.clone(),
+        ))
+    })?;
+    crate::compare::compare(&scenario, &current, &branches, &q).map(Json)
+}
+
 /// `GET /api/session/ID/quiz?level=...`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

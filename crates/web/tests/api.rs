@@ -1558,3 +1558,339 @@ cs = "1ms"
         serde_json::from_str(&text).unwrap()
     });
 }
+
+const BULLY_THREE: &str = r#"
+algorithm = "bully"
+nodes = 3
+[network]
+delay = "1ms"
+[[event]]
+at = "0ms"
+elect = 0
+"#;
+
+/// The leader a compare side's outcome names ("leader: P2, ..."), if any.
+fn compared_leader(side: &Value) -> Option<String> {
+    side["outcome"].as_array().unwrap().iter().find_map(|l| {
+        l.as_str()?
+            .strip_prefix("leader: ")
+            .map(|s| s[..2].to_string())
+    })
+}
+
+#[test]
+fn two_branches_compared_side_by_side_part_at_their_fork_and_reach_their_own_outcomes() {
+    let c = Client::start();
+    let (id, _) = c.session(BULLY_THREE);
+    let (status, _, e) = c.get(&format!("/api/session/{id}/compare"));
+    assert_eq!(status, 422, "no branch yet: {e}");
+    assert!(e.contains("go back and choose differently"), "{e}");
+    // The run to its end: P2, the highest, is leader.
+    let end = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    let steps = end["steps_recorded"].as_u64().unwrap();
+    // Back to the start and crash P2 first instead: the old run becomes branch 0.
+    c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 0 }));
+    c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "crash", "node": 2 }),
+    );
+    let shown = c.ok(&format!("/api/session/{id}/run"), json!({}));
+    let (status, _, text) = c.get(&format!("/api/session/{id}/compare"));
+    assert_eq!(status, 200, "{text}");
+    let cmp: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cmp["fork"], 0, "{cmp}");
+    let (a, b) = (&cmp["sides"][0], &cmp["sides"][1]);
+    assert_eq!(
+        (a["name"].clone(), b["name"].clone()),
+        (json!("this run"), json!("branch 1"))
+    );
+    assert_eq!(b["steps"].as_u64().unwrap(), steps);
+    assert_eq!(a["steps"], shown["steps_recorded"]);
+    // The first difference: this run crashed P2 at step 1, the branch did not.
+    assert_eq!(a["choice"], json!({ "do": "crash", "node": 2 }));
+    assert!(a["first"].as_str().unwrap().contains("crash"), "{a}");
+    assert_ne!(a["first"], b["first"]);
+    assert_eq!(a["log"][0]["first"], true);
+    // The events of the first difference, by seq, for the diagram to mark: this run's crash of
+    // P2; the branch's first step wrote nothing, so the events of its next step that did.
+    for s in [a, b] {
+        let marked: Vec<Value> = s["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["first"] == true)
+            .map(|e| e["seq"].clone())
+            .collect();
+        assert!(!marked.is_empty(), "{s}");
+        assert_eq!(Value::Array(marked), s["first_seqs"], "{s}");
+    }
+    assert!(b["first"].as_str().unwrap().contains("then at step"), "{b}");
+    // The outcome each reached: P1 leads without P2, P2 in the old run.
+    assert_eq!(compared_leader(a).as_deref(), Some("P1"), "{a}");
+    assert_eq!(compared_leader(b).as_deref(), Some("P2"), "{b}");
+    // Both diagrams, drawn over the same window of time.
+    for s in [a, b] {
+        assert!(s["svg"].as_str().unwrap().contains("<svg"), "{s}");
+    }
+    assert_eq!(cmp["cut"], false, "a short run is drawn whole");
+    assert!(cmp["to_ns"].as_u64().unwrap() >= a["time_ns"].as_u64().unwrap());
+    assert!(cmp["to_ns"].as_u64().unwrap() >= b["time_ns"].as_u64().unwrap());
+    // Comparing switched nothing: the run shown is where it was.
+    let after = c.get(&format!("/api/session/{id}/view"));
+    let after: Value = serde_json::from_str(&after.2).unwrap();
+    assert_eq!(
+        (after["step"].clone(), after["steps_recorded"].clone()),
+        (shown["step"].clone(), shown["steps_recorded"].clone())
+    );
+    // What the comparison says of the branch is what switching to it shows at its end.
+    let switched = c.ok(&format!("/api/session/{id}/branch"), json!({ "index": 0 }));
+    let at_end = c.ok(
+        &format!("/api/session/{id}/goto"),
+        json!({ "step": switched["steps_recorded"] }),
+    );
+    let badges: Vec<Value> = at_end["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| json!({ "id": p["id"], "alive": p["alive"], "badge": p["badge"] }))
+        .collect();
+    assert_eq!(Value::Array(badges), b["processes"]);
+    assert_eq!(at_end["time_ns"], b["time_ns"]);
+    // Now the crash's run is branch 0; crash P1 at the start instead: two branches to compare.
+    c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 0 }));
+    c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "crash", "node": 1 }),
+    );
+    let (status, _, text) = c.get(&format!("/api/session/{id}/compare?a=0&b=1"));
+    assert_eq!(status, 200, "{text}");
+    let two: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<Value> = two["sides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("branch 1"), json!("branch 2")]);
+    let leaders: Vec<Option<String>> = two["sides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(compared_leader)
+        .collect();
+    assert_eq!(leaders, vec![Some("P1".into()), Some("P2".into())], "{two}");
+    // Bad sides are refused, naming the parameter.
+    for (q, field) in [("a=0&b=0", "b"), ("b=7", "b"), ("a=x", "a")] {
+        let (status, _, text) = c.get(&format!("/api/session/{id}/compare?{q}"));
+        let e: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (status, e["field"].clone()),
+            (400, json!(field)),
+            "{q}: {text}"
+        );
+    }
+}
+
+/// The starting scenario of algorithm `name` (`/api/algorithms`).
+fn default_toml(c: &Client, name: &str) -> String {
+    let (_, _, text) = c.get("/api/algorithms");
+    let all: Value = serde_json::from_str(&text).unwrap();
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["toml"].as_str())
+        .unwrap_or_else(|| panic!("no algorithm {name}"))
+        .to_string()
+}
+
+/// A clock algorithm's scenario whose run corrects clocks: its starting one, but for NTP (whose
+/// starting scenario has two servers that never agree: no correction) the falseticker example.
+fn clock_toml(c: &Client, name: &str) -> String {
+    if name == "ntp" {
+        scenario_file("ntp-falseticker.toml")
+    } else {
+        default_toml(c, name)
+    }
+}
+
+/// Steps session `id` until the predict question is of `kind`; that question.
+fn ask_until(c: &Client, id: &str, kind: &str, steps: usize) -> Value {
+    for _ in 0..steps {
+        let q = quiz(c, id, "predict");
+        if q["question"]["kind"] == kind {
+            return q["question"].clone();
+        }
+        c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" }));
+    }
+    panic!("no `{kind}` question within {steps} steps");
+}
+
+/// Marks every option of `q`; the options marked right (checked to be the answer's).
+fn right_options(c: &Client, id: &str, q: &Value) -> Vec<String> {
+    let mut right = Vec::new();
+    let mut said = None;
+    for o in q["options"].as_array().unwrap() {
+        let o = o.as_str().unwrap();
+        let a = answer(c, id, q, o);
+        if a["right"] == true {
+            right.push(o.to_string());
+        }
+        said = Some(a["answer"].clone());
+    }
+    assert_eq!(said, Some(json!(right)), "{q}");
+    right
+}
+
+/// Steps session `id` from its step to `step`; the views on the way.
+fn step_to(c: &Client, id: &str, from: u64, step: u64) -> Vec<Value> {
+    (from..step)
+        .map(|_| c.ok(&format!("/api/session/{id}/apply"), json!({ "do": "next" })))
+        .collect()
+}
+
+#[test]
+fn the_quiz_asks_each_clock_algorithm_the_correction_it_then_applies() {
+    let c = Client::start();
+    for name in ["cristian", "berkeley", "ntp"] {
+        let (id, _) = c.session(&clock_toml(&c, name));
+        let q = ask_until(&c, &id, "adjust-next", 300);
+        // Nothing on the page gives it away while asked: the states (Cristian's best sample),
+        // the messages' labels, the log and the outcome are hidden.
+        for part in ["states", "pending", "labels", "log", "outcome"] {
+            assert!(
+                q["hide"].as_array().unwrap().contains(&json!(part)),
+                "{name}: {q}"
+            );
+        }
+        let right = right_options(&c, &id, &q);
+        assert_eq!(right.len(), 1, "{name}: {q}");
+        assert!(q["options"].as_array().unwrap().len() >= 2, "{name}: {q}");
+        let node: u64 = q["text"].as_str().unwrap()[1..]
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("the question names the process");
+        // Step ahead to the step named: that process corrects its clock by the right answer.
+        let reveal = q["reveal_at"].as_u64().unwrap();
+        let views = step_to(&c, &id, q["step"].as_u64().unwrap(), reveal);
+        let last = views.last().expect("the correction is ahead");
+        let delta = last["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["step"] == reveal && e["node"] == node && e["output"]["Adjust"].is_object())
+            .and_then(|e| e["output"]["Adjust"]["delta_ns"].as_i64())
+            .unwrap_or_else(|| panic!("{name}: P{node} corrects its clock at step {reveal}"));
+        assert_eq!(right[0], distsync_web::quiz::ns_words(delta), "{name}");
+    }
+}
+
+#[test]
+fn the_quiz_asks_which_clock_is_furthest_from_true_time_after_the_round() {
+    let c = Client::start();
+    for name in ["cristian", "berkeley", "ntp"] {
+        let (id, _) = c.session(&clock_toml(&c, name));
+        let q = ask_until(&c, &id, "furthest-after-round", 300);
+        for part in ["states", "outcome", "log"] {
+            assert!(
+                q["hide"].as_array().unwrap().contains(&json!(part)),
+                "{name}: {q}"
+            );
+        }
+        let right = right_options(&c, &id, &q);
+        assert!(!right.is_empty(), "{name}: {q}");
+        let reveal = q["reveal_at"].as_u64().unwrap();
+        step_to(&c, &id, q["step"].as_u64().unwrap(), reveal);
+        // The outcome panel's clocks at that step: the furthest from true time is the answer.
+        let (status, _, text) = c.get(&format!("/api/session/{id}/report"));
+        assert_eq!(status, 200, "{text}");
+        let report: Value = serde_json::from_str(&text).unwrap();
+        let clocks = report["clock"]["clocks"].as_array().unwrap();
+        let worst = clocks
+            .iter()
+            .map(|k| k["error_ns"].as_i64().unwrap().unsigned_abs())
+            .max()
+            .unwrap();
+        let furthest: Vec<String> = clocks
+            .iter()
+            .filter(|k| k["error_ns"].as_i64().unwrap().unsigned_abs() == worst)
+            .map(|k| format!("P{}", k["node"]))
+            .collect();
+        assert_eq!(right, furthest, "{name}: {report}");
+    }
+}
+
+#[test]
+fn every_election_algorithm_is_asked_who_becomes_leader_and_the_answer_is_what_happens() {
+    let c = Client::start();
+    for name in [
+        "bully",
+        "ring",
+        "chang-roberts",
+        "ring-active-list",
+        "peterson",
+    ] {
+        let (id, _) = c.session(&default_toml(&c, name));
+        let q = ask_until(&c, &id, "leader-next", 50);
+        assert!(
+            q["hide"].as_array().unwrap().contains(&json!("pending")),
+            "{name}: {q}"
+        );
+        let right = right_options(&c, &id, &q);
+        assert_eq!(right.len(), 1, "{name}: {q}");
+        let reveal = q["reveal_at"].as_u64().unwrap();
+        let views = step_to(&c, &id, q["step"].as_u64().unwrap(), reveal);
+        let leader = views.last().unwrap()["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|e| {
+                let l = e["output"]["Leader"].as_u64()?;
+                (e["step"] == reveal && e["node"] == l).then_some(l)
+            })
+            .unwrap_or_else(|| panic!("{name}: a process names itself leader at step {reveal}"));
+        assert_eq!(right[0], format!("P{leader}"), "{name}");
+    }
+}
+
+#[test]
+fn a_long_comparison_draws_the_first_events_after_the_fork_over_one_window() {
+    let c = Client::start();
+    let (id, _) = c.session(&scenario_file("ricart-agrawala-heavy.toml"));
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 1500 }));
+    c.ok(&format!("/api/session/{id}/goto"), json!({ "step": 3 }));
+    c.ok(
+        &format!("/api/session/{id}/apply"),
+        json!({ "do": "crash", "node": 1 }),
+    );
+    c.ok(&format!("/api/session/{id}/run"), json!({ "limit": 1500 }));
+    let (status, _, text) = c.get(&format!("/api/session/{id}/compare"));
+    assert_eq!(status, 200, "{text}");
+    let cmp: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cmp["fork"], 3);
+    assert_eq!(cmp["cut"], true, "{}", cmp["to_ns"]);
+    let to_ns = cmp["to_ns"].as_u64().unwrap();
+    let ends: Vec<u64> = (0..2)
+        .map(|k| cmp["sides"][k]["time_ns"].as_u64().unwrap())
+        .collect();
+    assert!(to_ns < ends[0].max(ends[1]), "{to_ns} {ends:?}");
+    // Each side lists its first 200 events after the fork (the crash's run, where the others
+    // wait for P1 forever, has fewer); the window reaches the 200th of the busier one.
+    let busier: Vec<&Value> = (0..2)
+        .map(|k| cmp["sides"][k]["log"].as_array().unwrap())
+        .filter(|log| {
+            assert!(log.len() <= distsync_web::compare::COMPARE_LOG_LINES);
+            log.len() == distsync_web::compare::COMPARE_LOG_LINES
+        })
+        .map(|log| log.last().unwrap())
+        .collect();
+    assert!(!busier.is_empty(), "{cmp}");
+    assert!(
+        busier
+            .iter()
+            .any(|e| e["time_ns"].as_u64().unwrap() <= to_ns),
+        "{to_ns} {busier:?}"
+    );
+    assert!(cmp["fork_ns"].as_u64().unwrap() <= to_ns);
+}

@@ -273,6 +273,31 @@ impl Page {
         }
     }
 
+    /// A screenshot of the viewport scrolled to show `selector` just under the sticky controls,
+    /// into target/web-NAME.png, and docs/web-NAME.png with DISTSYNC_UPDATE_SCREENSHOTS=1.
+    fn screenshot_of(&self, name: &str, selector: &str) {
+        self.tab.activate().expect("bring the tab to the front");
+        let s = serde_json::to_string(selector).unwrap();
+        self.js(&format!(
+            "(() => {{ const e = document.querySelector({s}); const bar = document.querySelector('#controls'); \
+               const below = getComputedStyle(bar).position === 'sticky' ? bar.getBoundingClientRect().height : 0; \
+               window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - below - 8); return true; }})()"
+        ));
+        let png = self
+            .tab
+            .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+            .expect("screenshot");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join(format!("web-{name}.png")), &png).unwrap();
+        if std::env::var("DISTSYNC_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+            std::fs::write(root.join(format!("docs/web-{name}.png")), &png).unwrap();
+        }
+    }
+
     /// A screenshot of the viewport into target/web-NAME.png, and docs/web/NAME.png with
     /// DISTSYNC_UPDATE_SCREENSHOTS=1.
     fn screenshot_to_docs(&self, name: &str) {
@@ -1220,6 +1245,18 @@ fn the_page_is_clean_under_axe_core_at_wcag_2_a_and_aa() {
         );
     };
     check("a run stepped");
+    // Back two steps, crash P1 instead, and compare the two branches side by side.
+    page.click_and_wait("#back");
+    page.click_and_wait("#back");
+    page.js("window.scrollTo(0, 0)");
+    page.node_action(1, "crash");
+    page.click("#branches button[data-compare=\"0\"]");
+    page.wait(
+        "document.querySelectorAll('#compare .cmp-side').length === 2",
+        "the two branches side by side",
+    );
+    check("two branches compared");
+    page.click("#compare-close");
     page.set("#lesson", "suzuki-kasami");
     page.wait(
         "!document.querySelector('#lesson-box').hidden",
@@ -1317,6 +1354,217 @@ fn going_back_and_choosing_differently_keeps_a_branch_to_switch_to_on(
     assert_eq!(
         page.js("window.distsyncApp.view.processes.find(p => p.id === 1).alive"),
         Value::Bool(false)
+    );
+}
+
+/// Branching history compared: run a bully election to its end, go back to the start, crash
+/// the winner instead and run again; "compare" shows both runs side by side, parting at step 0,
+/// each with what it did there and the leader it reached, and stacks them on a phone.
+#[test]
+#[ignore = "needs chromium (/usr/bin/chromium)"]
+fn two_branches_are_compared_side_by_side() {
+    on_each_site(two_branches_are_compared_side_by_side_on);
+}
+
+fn two_branches_are_compared_side_by_side_on(browser: &Browser, url: &str) {
+    let page = Page::open(browser, url);
+    page.wait_for_run_of("ricart-agrawala");
+    page.set(
+        "#toml",
+        "algorithm = \"bully\"\nnodes = 4\n[network]\ndelay = \"1ms\"\n[[event]]\nat = \"0ms\"\nelect = 0\n",
+    );
+    page.wait(
+        "window.distsyncApp.scenario.algorithm === 'bully'",
+        "the form to read the TOML",
+    );
+    page.click_and_wait("#start");
+    page.wait_for_run_of("bully");
+    page.run_to_end();
+    assert!(
+        page.text("#states").contains("leader 3"),
+        "{}",
+        page.text("#states")
+    );
+    // Back to the start, and crash P3 before anything happens: the first run becomes a branch.
+    page.set("#goto-step", "0");
+    page.click("#goto");
+    page.wait("window.distsyncApp.view.step === 0", "step 0");
+    // The drawing in view below the sticky controls (a click scrolls it only to the top edge).
+    page.js("window.scrollTo(0, 0)");
+    page.node_action(3, "crash");
+    page.run_to_end();
+    page.wait(
+        "!document.querySelector('#branches').hidden",
+        "the branch control",
+    );
+    page.click("#branches button[data-compare=\"0\"]");
+    page.wait(
+        "!document.querySelector('#compare').hidden && document.querySelectorAll('#compare .cmp-side').length === 2",
+        "the two runs side by side",
+    );
+    let a = page.text("#compare .cmp-side[data-side=\"a\"]");
+    let b = page.text("#compare .cmp-side[data-side=\"b\"]");
+    assert!(
+        a.starts_with("this run") && b.starts_with("branch 1"),
+        "{a}\n---\n{b}"
+    );
+    // Where they part, and what each did there.
+    assert!(
+        page.text("#compare h2").contains("same up to step 0"),
+        "{}",
+        page.text("#compare h2")
+    );
+    let first_a = page.text("#compare .cmp-side[data-side=\"a\"] .cmp-first mark");
+    let first_b = page.text("#compare .cmp-side[data-side=\"b\"] .cmp-first mark");
+    assert!(first_a.contains("crash"), "{first_a}");
+    assert!(!first_b.contains("crash"), "{first_b}");
+    // The outcome each reached.
+    assert!(a.contains("leader: P2"), "{a}");
+    assert!(b.contains("leader: P3"), "{b}");
+    assert_eq!(page.count("#compare .cmp-diagram svg"), 2);
+    // The first difference is marked in each diagram too: the crash on the left.
+    for side in ["a", "b"] {
+        assert!(
+            page.count(&format!(
+                "#compare .cmp-side[data-side=\"{side}\"] .cmp-diagram .first-mark"
+            )) >= 1,
+            "side {side}"
+        );
+    }
+    assert_eq!(
+        page.count("#compare .cmp-side[data-side=\"a\"] .cmp-diagram .crash.first-mark"),
+        1
+    );
+    // Comparing switched nothing: the run shown is still the crash's.
+    assert_eq!(
+        page.js("window.distsyncApp.view.processes.find(p => p.id === 3).alive"),
+        Value::Bool(false)
+    );
+    page.resize(1280, 900);
+    page.screenshot_of("compare", "#compare");
+    // On a phone the two stack: the right one below the left one.
+    page.resize(390, 844);
+    let stacked = page.js(
+        "document.querySelector('#compare .cmp-side[data-side=\"b\"]').getBoundingClientRect().top >= \
+         document.querySelector('#compare .cmp-side[data-side=\"a\"]').getBoundingClientRect().bottom - 1",
+    );
+    assert_eq!(stacked, Value::Bool(true), "one column under 800 px");
+    let wide = page.js(
+        "[...document.querySelectorAll('#compare *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest('.cmp-diagram svg')).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
+    );
+    assert_eq!(
+        wide,
+        Value::Array(vec![]),
+        "390 px: the comparison is wider than the screen"
+    );
+    page.resize(1500, 1150);
+    // Closed, it is gone.
+    page.click("#compare-close");
+    page.wait(
+        "document.querySelector('#compare').hidden",
+        "the comparison to close",
+    );
+}
+
+/// The clock quiz on Cristian's time server: asked the correction the next client applies, the
+/// page shows nothing outside the question that gives it away (the cards hold the best sample,
+/// the pending replies the server's T, the log and the outcome the clocks); the answer marked
+/// right is the correction the client then applies, read off the log.
+#[test]
+#[ignore = "needs chromium (/usr/bin/chromium)"]
+fn the_clock_quiz_hides_the_correction_until_answered_and_the_run_applies_it() {
+    let browser = browser();
+    let server = server();
+    let page = Page::open(&browser, &server.url());
+    page.set("#algorithm", "cristian");
+    page.wait_for_run_of("cristian");
+    page.click("#quiz");
+    let asked = "!document.querySelector('#quiz-box').hidden && /correct its clock/.test(document.querySelector('#quiz-box').innerText)";
+    assert!(page.click_until("#step", asked, 60), "the quiz never asked");
+    let question = page.text("#quiz-box");
+    let node: u32 = question
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('P')?.parse().ok())
+        .unwrap_or_else(|| panic!("the question names the client: {question}"));
+    for part in [
+        "#states",
+        "#pending tbody",
+        "#outcome",
+        "#log tbody",
+        "#diagram",
+    ] {
+        assert_eq!(
+            page.js(&format!(
+                "getComputedStyle(document.querySelector('{part}')).visibility"
+            )),
+            Value::from("hidden"),
+            "{part} would give the answer away"
+        );
+    }
+    // What the page shows outside the question, while it asks.
+    let shown = page.js(
+        "[...document.querySelectorAll('#stage > *:not(#quiz-box)')].map(e => e.innerText).join('\\n')",
+    );
+    let shown = shown.as_str().unwrap().to_string();
+    let options: Vec<String> = page
+        .js("[...document.querySelectorAll('#quiz-box button[data-option]')].map(b => b.dataset.option)")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_string())
+        .collect();
+    page.click("#quiz-box button[data-option]");
+    page.wait(
+        "/Score/.test(document.querySelector('#quiz-box').innerText)",
+        "the answer",
+    );
+    let marked = page.text("#quiz-box");
+    let right = options
+        .iter()
+        .find(|o| marked.contains(&format!("it is {o}")))
+        .unwrap_or_else(|| panic!("the answer names one of {options:?}: {marked}"))
+        .clone();
+    // The correction in nanoseconds, as the log and the cards would write it.
+    let ns = {
+        let (num, unit) = right
+            .trim_start_matches(['+', '-'])
+            .split_once(' ')
+            .unwrap();
+        let digits = match unit {
+            "s" => 9,
+            "ms" => 6,
+            "us" => 3,
+            _ => 0,
+        };
+        let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+        format!("{whole}{frac:0<digits$}")
+            .trim_start_matches('0')
+            .to_string()
+    };
+    assert!(
+        !shown.contains(&right) && !shown.contains(&ns),
+        "the answer {right} ({ns} ns) was on the page while asked:\n{shown}"
+    );
+    // Quiz off (it would ask again before each Step), then step to the correction: the client
+    // applies the answer marked right.
+    page.click("#quiz");
+    assert!(
+        page.click_until(
+            "#step",
+            &format!(
+                "window.distsyncApp.view.log.some(e => e.event === 'adjust' && e.node === {node})"
+            ),
+            60
+        ),
+        "P{node} never corrected its clock"
+    );
+    let delta = page.js(&format!(
+        "window.distsyncApp.view.log.find(e => e.event === 'adjust' && e.node === {node}).delta_ns"
+    ));
+    assert_eq!(
+        Value::from(distsync_web::quiz::ns_words(delta.as_i64().unwrap())),
+        Value::from(right.as_str()),
+        "P{node}'s correction"
     );
 }
 
