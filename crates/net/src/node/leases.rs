@@ -3,7 +3,9 @@
 //! request; the leader answers only for its current view and while its own lease runs, which it
 //! gets by a round (`Confirm`) answered by every member. A view change opens only after every
 //! lease of the previous view has run out. So a node paused or cut off long enough to be left
-//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin.
+//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin. Only the
+//! leader of a view that holds a majority of the cluster's nodes gets a lease
+//! ([`Node::quorate`]), so of two disjoint views (a partition) at most one grants.
 
 use super::Node;
 use crate::wire::{Epoch, PeerMsg};
@@ -100,6 +102,15 @@ impl Node {
         self.timeouts().heartbeat_timeout
     }
 
+    /// Whether a view of `members` nodes is a majority of the cluster's: only such a view's
+    /// leader gets a lease, so only such a view grants. Two disjoint views cannot both be
+    /// majorities: the minority side of a partition elects a leader and commits a view of its
+    /// own, but grants nothing in it (before, both sides granted while the partition lasted,
+    /// and after it healed until their views merged, to clients that reached both).
+    pub(super) fn quorate(&self, members: usize) -> bool {
+        members >= self.quorum
+    }
+
     fn extend_lease(&mut self, until: Instant) {
         if self.leases.extend(until) {
             debug!(node = %self.id, "lease on the view runs");
@@ -118,6 +129,10 @@ impl Node {
             .copied()
             .filter(|&m| m != self.id)
             .collect();
+        if leader == self.id && !self.quorate(others.len() + 1) {
+            // A minority's view: no lease for its leader, and so none for its members.
+            return;
+        }
         let seq = self.leases.next_seq();
         if leader == self.id {
             if others.is_empty() {
@@ -183,6 +198,9 @@ impl Node {
             return;
         }
         let need = view.members.len() - 1;
+        if !self.quorate(view.members.len()) {
+            return;
+        }
         if let Some(sent) = self.leases.answered(seq, from, need) {
             let until = sent + self.lease_time();
             self.extend_lease(until);
