@@ -23,6 +23,10 @@ const KEPT: usize = 64;
 pub(super) struct Leases {
     /// Until when this node may grant in its view (see "Leases" in docs/net.md).
     pub until: Option<Instant>,
+    /// The end of the latest lease this node held, kept when a view change lapses it: the
+    /// leases a leader gave its members end no later ([`Node::begin_change`] waits for it when
+    /// its commit drops a hold).
+    pub held_until: Option<Instant>,
     /// The sequence number of the last request or round.
     seq: u64,
     /// A member's recent lease requests to its leader: (sequence number, when sent).
@@ -54,6 +58,7 @@ impl Leases {
 
     /// The view is being replaced: its lease ends, and with it the requests and rounds for it.
     pub fn lapse(&mut self) {
+        self.held_until = self.held_until.max(self.until);
         self.until = None;
         self.asks.clear();
         self.rounds.clear();

@@ -413,6 +413,61 @@ async fn a_partition_gives_bully_two_leaders_but_only_the_majority_side_grants()
     assert_eq!(holding, 1);
 }
 
+/// A view change that drops a hold of its own leader's view waits for that leader's former
+/// lease. Five nodes split {0,1,2} / {3,4}; client 1 holds through node 0 in the majority's
+/// view (leader 2), client 2 waits through node 1. The split heals and leader 2 changes view
+/// with everyone: nodes 3 and 4 were last in the minority's view, whose epoch is the later one,
+/// so client 1's hold is dropped (revoked) and the lock is granted to client 2 in the new view.
+/// Node 0's lease came from leader 2 and outlasts 2's freeze: client 2 must not be granted
+/// before it has run out (client 1's own lease clock, shorter still, stops its command first).
+/// (Without the wait the new view opens at once, while node 0's lease still runs.)
+#[tokio::test(start_paused = true)]
+async fn a_change_that_drops_its_own_views_hold_waits_for_its_former_lease() {
+    let mut h = Harness::with(&five_nodes("ricart-agrawala"));
+    h.run(1000).await;
+    assert!(h.open_everywhere(4, 5));
+    h.partition(&[0, 1, 2], &[3, 4]);
+    h.run(2000).await;
+    h.client(0, 1, lock());
+    h.run(100).await;
+    let t1 = granted(&h.replies(1)).expect("the majority side grants client 1");
+    h.client(1, 2, lock());
+    h.run(50).await;
+    assert_eq!(granted(&h.replies(2)), None, "client 2 waits");
+    let mut lease0 = h.nodes[0].leases.until.expect("node 0 holds a lease");
+    let old_view = h.nodes[0].status().epoch;
+    h.cut.clear();
+    h.nodes[2].begin_change((0..5).map(NodeId).collect());
+    let mut revoked = false;
+    for _ in 0..500 {
+        // Node 0's lease on the view client 1 was granted in (not on the views after it).
+        if let Some(u) = h.nodes[0].leases.until {
+            if h.nodes[0].status().epoch == old_view {
+                lease0 = lease0.max(u);
+            }
+        }
+        h.run(10).await;
+        revoked |= h
+            .replies(1)
+            .iter()
+            .any(|r| matches!(r, ClientReply::Revoked { .. }));
+        if let Some(t2) = granted(&h.replies(2)) {
+            let now = tokio::time::Instant::now();
+            assert!(
+                now >= lease0,
+                "client 2 was granted {:?} before node 0's lease (client 1's) ran out: {:?}",
+                lease0 - now,
+                h.nodes.iter().map(|n| n.status()).collect::<Vec<_>>()
+            );
+            assert!(revoked, "client 1 was told first");
+            assert!(t2 > t1);
+            return;
+        }
+    }
+    let st: Vec<_> = h.nodes.iter().map(|n| n.status()).collect();
+    panic!("client 2 was never granted (client 1 revoked: {revoked}): {st:?}");
+}
+
 /// The reproduction, deterministically: client 1 holds the lock through node 0 and
 /// client 2 waits there; node 0 is paused (it runs nothing, what is sent to it waits); the
 /// others form a view without it and client 3 is granted through node 1; node 0 resumes
