@@ -18,7 +18,8 @@
 //! every mutual-exclusion algorithm the service serves, or a comma-separated list those (the
 //! campaign: `DISTSYNC_JEPSEN_ALGOS=all cargo test -p distsync-cli --test jepsen -- --nocapture`).
 //! Which faults: every one by default; `DISTSYNC_JEPSEN_FAULTS` names some (separated by
-//! commas, e.g. `client-kill,partition-minority`).
+//! commas, e.g. `client-kill,partition-minority`). `DISTSYNC_JEPSEN_KEEP=DIR` keeps the
+//! cluster directory (logs, event files) of every failed `elect` case under DIR.
 //!
 //! The counter is a fenced resource: under flock(1), a command refuses to go on if its token
 //! is not above the last one the file saw, and writes only if no newer token touched the file
@@ -1010,7 +1011,7 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
     });
     let events = lines(&ev);
     let h = check_terms(&events, ELECT_BOUND_MS, &results);
-    ElectRow {
+    let row = ElectRow {
         case: name.to_string(),
         invocations: results.len(),
         ok: results.iter().filter(|r| r.0 == Some(0)).count(),
@@ -1022,7 +1023,34 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
         terms: events.iter().filter(|l| l.starts_with("start")).count(),
         stopped: events.iter().filter(|l| l.starts_with("term")).count(),
         h,
-    }
+    };
+    keep_if_failed(c, name, row.passed());
+    row
+}
+
+/// With `DISTSYNC_JEPSEN_KEEP=DIR`, a failed case's cluster directory (the nodes' logs, the
+/// event files) is copied to DIR/CASE before the cluster is gone.
+fn keep_if_failed(c: &TestCluster, name: &str, passed: bool) {
+    let Some(keep) = std::env::var_os("DISTSYNC_JEPSEN_KEEP").filter(|_| !passed) else {
+        return;
+    };
+    let to = std::path::Path::new(&keep).join(name.replace(' ', "-"));
+    let _ = fs::create_dir_all(&to);
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(c.dir.join("."))
+        .arg(&to)
+        .status()
+        .is_ok_and(|s| s.success());
+    eprintln!(
+        "case {name}: {} {}",
+        if ok {
+            "kept in"
+        } else {
+            "could not keep it in"
+        },
+        to.display()
+    );
 }
 
 fn print_elect_table(rows: &[ElectRow], skipped: &[(String, String)]) {
