@@ -612,6 +612,10 @@ fn restart(a: SomeIdArgs) -> Result<Outcome, InputError> {
         Some(id) => vec![id],
         None => load_dir(&dir)?.peers.ids().iter().map(|i| i.0).collect(),
     };
+    // Held until every node named is back, as `up` holds it: a `start`, `restart`, `up` or
+    // `down` at the same time in this directory waits (or, `up`, refuses).
+    let _lock =
+        local::lock_dir(&dir, "cluster restart", true).map_err(|e| InputError(e.to_string()))?;
     for id in ids {
         stop_one(&dir, id)?;
         let one = IdArgs {
@@ -621,7 +625,7 @@ fn restart(a: SomeIdArgs) -> Result<Outcome, InputError> {
             id,
             log: a.log.clone(),
         };
-        match start(one)? {
+        match start_locked(one)? {
             Outcome::Ok => {}
             failed => return Ok(failed),
         }
@@ -816,6 +820,17 @@ fn remote_restart(dir: &Path, id: Option<u32>) -> Result<Outcome, InputError> {
 }
 
 fn start(a: IdArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir.clone());
+    load_dir(&dir)?;
+    // Held until the node answers: two `start` at once here would both find it stopped and
+    // each start one, and `down` would then know only the pid file's.
+    let _lock =
+        local::lock_dir(&dir, "cluster start", true).map_err(|e| InputError(e.to_string()))?;
+    start_locked(a)
+}
+
+/// `cluster start` once the directory's lock is held.
+fn start_locked(a: IdArgs) -> Result<Outcome, InputError> {
     let dir = dir_of(a.dir.dir);
     let cluster = load_dir(&dir)?;
     let id = checked_id(&cluster, a.id)?;

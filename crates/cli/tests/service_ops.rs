@@ -110,6 +110,99 @@ fn a_second_cluster_up_in_the_same_directory_refuses_naming_the_holder() {
     assert_eq!(nodes_of(&dir), Vec::<u32>::new(), "no node is left running");
 }
 
+/// `cluster start` and `cluster restart` take the directory's lock as `up` does: while another
+/// command holds it they wait, starting nothing; and two of them at once leave exactly the
+/// cluster's nodes running, none that `down` does not know.
+#[test]
+fn cluster_start_and_restart_take_the_directory_lock() {
+    let _g = lock_guard();
+    let tmp = scratch("dir-lock-start");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    let out = cluster(&dir, &up_args());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(cluster(&dir, &["stop", "--id", "1"]).status.success());
+    assert_eq!(nodes_of(&dir).len(), 2);
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("cluster")
+            .args(args)
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Another command holds the directory: `start` waits for it and starts nothing meanwhile.
+    let mut holder = Command::new("flock")
+        .arg("--no-fork")
+        .arg(dir.join("cluster.lock"))
+        .args(["sleep", "2"])
+        .spawn()
+        .unwrap();
+    wait_for("flock holds the lock", Duration::from_secs(5), || {
+        Command::new("flock")
+            .args(["-n"])
+            .arg(dir.join("cluster.lock"))
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    let waiting = run(&["start", "--id", "1"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(
+        nodes_of(&dir).len(),
+        2,
+        "`cluster start` started node 1 while another command held the directory"
+    );
+    holder.wait().unwrap();
+    let out = waiting.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(nodes_of(&dir).len(), 3);
+
+    // Two at once, for real: one starts node 1, the other finds it running.
+    assert!(cluster(&dir, &["stop", "--id", "1"]).status.success());
+    let (a, b) = (run(&["start", "--id", "1"]), run(&["start", "--id", "1"]));
+    let (a, b): (Output, Output) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let ok = [&a, &b].iter().filter(|o| o.status.success()).count();
+    assert_eq!(
+        ok,
+        1,
+        "exactly one `start` started node 1: {}\n{}",
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let other = if a.status.success() { &b } else { &a };
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("already running"),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert_eq!(nodes_of(&dir).len(), 3, "three nodes run");
+    // Two restarts of every node at once: one after the other, three nodes in the end.
+    let (a, b) = (run(&["restart"]), run(&["restart"]));
+    let (a, b): (Output, Output) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    for o in [&a, &b] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(
+        nodes_of(&dir).len(),
+        3,
+        "three nodes run after two restarts"
+    );
+    assert!(cluster(&dir, &["down"]).status.success());
+    assert_eq!(nodes_of(&dir), Vec::<u32>::new(), "no node is left running");
+}
+
 #[test]
 fn restart_in_place_gives_an_old_directory_a_client_key_of_its_own() {
     let _g = lock_guard();

@@ -2,14 +2,16 @@
 //! (`DISTSYNC_TEST_FSYNC_DELAY_MS`, `DISTSYNC_TEST_FULL_DISK_NODE`):
 //! - every sync of a mark slower than `heartbeat_timeout`: view changes still finish and locks
 //!   are granted (they livelocked when every view change waited for the disk at every node);
-//! - one node's disk full: it says so once, naming the file and `ENOSPC`, and `cluster status`
-//!   shows it (and exits non-zero), while the others serve.
+//! - one node's disk full: it says so once, naming the file and `ENOSPC`, and stops (it never
+//!   serves without its mark on disk); `cluster status` shows it (and exits non-zero), while the
+//!   others serve; once space returns, `cluster start` brings it back and it serves again.
 
 mod lock_common;
 
 use lock_common::*;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// `distsync cluster up` with the tests' heartbeats (failure timeout 500ms) and `env` set for
 /// the nodes it starts.
@@ -153,6 +155,49 @@ fn a_full_disk_is_logged_once_naming_the_file_and_shown_by_cluster_status() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Space returns: `cluster start` brings node 1 back (the node does not come back by
+    // itself), it rejoins the view, its mark moves on, and a lock through it is granted.
+    let before = mark_of(&dir, 1);
+    let start = cluster(&dir, &["start", "--id", "1"]);
+    assert!(
+        start.status.success(),
+        "{}",
+        String::from_utf8_lossy(&start.stderr)
+    );
+    wait_for(
+        "the cluster is whole again",
+        Duration::from_secs(20),
+        || cluster(&dir, &["status"]).status.success(),
+    );
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "20s", "--node", "1", "--cluster"])
+        .arg(dir.join("client.toml"))
+        .args(["full", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "a lock through node 1: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster_logs(&dir)
+    );
+    assert!(mark_of(&dir, 1) > before, "node 1 stores its mark again");
+}
+
+/// Node `id`'s epoch mark on disk: the higher of the slots (`epoch N CHECKSUM` lines) of
+/// `DIR/node-ID.epoch`.
+fn mark_of(dir: &Path, id: u32) -> u32 {
+    let text = std::fs::read_to_string(dir.join(format!("node-{id}.epoch"))).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            l.strip_prefix("epoch ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Waits (bounded) until node `id` has exited, as `cluster status` sees it.

@@ -91,6 +91,9 @@ impl Netns {
         run(&["netns", "add", &hub])?;
         run(&["-n", &hub, "link", "add", "br0", "type", "bridge"])?;
         run(&["-n", &hub, "link", "set", "br0", "up"])?;
+        // The other side of a split (`split`): nodes moved there see each other only.
+        run(&["-n", &hub, "link", "add", "br1", "type", "bridge"])?;
+        run(&["-n", &hub, "link", "set", "br1", "up"])?;
         let members: Vec<(String, String)> = (0..n)
             .map(|i| (i.to_string(), format!("10.77.0.{}", i + 1)))
             .chain([("c".to_string(), "10.77.0.100".to_string())])
@@ -181,6 +184,39 @@ impl Netns {
     /// Heals the cut.
     pub fn heal(&self, i: usize) {
         self.link(i, "up");
+    }
+
+    fn bridge(&self, i: usize, bridge: &str) {
+        let ok = Command::new("ip")
+            .args([
+                "-n",
+                &self.name("hub"),
+                "link",
+                "set",
+                &format!("v{i}"),
+                "master",
+                bridge,
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link set v{i} master {bridge}");
+    }
+
+    /// Splits the network in two: the nodes `side` see each other and nobody else; the other
+    /// nodes and the clients see each other and not them (their veths move to a second
+    /// bridge).
+    pub fn split(&self, side: &[usize]) {
+        for &i in side {
+            self.bridge(i, "br1");
+        }
+    }
+
+    /// Heals a split: the nodes `side` are back on the bridge everyone is on.
+    pub fn join(&self, side: &[usize]) {
+        for &i in side {
+            self.bridge(i, "br0");
+        }
     }
 }
 

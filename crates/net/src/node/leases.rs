@@ -3,7 +3,9 @@
 //! request; the leader answers only for its current view and while its own lease runs, which it
 //! gets by a round (`Confirm`) answered by every member. A view change opens only after every
 //! lease of the previous view has run out. So a node paused or cut off long enough to be left
-//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin.
+//! out resumes with a lapsed lease: it holds its grants back and asks to rejoin. Only the
+//! leader of a view that holds a majority of the cluster's nodes gets a lease
+//! ([`Node::quorate`]), so of two disjoint views (a partition) at most one grants.
 
 use super::Node;
 use crate::wire::{Epoch, PeerMsg};
@@ -21,6 +23,10 @@ const KEPT: usize = 64;
 pub(super) struct Leases {
     /// Until when this node may grant in its view (see "Leases" in docs/net.md).
     pub until: Option<Instant>,
+    /// The end of the latest lease this node held, kept when a view change lapses it: the
+    /// leases a leader gave its members end no later ([`Node::begin_change`] waits for it when
+    /// its commit drops a hold).
+    pub held_until: Option<Instant>,
     /// The sequence number of the last request or round.
     seq: u64,
     /// A member's recent lease requests to its leader: (sequence number, when sent).
@@ -52,6 +58,7 @@ impl Leases {
 
     /// The view is being replaced: its lease ends, and with it the requests and rounds for it.
     pub fn lapse(&mut self) {
+        self.held_until = self.held_until.max(self.until);
         self.until = None;
         self.asks.clear();
         self.rounds.clear();
@@ -100,6 +107,15 @@ impl Node {
         self.timeouts().heartbeat_timeout
     }
 
+    /// Whether a view of `members` nodes is a majority of the cluster's: only such a view's
+    /// leader gets a lease, so only such a view grants. Two disjoint views cannot both be
+    /// majorities: the minority side of a partition elects a leader and commits a view of its
+    /// own, but grants nothing in it (before, both sides granted while the partition lasted,
+    /// and after it healed until their views merged, to clients that reached both).
+    pub(super) fn quorate(&self, members: usize) -> bool {
+        members >= self.quorum
+    }
+
     fn extend_lease(&mut self, until: Instant) {
         if self.leases.extend(until) {
             debug!(node = %self.id, "lease on the view runs");
@@ -118,6 +134,10 @@ impl Node {
             .copied()
             .filter(|&m| m != self.id)
             .collect();
+        if leader == self.id && !self.quorate(others.len() + 1) {
+            // A minority's view: no lease for its leader, and so none for its members.
+            return;
+        }
         let seq = self.leases.next_seq();
         if leader == self.id {
             if others.is_empty() {
@@ -183,6 +203,9 @@ impl Node {
             return;
         }
         let need = view.members.len() - 1;
+        if !self.quorate(view.members.len()) {
+            return;
+        }
         if let Some(sent) = self.leases.answered(seq, from, need) {
             let until = sent + self.lease_time();
             self.extend_lease(until);

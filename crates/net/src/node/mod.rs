@@ -317,6 +317,10 @@ struct Node {
     change: Option<Change>,
     /// Start a view change at the next tick even if the membership looks right.
     force_change: bool,
+    /// How many members a view needs for its leader to get a lease (and so for it to grant):
+    /// a majority of the cluster's nodes (`Node::quorate`). The in-process tests of a view of
+    /// one member in a larger cluster set 1, as a one-node cluster's is.
+    quorum: usize,
     /// Messages of a view not committed here yet (at most `MAX_FUTURE`).
     future: Vec<(NodeId, PeerMsg)>,
     /// The last view this node was a member of.
@@ -366,6 +370,7 @@ impl Node {
             view: None,
             change: None,
             force_change: false,
+            quorum: cluster.peers.len() / 2 + 1,
             future: Vec::new(),
             last_view: 0,
             no_view_since: None,

@@ -94,6 +94,9 @@ pub(super) struct Change {
     states: BTreeMap<NodeId, (Epoch, Vec<(String, u64)>)>,
     /// The view opens no earlier than this: every lease of an earlier view has run out.
     open_after: Instant,
+    /// Until when this leader's own lease on its previous view ran when it began the change
+    /// (the leases it gave its members end no later): waited for if the commit drops holds.
+    own_lease: Option<Instant>,
     /// `None` while preparing; the locks still to be re-acquired once committed.
     pub awaiting: Option<BTreeSet<String>>,
     members: Vec<NodeId>,
@@ -186,6 +189,9 @@ impl Node {
             self.send(p, PeerMsg::Prepare { epoch });
         }
         let wait = self.lease_wait(self.id);
+        // Its lease on the view it leaves: the current one, or, when a change follows a change
+        // (a Stale, a timeout), the one the first of them lapsed.
+        let own_lease = self.leases.until.max(self.leases.held_until);
         // The leader stores its mark after its Prepares are out (the run loop lets the links
         // write them first), so that its sync and the members' run at once; it commits only
         // once stored (`commit`). A leader that crashes before has committed nothing in this
@@ -198,6 +204,7 @@ impl Node {
             asked,
             states,
             open_after: Instant::now() + wait,
+            own_lease,
             awaiting: None,
             members: Vec::new(),
             deadline: Instant::now() + self.timeouts().heartbeat_timeout,
@@ -290,6 +297,26 @@ impl Node {
                 if *token > e.0 {
                     *e = (*token, node);
                 }
+            }
+        }
+        // A hold this commit drops (its node was in an earlier view than the latest, or the
+        // view is unusable) is revoked, and its lock may be granted anew in this view. Its
+        // holder's lease may have come from this very leader, whose members' leases outlast
+        // its freeze (they were counted from answers it gave before): then the view opens only
+        // once this leader's own former lease, which bounds them, has run out. Before, a change
+        // under the same leader waited for nothing, and the Jepsen-style suite saw an `elect`
+        // leader's command run 256 ms into its successor's (central, a split healing).
+        let drops = change.states.iter().any(|(node, (view, held))| {
+            !held.is_empty()
+                && (usable.is_err()
+                    || *view != latest
+                    || held
+                        .iter()
+                        .any(|(name, _)| best.get(name).is_some_and(|&(_, n)| n != *node)))
+        });
+        if drops {
+            if let Some(own) = change.own_lease {
+                change.open_after = change.open_after.max(own);
             }
         }
         let holders: Vec<(String, NodeId)> =
