@@ -59,6 +59,14 @@ impl std::error::Error for Invalid {}
 pub trait Validate {
     /// `Ok` if every field is in range for `peers` (see the module documentation).
     fn validate(&self, peers: &Peers) -> Result<(), Invalid>;
+
+    /// `Ok` if the message is in range for `peers` ([`Validate::validate`]) and may be
+    /// delivered to `receiver`: what a message says of the process it is sent to (a token's
+    /// queue never names it) is checked here. The network runtime calls this one.
+    fn validate_for(&self, peers: &Peers, receiver: NodeId) -> Result<(), Invalid> {
+        let _ = receiver;
+        self.validate(peers)
+    }
 }
 
 /// `id` (field `field`) is a member.
@@ -256,6 +264,19 @@ impl Validate for suzuki_kasami::Msg {
                 counters(&t.ln, "token LN")?;
                 distinct_members(peers, t.q.iter(), "token queue")
             }
+        }
+    }
+
+    /// A token's queue never names the site it is sent to: its sender took that site off the
+    /// queue's front (rule 6) or sent it on a request (rule 2). A queue naming its receiver
+    /// would make the receiver send the token to itself at its next release.
+    fn validate_for(&self, peers: &Peers, receiver: NodeId) -> Result<(), Invalid> {
+        self.validate(peers)?;
+        match self {
+            suzuki_kasami::Msg::Token(t) if t.q.contains(&receiver) => Err(Invalid(format!(
+                "token queue names node {receiver}, the site it is sent to"
+            ))),
+            _ => Ok(()),
         }
     }
 }

@@ -137,7 +137,7 @@ where
         let mut msg = match &event {
             Event::Message(_, bytes) => {
                 let msg: A::Msg = wire::decode(bytes)?;
-                msg.validate(env.peers)
+                msg.validate_for(env.peers, env.id)
                     .map_err(|e| DecodeError(e.to_string()))?;
                 Some(msg)
             }

@@ -422,3 +422,26 @@ fn suzuki_kasami_refuses_strangers_and_overflowing_counters() {
     let out = s1.call(Event::Message(NodeId(0), &fine)).unwrap();
     assert_eq!(out, vec![Out::Output(mx::Output::Enter)]);
 }
+
+/// Found by the forged-message property above: a token whose queue names the site it is sent
+/// to made that site send the token to itself at its release (the core's "a process must not
+/// send to itself" panic). Such a token is refused; the site keeps waiting for a real one.
+#[test]
+fn suzuki_kasami_refuses_a_token_that_queues_its_receiver() {
+    use distsync_algorithms::mutex::suzuki_kasami::{Msg, Token};
+    let mut s1 = Site::new("suzuki-kasami", 1, 3);
+    s1.call(Event::Input(mx::Input::Request)).unwrap();
+    let queues_receiver = wire::encode(&Msg::Token(Token {
+        ln: vec![0; 3],
+        q: [NodeId(2), NodeId(1)].into_iter().collect(),
+    }));
+    let r = s1.call(Event::Message(NodeId(0), &queues_receiver));
+    let e = r.expect_err("a token queueing its receiver is refused");
+    assert!(
+        e.to_string()
+            .contains("token queue names node 1, the site it is sent to"),
+        "{e}"
+    );
+    assert!(!s1.m.in_critical_section());
+    s1.call(Event::Input(mx::Input::Release)).unwrap();
+}
