@@ -847,8 +847,7 @@ mod tests {
         let e = sr
             .recv::<ClientRequest>()
             .await
-            .err()
-            .expect("tampered")
+            .expect_err("tampered")
             .to_string();
         assert!(e.contains("frame failed authentication"), "{e}");
     }
@@ -908,8 +907,7 @@ mod tests {
         let e = cw
             .send(&too_big)
             .await
-            .err()
-            .expect("above the bound")
+            .expect_err("above the bound")
             .to_string();
         assert!(e.contains("exceeds the limit of 1048576 bytes"), "{e}");
     }
