@@ -350,7 +350,7 @@ async fn initiate_speaking(
             }
             Ok(Answer::Denied) => {
                 return Err(ConnError::Auth(format!(
-                    "the node does not accept this side's key as a {role}'s ({}): check that this file is the cluster's and that the role fits it",
+                    "the node does not accept this side's key as a {role}'s ({}): it is not this cluster's secret for that role (check the file)",
                     key_of(role)
                 )))
             }
