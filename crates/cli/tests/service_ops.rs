@@ -314,24 +314,24 @@ fn a_node_of_no_common_version_is_refused_naming_both_and_one_sharing_a_version_
     wait_for_status(&dir, "a view of all three", Duration::from_secs(20), |s| {
         s.matches("[0, 1, 2]").count() == 3 && !s.contains("changing")
     });
-    // Node 2 upgraded to a release that speaks version 4 only: refused both ways.
+    // Node 2 upgraded to a release that speaks version 5 only: refused both ways.
     assert!(cluster(&dir, &["stop", "--id", "2"]).status.success());
-    // A client of version 4 only, while node 2 is down: every node refuses it, and it says why.
+    // A client of version 5 only, while node 2 is down: every node refuses it, and it says why.
     let out = Command::new(BIN)
         .args(["lock", "--timeout", "3s", "--cluster"])
         .arg(dir.join("client.toml"))
         .args(["--node", "0", "v", "--", "true"])
-        .env("DISTSYNC_TEST_PROTOCOL", "4")
+        .env("DISTSYNC_TEST_PROTOCOL", "5")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success()
-            && err.contains("the node speaks protocol version 3, this side protocol version 4"),
+            && err.contains("the node speaks protocol version 4, this side protocol version 5"),
         "exit {:?}: {err}",
         out.status.code()
     );
-    let out = cluster_speaking(&dir, "4", &["start", "--id", "2"]);
+    let out = cluster_speaking(&dir, "5", &["start", "--id", "2"]);
     assert!(
         out.status.success(),
         "{}",
@@ -343,13 +343,13 @@ fn a_node_of_no_common_version_is_refused_naming_both_and_one_sharing_a_version_
         Duration::from_secs(10),
         || {
             log(0)
-                .contains("the other side speaks protocol version 4, this node protocol version 3")
+                .contains("the other side speaks protocol version 5, this node protocol version 4")
         },
     );
     wait_for(
         "node 2 is told node 0's version",
         Duration::from_secs(10),
-        || log(2).contains("the node speaks protocol version 3, this side protocol version 4"),
+        || log(2).contains("the node speaks protocol version 4, this side protocol version 5"),
     );
     let status = cluster(&dir, &["status"]);
     let text = String::from_utf8_lossy(&status.stdout);
@@ -359,9 +359,9 @@ fn a_node_of_no_common_version_is_refused_naming_both_and_one_sharing_a_version_
             .is_some_and(|l| l.contains("protocol version")),
         "status names the versions: {text}"
     );
-    // The same release speaking versions 3 and 4 (a rolling upgrade's new node): it joins.
+    // The same release speaking versions 4 and 5 (a rolling upgrade's new node): it joins.
     assert!(cluster(&dir, &["stop", "--id", "2"]).status.success());
-    let out = cluster_speaking(&dir, "3-4", &["start", "--id", "2"]);
+    let out = cluster_speaking(&dir, "4-5", &["start", "--id", "2"]);
     assert!(
         out.status.success(),
         "{}",

@@ -1,50 +1,75 @@
-//! Authentication: every connection proves it knows the cluster secret, and every frame after
-//! that carries a MAC.
+//! Authentication and encryption of every connection: the Noise protocol framework
+//! (<https://noiseprotocol.org>) with a pre-shared key, through the `snow` crate.
 //!
-//! Why an HMAC handshake and not TLS: the nodes of a cluster already share a secret (the cluster
-//! file), so a pre-shared-key scheme needs no certificates, no CA, and no key files beside the
-//! cluster file; it is about a hundred lines over two small, well-kept crates (hmac, sha2), and
-//! it gives what the lock service needs: only holders of the secret can connect, and no frame can
-//! be forged, altered, replayed or reordered on an established connection. It does NOT encrypt:
-//! lock names, node ids and fencing tokens travel in clear. Where that matters, run the cluster
-//! over a private network or a VPN (WireGuard), or replace this module with rustls (the handshake
-//! and the sealed frames are the only places that would change).
+//! Every connection runs `Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s` ([`NOISE_PARAMS`]): two fresh
+//! X25519 ephemeral keys, mixed with the pre-shared key of the connecting side's role, give each
+//! connection its own ChaCha20-Poly1305 keys, one per direction. Only a holder of the role's key
+//! completes the handshake, every byte after it is encrypted and authenticated, and frames are
+//! numbered by Noise's nonces, so none can be forged, altered, replayed, reordered or dropped
+//! unnoticed. Why NNpsk0 and not a pattern with static keys (XX, IK): the cluster file's keys are
+//! the whole of a cluster's identity ("a pre-shared key, no certificates"), so there is no
+//! static key to distribute or pin; psk0 mixes the key in from the first message, so the
+//! listening node checks the dialer's key before it answers anything (docs/net.md, "Links").
 //!
-//! The handshake, initiator I (a dialing node or a client) and responder R (the listening node):
-//! 1. I -> R `Hello { version, role, nonce_i }` (32 random bytes; role: peer N, or client);
-//! 2. R -> I `Challenge { nonce_r }`;
-//! 3. I -> R `Proof { HMAC(secret, "distsync initiator" | nonce_i | nonce_r | role) }`; R checks it
-//!    in constant time and closes the connection (with a log line) if it is wrong;
-//! 4. R -> I `Proof { HMAC(secret, "distsync responder" | nonce_i | nonce_r | role) }`; I checks it,
-//!    so a client also knows it reached a real node.
+//! The handshake, initiator I (a dialing node, a client or an admin) and responder R (the
+//! listening node):
+//! 1. I -> R, in clear: [`Hello`] `{ version, min_version, role }`, and in the same write the
+//!    first Noise message (`psk, e`; empty payload, encrypted under the key). Both sides begin
+//!    their Noise state with the prologue [`prologue`]`(hello)`: the Hello's bytes as sent or
+//!    received, so the offered version range and the role are bound into the handshake, and a
+//!    Hello altered on the way (a downgrade) makes the Noise message fail to decrypt.
+//! 2. R picks the key of the role (the node key for a node or an admin, the client key for a
+//!    client) and answers with an [`Answer`]: `Refused` (no protocol version in common, naming
+//!    its range), `Denied` (the Noise message does not decrypt under that key), or `Accepted`
+//!    with the second Noise message (`e, ee`), whose encrypted payload is [`Agreed`]: the
+//!    version R chose and the range it speaks, which I checks is the highest both speak.
+//! 3. I sends [`CONFIRM`] as its first transport message; R accepts the connection only once it
+//!    has decrypted it, as WireGuard's responder waits for the initiator's first data packet: a
+//!    recorded handshake replayed to R cannot produce it (its ephemeral key is not the
+//!    recorder's), so a replay fails at the handshake instead of opening an idle connection.
 //!
-//! R proves itself only after I has, so an outsider learns nothing it could attack offline. Each
-//! direction then has its own key, `HMAC(secret, "distsync I->R" | nonce_i | nonce_r)` and the
-//! reverse, and each frame is `payload | HMAC(key, seq | payload)` with `seq` counting the frames
-//! sent in that direction from 0. Fresh nonces on both sides make every connection's keys new, so
-//! frames recorded from one connection are worthless on another.
+//! After the handshake every frame on the wire is one Noise transport message of at most
+//! [`MAX_NOISE_MESSAGE`] (65535) bytes. A message longer than one Noise message holds
+//! is split: each piece's first plaintext byte says whether more follow ([`Sealer::seal`]), and
+//! the reassembled message is bounded by [`crate::frame::MAX_FRAME`].
 
+use crate::frame::MAX_FRAME;
 use distsync_core::NodeId;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+use snow::StatelessTransportState;
 use std::fmt;
+use std::sync::Arc;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Bytes of a MAC tag.
-pub const TAG: usize = 32;
-/// The protocol version this build speaks: the highest a Hello offers. Version 3: the wire in
-/// postcard, and the version negotiated (a Hello carries the range its sender speaks, the
-/// answer the version agreed or a refusal naming both ranges). Version 2 (bincode, the
-/// previous release) had leases, `State.wait_ms`, node and client keys.
-pub const VERSION: u16 = 3;
+/// The Noise protocol every connection runs.
+pub const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
+/// Bytes of the authentication tag of a Noise message (ChaCha20-Poly1305).
+pub const TAG: usize = 16;
+/// The largest Noise message (the specification's 65535 bytes), and so the largest frame on
+/// the wire after the handshake.
+pub const MAX_NOISE_MESSAGE: usize = 65535;
+/// Bytes of a message one Noise message carries: the rest of it is the tag and the byte that
+/// says whether more pieces follow.
+pub const CHUNK: usize = MAX_NOISE_MESSAGE - TAG - 1;
+/// The initiator's first transport message, which completes the handshake for the responder.
+pub const CONFIRM: &[u8] = b"distsync link confirmed";
+
+/// The protocol version this build speaks: the highest a Hello offers. Version 4: links on
+/// Noise (this module); version 3 had the wire in postcard and the version negotiated (a Hello
+/// carries the range its sender speaks, the answer the version agreed or a refusal naming both
+/// ranges) over an HMAC challenge-response in clear; version 2 (bincode) had leases,
+/// `State.wait_ms`, node and client keys.
+pub const VERSION: u16 = 4;
 
 /// The lowest protocol version this build speaks. A release that changes a message bumps
 /// [`VERSION`] and keeps speaking the one before it, so that a node of either release accepts
-/// the other during a rolling upgrade (docs/net.md, "Rolling upgrades"); version 2 spoke
-/// another encoding, so from it the upgrade is a restart of every node.
-pub const MIN_VERSION: u16 = 3;
+/// the other during a rolling upgrade (docs/net.md, "Rolling upgrades"); version 3 ran another
+/// handshake (HMAC, in clear) and version 2 another encoding, so from them the upgrade is a
+/// restart of every node.
+pub const MIN_VERSION: u16 = 4;
 
 /// For tests of mixed versions: `MIN-MAX` (or one number) to make this process offer that range
 /// instead of [`MIN_VERSION`] to [`VERSION`] (unset in production).
@@ -92,19 +117,6 @@ pub enum Role {
     Admin,
 }
 
-impl Role {
-    fn bytes(self) -> [u8; 5] {
-        match self {
-            Role::Peer(id) => {
-                let b = id.0.to_be_bytes();
-                [1, b[0], b[1], b[2], b[3]]
-            }
-            Role::Client => [2, 0, 0, 0, 0],
-            Role::Admin => [3, 0, 0, 0, 0],
-        }
-    }
-}
-
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -115,11 +127,8 @@ impl fmt::Display for Role {
     }
 }
 
-/// A fresh random nonce.
-pub type Nonce = [u8; 32];
-
-/// Step 1. `version` comes first and is the highest version the sender speaks: its encoding
-/// (one variable-length integer) is the same in every version, bincode's of version 2
+/// Step 1, in clear. `version` comes first and is the highest version the sender speaks: its
+/// encoding (one variable-length integer) is the same in every version, bincode's of version 2
 /// included, so a node reads it before anything else and can refuse any release by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
@@ -129,19 +138,17 @@ pub struct Hello {
     pub min_version: u16,
     /// Who connects.
     pub role: Role,
-    /// The initiator's nonce.
-    pub nonce: Nonce,
 }
 
-/// Step 2: the responder's answer to a Hello.
+/// Step 2: the responder's answer to a Hello and the first Noise message, in clear. `Refused`
+/// is the second variant as version 3's was, so a node of version 3 reads this release's
+/// refusal and this release reads version 3's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Challenge {
-    /// The handshake goes on, in protocol version `version`.
-    Go {
-        /// The version agreed: the highest both sides speak.
-        version: u16,
-        /// The responder's nonce.
-        nonce: Nonce,
+pub enum Answer {
+    /// The handshake goes on: the second Noise message, whose payload is [`Agreed`].
+    Accepted {
+        /// The Noise message.
+        noise: Vec<u8>,
     },
     /// No version in common: the responder speaks `min_version` to `version`; it closes the
     /// connection.
@@ -151,16 +158,24 @@ pub enum Challenge {
         /// The lowest.
         min_version: u16,
     },
+    /// The first Noise message does not decrypt under the key of the Hello's role: the
+    /// initiator does not hold that key (or the Hello was altered); the responder closes.
+    Denied,
 }
 
-/// Steps 3 and 4.
+/// The payload of the responder's Noise message: encrypted, and bound to the Hello by the
+/// prologue, so no one on the path can change the version chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proof {
-    /// The HMAC proving knowledge of the secret.
-    pub mac: [u8; 32],
+pub struct Agreed {
+    /// The version of this connection: the highest both sides speak.
+    pub version: u16,
+    /// The lowest version the responder speaks.
+    pub min_version: u16,
+    /// The highest.
+    pub max_version: u16,
 }
 
-/// Which side computes or checks a proof.
+/// Which side of a handshake.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
     /// The dialing side.
@@ -169,140 +184,196 @@ pub enum Side {
     Responder,
 }
 
-impl Side {
-    fn label(self) -> &'static [u8] {
-        match self {
-            Side::Initiator => b"distsync initiator",
-            Side::Responder => b"distsync responder",
-        }
-    }
+/// The Noise prologue of a connection whose Hello is `hello` (its bytes on the wire): a label
+/// naming this protocol, then the Hello, so both the offered versions and the role are bound
+/// into the handshake.
+pub fn prologue(hello: &[u8]) -> Vec<u8> {
+    let mut p = b"distsync link prologue\0".to_vec();
+    p.extend_from_slice(hello);
+    p
 }
 
-fn mac_of(key: &[u8], parts: &[&[u8]]) -> HmacSha256 {
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
-    for p in parts {
-        mac.update(p);
-    }
-    mac
+/// The 32-byte pre-shared key Noise mixes in, from a cluster file's key (any length):
+/// HMAC-SHA256 of a fixed label under the key.
+pub fn psk(secret: &[u8]) -> [u8; 32] {
+    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length");
+    mac.update(b"distsync noise psk");
+    mac.finalize().into_bytes().into()
 }
 
-/// The proof `side` sends in the handshake of `role` with these nonces.
-pub fn proof(secret: &[u8], side: Side, nonce_i: &Nonce, nonce_r: &Nonce, role: Role) -> Proof {
-    let mac = mac_of(secret, &[side.label(), nonce_i, nonce_r, &role.bytes()]);
-    Proof {
-        mac: mac.finalize().into_bytes().into(),
-    }
-}
-
-/// Whether `proof` is the one `side` should have sent; compared in constant time.
-pub fn check(
+/// A Noise handshake state for `side`, with the pre-shared key from `secret` and the prologue
+/// of `hello`.
+pub fn handshake(
     secret: &[u8],
+    hello: &[u8],
     side: Side,
-    nonce_i: &Nonce,
-    nonce_r: &Nonce,
-    role: Role,
-    proof: &Proof,
-) -> bool {
-    mac_of(secret, &[side.label(), nonce_i, nonce_r, &role.bytes()])
-        .verify_slice(&proof.mac)
-        .is_ok()
+) -> Result<snow::HandshakeState, snow::Error> {
+    let params = NOISE_PARAMS.parse()?;
+    let psk = psk(secret);
+    let prologue = prologue(hello);
+    let builder = snow::Builder::new(params)
+        .psk(0, &psk)?
+        .prologue(&prologue)?;
+    match side {
+        Side::Initiator => builder.build_initiator(),
+        Side::Responder => builder.build_responder(),
+    }
 }
 
-/// A fresh nonce from the operating system's randomness.
-pub fn nonce() -> Nonce {
-    let mut n = [0u8; 32];
-    getrandom::getrandom(&mut n).expect("the operating system has no randomness source");
-    n
-}
-
-/// The two directions' frame keys of one connection, as seen from `side`: (sending, receiving).
-pub fn session_keys(
-    secret: &[u8],
-    side: Side,
-    nonce_i: &Nonce,
-    nonce_r: &Nonce,
-) -> (Sealer, Opener) {
-    let key = |label: &[u8]| -> [u8; 32] {
-        mac_of(secret, &[label, nonce_i, nonce_r])
-            .finalize()
-            .into_bytes()
-            .into()
-    };
-    let (i_to_r, r_to_i) = (key(b"distsync I->R"), key(b"distsync R->I"));
-    let (send, recv) = match side {
-        Side::Initiator => (i_to_r, r_to_i),
-        Side::Responder => (r_to_i, i_to_r),
-    };
-    let keyed =
-        |k: [u8; 32]| HmacSha256::new_from_slice(&k).expect("HMAC takes keys of any length");
-    (
+/// The two directions of a connection after its handshake: (sending, receiving).
+pub fn split(hs: snow::HandshakeState) -> Result<(Sealer, Opener), snow::Error> {
+    let link = Arc::new(hs.into_stateless_transport_mode()?);
+    Ok((
         Sealer {
-            keyed: keyed(send),
-            seq: 0,
+            link: link.clone(),
+            nonce: 0,
+            plain: Vec::new(),
         },
         Opener {
-            keyed: keyed(recv),
-            seq: 0,
+            link,
+            nonce: 0,
+            partial: Vec::new(),
+            plain: Vec::new(),
         },
+    ))
+}
+
+/// Both ends of a connection's keys, from a handshake run in memory with `secret`: for tests
+/// and fuzzing of [`Opener`] (a connection runs the handshake over its socket).
+pub fn loopback(secret: &[u8]) -> ((Sealer, Opener), (Sealer, Opener)) {
+    let hello = b"loopback";
+    let mut i = handshake(secret, hello, Side::Initiator).expect("valid parameters");
+    let mut r = handshake(secret, hello, Side::Responder).expect("valid parameters");
+    let (mut m, mut p) = ([0u8; 256], [0u8; 256]);
+    let n = i.write_message(&[], &mut m).expect("room");
+    r.read_message(&m[..n], &mut p).expect("same key");
+    let n = r.write_message(&[], &mut m).expect("room");
+    i.read_message(&m[..n], &mut p).expect("same key");
+    (
+        split(i).expect("handshake done"),
+        split(r).expect("handshake done"),
     )
 }
 
-/// Adds the MAC to outgoing frames.
-#[derive(Clone)]
+/// Encrypts outgoing messages: each is one or more Noise transport messages, framed.
 pub struct Sealer {
-    /// The HMAC keyed once (its inner and outer pads hashed), cloned for each frame.
-    keyed: HmacSha256,
-    seq: u64,
+    link: Arc<StatelessTransportState>,
+    nonce: u64,
+    /// Scratch: one piece's plaintext.
+    plain: Vec<u8>,
 }
 
 impl Sealer {
-    /// `payload | tag`, the tag covering the frame's sequence number.
-    pub fn seal(&mut self, payload: &[u8]) -> Vec<u8> {
-        let mut mac = self.keyed.clone();
-        mac.update(&self.seq.to_be_bytes());
-        mac.update(payload);
-        let tag = mac.finalize().into_bytes();
-        self.seq += 1;
-        let mut out = Vec::with_capacity(payload.len() + TAG);
-        out.extend_from_slice(payload);
-        out.extend_from_slice(&tag);
-        out
+    /// Appends to `out` the frames carrying `payload` (at most [`MAX_FRAME`] bytes): pieces of
+    /// at most [`CHUNK`] bytes, each prefixed by 1 when more follow and 0 for the last, each
+    /// encrypted as one Noise message under the next nonce, each framed with its length.
+    pub fn seal(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), LinkError> {
+        if payload.len() > MAX_FRAME {
+            return Err(LinkError::TooLong(payload.len()));
+        }
+        let mut pieces = payload.chunks(CHUNK).peekable();
+        if payload.is_empty() {
+            return Err(LinkError::TooLong(0));
+        }
+        while let Some(piece) = pieces.next() {
+            self.plain.clear();
+            self.plain.push(u8::from(pieces.peek().is_some()));
+            self.plain.extend_from_slice(piece);
+            let len = self.plain.len() + TAG;
+            out.extend_from_slice(&(len as u32).to_be_bytes());
+            let at = out.len();
+            out.resize(at + len, 0);
+            let n = self
+                .link
+                .write_message(self.nonce, &self.plain, &mut out[at..])
+                .map_err(|_| LinkError::Exhausted)?;
+            debug_assert_eq!(n, len);
+            self.nonce += 1;
+        }
+        Ok(())
     }
 }
 
-/// Checks the MAC of incoming frames.
-#[derive(Clone)]
+/// Decrypts incoming Noise messages and reassembles the messages split across several.
 pub struct Opener {
-    /// As in [`Sealer`].
-    keyed: HmacSha256,
-    seq: u64,
+    link: Arc<StatelessTransportState>,
+    nonce: u64,
+    /// The pieces of a message received so far.
+    partial: Vec<u8>,
+    /// Scratch: one piece's plaintext.
+    plain: Vec<u8>,
 }
 
-/// A frame whose MAC does not verify: forged, altered, replayed, reordered or truncated.
+/// Why a frame after the handshake was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BadMac;
+pub enum LinkError {
+    /// It does not decrypt under the next nonce: forged, altered, replayed, reordered or
+    /// truncated.
+    Decrypt,
+    /// A message above [`MAX_FRAME`] bytes (sent or reassembled), or an empty one.
+    TooLong(usize),
+    /// 2^64 messages on one connection: Noise's nonces are used up.
+    Exhausted,
+}
 
-impl fmt::Display for BadMac {
+impl fmt::Display for LinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "frame failed authentication (bad MAC)")
+        match self {
+            LinkError::Decrypt => write!(
+                f,
+                "frame failed authentication (it does not decrypt: forged, altered, replayed or reordered)"
+            ),
+            LinkError::TooLong(0) => write!(f, "empty message"),
+            LinkError::TooLong(n) => {
+                write!(f, "message of {n} bytes exceeds the limit of {MAX_FRAME} bytes")
+            }
+            LinkError::Exhausted => write!(f, "the connection's nonces are used up"),
+        }
     }
 }
 
-impl std::error::Error for BadMac {}
+impl std::error::Error for LinkError {}
 
 impl Opener {
-    /// The payload of a sealed frame, if its MAC verifies for the next sequence number.
-    pub fn open<'a>(&mut self, frame: &'a [u8]) -> Result<&'a [u8], BadMac> {
-        if frame.len() < TAG {
-            return Err(BadMac);
+    /// Decrypts one frame: `Ok(Some(message))` when it completes a message, `Ok(None)` when
+    /// more pieces must follow.
+    pub fn open(&mut self, frame: &[u8]) -> Result<Option<Vec<u8>>, LinkError> {
+        if frame.len() > MAX_NOISE_MESSAGE || frame.len() <= TAG {
+            return Err(LinkError::Decrypt);
         }
-        let (payload, tag) = frame.split_at(frame.len() - TAG);
-        let mut mac = self.keyed.clone();
-        mac.update(&self.seq.to_be_bytes());
-        mac.update(payload);
-        mac.verify_slice(tag).map_err(|_| BadMac)?;
-        self.seq += 1;
-        Ok(payload)
+        self.plain.resize(frame.len(), 0);
+        let n = self
+            .link
+            .read_message(self.nonce, frame, &mut self.plain)
+            .map_err(|_| LinkError::Decrypt)?;
+        self.nonce += 1;
+        let (more, piece) = match self.plain[..n].split_first() {
+            Some((0, piece)) => (false, piece),
+            Some((1, piece)) => (true, piece),
+            _ => return Err(LinkError::Decrypt),
+        };
+        let len = self.partial.len() + piece.len();
+        if len > MAX_FRAME {
+            return Err(LinkError::TooLong(len));
+        }
+        if more {
+            self.partial.extend_from_slice(piece);
+            return Ok(None);
+        }
+        if self.partial.is_empty() {
+            if piece.is_empty() {
+                return Err(LinkError::TooLong(0));
+            }
+            return Ok(Some(piece.to_vec()));
+        }
+        let mut message = std::mem::take(&mut self.partial);
+        message.extend_from_slice(piece);
+        Ok(Some(message))
+    }
+
+    /// Whether part of a message has arrived and the rest not yet.
+    pub fn in_message(&self) -> bool {
+        !self.partial.is_empty()
     }
 }
 
@@ -323,63 +394,124 @@ mod tests {
         assert_eq!(range_text((3, 4)), "protocol versions 3 to 4");
     }
 
-    #[test]
-    fn proofs_check_only_with_the_same_secret_nonces_side_and_role() {
-        let (ni, nr) = (nonce(), nonce());
-        assert_ne!(ni, nr);
-        let role = Role::Peer(NodeId(3));
-        let p = proof(S, Side::Initiator, &ni, &nr, role);
-        assert!(check(S, Side::Initiator, &ni, &nr, role, &p));
-        assert!(!check(
-            b"another secret!!",
-            Side::Initiator,
-            &ni,
-            &nr,
-            role,
-            &p
-        ));
-        assert!(
-            !check(S, Side::Responder, &ni, &nr, role, &p),
-            "a proof is not reflectable"
-        );
-        assert!(!check(S, Side::Initiator, &nr, &ni, role, &p));
-        assert!(!check(
-            S,
-            Side::Initiator,
-            &ni,
-            &nr,
-            Role::Peer(NodeId(4)),
-            &p
-        ));
-        assert!(!check(S, Side::Initiator, &ni, &nr, Role::Client, &p));
-        let admin = proof(S, Side::Initiator, &ni, &nr, Role::Admin);
-        assert!(!check(S, Side::Initiator, &ni, &nr, Role::Client, &admin));
-        assert!(check(S, Side::Initiator, &ni, &nr, Role::Admin, &admin));
+    /// Runs the two Noise messages of a handshake: whether the responder reads the first and
+    /// the initiator the second.
+    fn handshake_between(
+        (secret_i, hello_i): (&[u8], &[u8]),
+        (secret_r, hello_r): (&[u8], &[u8]),
+    ) -> (bool, bool) {
+        let mut i = handshake(secret_i, hello_i, Side::Initiator).unwrap();
+        let mut r = handshake(secret_r, hello_r, Side::Responder).unwrap();
+        let (mut m, mut p) = ([0u8; 256], [0u8; 256]);
+        let n = i.write_message(&[], &mut m).unwrap();
+        if r.read_message(&m[..n], &mut p).is_err() {
+            return (false, false);
+        }
+        let n = r.write_message(b"agreed", &mut m).unwrap();
+        (true, i.read_message(&m[..n], &mut p).is_ok())
     }
 
     #[test]
-    fn sealed_frames_open_once_in_order() {
-        let (ni, nr) = (nonce(), nonce());
-        let (mut seal_i, mut open_i) = session_keys(S, Side::Initiator, &ni, &nr);
-        let (mut seal_r, mut open_r) = session_keys(S, Side::Responder, &ni, &nr);
-        let a = seal_i.seal(b"first");
-        let b = seal_i.seal(b"second");
-        // Reordered: the second frame does not verify as the first.
-        assert_eq!(open_r.clone().open(&b), Err(BadMac));
-        assert_eq!(open_r.open(&a), Ok(&b"first"[..]));
-        // Replayed: the first frame does not verify as the second.
-        assert_eq!(open_r.clone().open(&a), Err(BadMac));
-        assert_eq!(open_r.open(&b), Ok(&b"second"[..]));
-        // Altered or truncated.
-        let mut c = seal_r.seal(b"reply");
+    fn a_handshake_completes_only_with_the_same_key_and_the_same_hello() {
+        let hello = |role, lo, hi| {
+            crate::wire::encode(&Hello {
+                version: hi,
+                min_version: lo,
+                role,
+            })
+        };
+        let client = hello(Role::Client, 4, 4);
+        assert_eq!(handshake_between((S, &client), (S, &client)), (true, true));
+        assert_eq!(
+            handshake_between((b"another key 0123", &client), (S, &client)),
+            (false, false),
+            "a wrong key fails at the responder, before it answers"
+        );
+        // The role and the version range are in the prologue: a Hello altered on the way (a
+        // client posing as an admin, a range cut down to force an older version) fails.
+        for altered in [
+            hello(Role::Admin, 4, 4),
+            hello(Role::Peer(NodeId(1)), 4, 4),
+            hello(Role::Client, 4, 5),
+            hello(Role::Client, 3, 4),
+        ] {
+            assert_eq!(
+                handshake_between((S, &client), (S, &altered)),
+                (false, false),
+                "{altered:?}"
+            );
+        }
+    }
+
+    /// The frames `payloads` are sealed into, without their length prefixes.
+    fn sealed(seal: &mut Sealer, payloads: &[&[u8]]) -> Vec<Vec<u8>> {
+        payloads
+            .iter()
+            .map(|p| {
+                let mut out = Vec::new();
+                seal.seal(p, &mut out).unwrap();
+                out[crate::frame::HEADER..].to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sealed_messages_open_once_in_order() {
+        let ((mut seal_i, _), (_, mut open_r)) = loopback(S);
+        let f = sealed(&mut seal_i, &[b"first", b"second"]);
+        // No plaintext on the wire.
+        assert!(!f[0].windows(5).any(|w| w == b"first"));
+        // Reordered: the second does not open as the first.
+        assert_eq!(open_r.open(&f[1]), Err(LinkError::Decrypt));
+        let ((mut seal_i, _), (mut seal_r, mut open_r)) = loopback(S);
+        let f = sealed(&mut seal_i, &[b"first", b"second"]);
+        assert_eq!(open_r.open(&f[0]), Ok(Some(b"first".to_vec())));
+        // Replayed: the first does not open as the second.
+        assert_eq!(open_r.open(&f[0]), Err(LinkError::Decrypt));
+        // This direction's own frames do not open either (one key per direction).
+        let mine = sealed(&mut seal_r, &[b"reply"]);
+        assert_eq!(open_r.open(&mine[0]), Err(LinkError::Decrypt));
+        // Altered, truncated or empty.
+        let ((_, mut open_i), (mut seal_r, _)) = loopback(S);
+        let c = sealed(&mut seal_r, &[b"reply"]).remove(0);
         let mut forged = c.clone();
-        forged[0] ^= 1;
-        assert_eq!(open_i.clone().open(&forged), Err(BadMac));
-        assert_eq!(open_i.clone().open(&c[..10]), Err(BadMac));
-        assert_eq!(open_i.clone().open(&[]), Err(BadMac));
-        // The other direction's key does not open it.
-        assert_eq!(open_r.clone().open(&c), Err(BadMac));
-        assert_eq!(open_i.open(&c), Ok(&b"reply"[..]));
-        c.clear();
+        forged[3] ^= 1;
+        assert_eq!(open_i.open(&forged), Err(LinkError::Decrypt));
+        assert_eq!(open_i.open(&c[..10]), Err(LinkError::Decrypt));
+        assert_eq!(open_i.open(&[]), Err(LinkError::Decrypt));
+        assert_eq!(open_i.open(&c), Ok(Some(b"reply".to_vec())));
+        // Another connection's keys (same secret) do not open it.
+        let ((_, mut other), _) = loopback(S);
+        assert_eq!(other.open(&c), Err(LinkError::Decrypt));
+    }
+
+    #[test]
+    fn a_message_longer_than_a_noise_message_is_split_and_reassembled() {
+        let ((mut seal, _), (_, mut open)) = loopback(S);
+        let big: Vec<u8> = (0..3 * CHUNK + 7).map(|i| (i % 251) as u8).collect();
+        let mut out = Vec::new();
+        seal.seal(&big, &mut out).unwrap();
+        seal.seal(b"next", &mut out).unwrap();
+        let mut frames = Vec::new();
+        let mut rest = &out[..];
+        while let Ok(Some(n)) = crate::frame::parse(rest, MAX_NOISE_MESSAGE) {
+            frames.push(&rest[4..4 + n]);
+            rest = &rest[4 + n..];
+        }
+        assert!(rest.is_empty());
+        assert_eq!(frames.len(), 5, "four pieces, then the next message");
+        assert!(frames.iter().all(|f| f.len() <= MAX_NOISE_MESSAGE));
+        for f in &frames[..3] {
+            assert_eq!(open.open(f), Ok(None));
+            assert!(open.in_message());
+        }
+        assert_eq!(open.open(frames[3]), Ok(Some(big)));
+        assert_eq!(open.open(frames[4]), Ok(Some(b"next".to_vec())));
+        // Above the bound: refused when sealed.
+        let huge = vec![0u8; MAX_FRAME + 1];
+        assert_eq!(
+            seal.seal(&huge, &mut Vec::new()),
+            Err(LinkError::TooLong(MAX_FRAME + 1))
+        );
     }
 }

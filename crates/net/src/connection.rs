@@ -1,13 +1,13 @@
-//! One connection (TCP or a Unix domain socket, [`crate::transport`]): the handshake, then
-//! sealed frames in both directions.
+//! One connection (TCP or a Unix domain socket, [`crate::transport`]): the Noise handshake,
+//! then encrypted frames in both directions.
 //!
 //! [`initiate`] (dialing side) and [`respond`] (listening side) run the handshake of `auth` and
 //! return the two halves, [`Reader`] and [`Writer`], which can then live in different tasks.
 //! Every way a connection can go wrong is a [`ConnError`] naming what happened; the caller logs
 //! it and drops the connection, and nothing here panics on what a peer sends.
 
-use crate::auth::{self, Challenge, Hello, Opener, Proof, Role, Sealer, Side};
-use crate::frame::{self, FrameError, HEADER, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use crate::auth::{self, Agreed, Answer, Hello, LinkError, Opener, Role, Sealer, Side};
+use crate::frame::{self, FrameError, HEADER, MAX_HANDSHAKE_FRAME};
 use crate::transport::{ReadHalf, Stream, Via, WriteHalf};
 use crate::wire::{self, DecodeError};
 use serde::de::DeserializeOwned;
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The first protocol version whose hello can be answered with a refusal it reads
-/// ([`Challenge::Refused`]); an earlier one is just closed.
+/// ([`Answer::Refused`]); an earlier one is just closed.
 const MIN_VERSION_EVER: u16 = 3;
 
 /// How long a handshake may take before the connection is dropped.
@@ -33,8 +33,9 @@ pub enum ConnError {
     Truncated,
     /// A frame that can never be valid (too large, empty).
     Frame(FrameError),
-    /// A frame whose MAC does not verify.
-    Mac,
+    /// A frame after the handshake that does not decrypt (forged, altered, replayed,
+    /// reordered), or a message above the bound.
+    Link(LinkError),
     /// A payload that does not decode.
     Decode(DecodeError),
     /// The other side does not know the cluster secret.
@@ -51,7 +52,7 @@ impl fmt::Display for ConnError {
             ConnError::Io(e) => write!(f, "{e}"),
             ConnError::Truncated => write!(f, "connection closed in the middle of a frame"),
             ConnError::Frame(e) => write!(f, "{e}"),
-            ConnError::Mac => write!(f, "frame failed authentication (bad MAC)"),
+            ConnError::Link(e) => write!(f, "{e}"),
             ConnError::Decode(e) => write!(f, "{e}"),
             ConnError::Auth(why) => write!(f, "authentication failed: {why}"),
             ConnError::Version(why) => write!(f, "protocol version mismatch: {why}"),
@@ -170,31 +171,39 @@ pub struct Reader {
 impl Reader {
     /// The next message, or `None` when the other side closed the connection cleanly.
     pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ConnError> {
-        let Some(sealed) = self.frames.next(MAX_FRAME + auth::TAG).await? else {
-            return Ok(None);
-        };
-        let payload = self.opener.open(&sealed).map_err(|_| ConnError::Mac)?;
-        wire::decode(payload).map(Some).map_err(ConnError::Decode)
+        loop {
+            let Some(sealed) = self.frames.next(auth::MAX_NOISE_MESSAGE).await? else {
+                if self.opener.in_message() {
+                    return Err(ConnError::Truncated);
+                }
+                return Ok(None);
+            };
+            if let Some(payload) = self.opener.open(&sealed).map_err(ConnError::Link)? {
+                return wire::decode(&payload).map(Some).map_err(ConnError::Decode);
+            }
+        }
     }
-}
 
-impl Reader {
     /// The next message if one has arrived, without waiting (`Ok(None)`: none yet). A stream
     /// that ended is an error here.
     pub fn try_recv<T: DeserializeOwned>(&mut self) -> Result<Option<T>, ConnError> {
-        let Some(sealed) = self.frames.try_next(MAX_FRAME + auth::TAG)? else {
-            return Ok(None);
-        };
-        let payload = self.opener.open(&sealed).map_err(|_| ConnError::Mac)?;
-        wire::decode(payload).map(Some).map_err(ConnError::Decode)
+        loop {
+            let Some(sealed) = self.frames.try_next(auth::MAX_NOISE_MESSAGE)? else {
+                return Ok(None);
+            };
+            if let Some(payload) = self.opener.open(&sealed).map_err(ConnError::Link)? {
+                return wire::decode(&payload).map(Some).map_err(ConnError::Decode);
+            }
+        }
     }
 }
 
 /// The sending half of an authenticated connection.
 ///
-/// Frames are sealed into an output buffer and written from it; [`Writer::send_many`] writes
-/// several in one system call, and [`Writer::try_send_now`] writes without waiting (what a
-/// `Drop` can do), keeping what the socket did not take for the next send or [`Writer::flush`].
+/// Messages are encrypted into an output buffer and written from it; [`Writer::send_many`]
+/// writes several in one system call, and [`Writer::try_send_now`] writes without waiting
+/// (what a `Drop` can do), keeping what the socket did not take for the next send or
+/// [`Writer::flush`].
 pub struct Writer {
     io: WriteHalf,
     sealer: Sealer,
@@ -214,17 +223,10 @@ impl Writer {
 impl Writer {
     fn seal_into<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
         let payload = wire::encode(msg);
-        if payload.len() > MAX_FRAME {
-            return Err(ConnError::Frame(FrameError::TooLarge {
-                len: payload.len(),
-                max: MAX_FRAME,
-            }));
-        }
-        let sealed = self.sealer.seal(&payload);
-        frame::encode(&sealed, &mut self.out);
-        Ok(())
+        self.sealer
+            .seal(&payload, &mut self.out)
+            .map_err(ConnError::Link)
     }
-
     /// Sends one message.
     pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
         self.seal_into(msg)?;
@@ -281,8 +283,23 @@ async fn send_plain<T: Serialize, W: AsyncWrite + Unpin>(io: &mut W, msg: &T) ->
     write_frame(io, &wire::encode(msg)).await
 }
 
+/// A Noise state error (the parameters are fixed and valid, so this is a handshake message
+/// that does not fit or does not decrypt).
+fn noise(what: &str, e: snow::Error) -> ConnError {
+    ConnError::Auth(format!("{what}: {e}"))
+}
+
+/// Which key a role proves, in messages.
+fn key_of(role: Role) -> &'static str {
+    match role {
+        Role::Peer(_) | Role::Admin => "the node key",
+        Role::Client => "the client key",
+    }
+}
+
 /// Dials side of the handshake over `stream` (a `TcpStream`, a `UnixStream` or a
-/// [`Stream`]), as `role`.
+/// [`Stream`]), as `role`, proving the key `secret` (the node key for a node or an admin, the
+/// client key for a client).
 pub async fn initiate(
     stream: impl Into<Stream>,
     secret: &[u8],
@@ -303,28 +320,25 @@ async fn initiate_speaking(
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
         let (r, mut w) = stream.into_split()?;
         let mut frames = FrameReader::new(r);
-        let nonce_i = auth::nonce();
-        send_plain(
-            &mut w,
-            &Hello {
-                version: mine.1,
-                min_version: mine.0,
-                role,
-                nonce: nonce_i,
-            },
-        )
-        .await?;
-        let nonce_r = match recv_plain(&mut frames).await {
-            Ok(Challenge::Go { version, nonce }) => {
-                if auth::agree(mine, (version, version)).is_none() {
-                    return Err(ConnError::Version(format!(
-                        "the node chose protocol version {version}, outside the {} this side speaks",
-                        auth::range_text(mine)
-                    )));
-                }
-                nonce
-            }
-            Ok(Challenge::Refused {
+        let hello = wire::encode(&Hello {
+            version: mine.1,
+            min_version: mine.0,
+            role,
+        });
+        let mut hs = auth::handshake(&secret, &hello, Side::Initiator)
+            .map_err(|e| noise("the Noise handshake", e))?;
+        let mut msg = [0u8; MAX_HANDSHAKE_FRAME];
+        let n = hs
+            .write_message(&[], &mut msg)
+            .map_err(|e| noise("the first Noise message", e))?;
+        // The Hello and the first Noise message in one write.
+        let mut out = Vec::with_capacity(2 * HEADER + hello.len() + n);
+        frame::encode(&hello, &mut out);
+        frame::encode(&msg[..n], &mut out);
+        w.write_all(&out).await?;
+        let answer = match recv_plain(&mut frames).await {
+            Ok(Answer::Accepted { noise }) => noise,
+            Ok(Answer::Refused {
                 version,
                 min_version,
             }) => {
@@ -332,6 +346,12 @@ async fn initiate_speaking(
                     "the node speaks {}, this side {}: upgrade the older side (docs/net.md, \"Rolling upgrades\")",
                     auth::range_text((min_version, version)),
                     auth::range_text(mine)
+                )))
+            }
+            Ok(Answer::Denied) => {
+                return Err(ConnError::Auth(format!(
+                    "the node does not accept this side's key as a {role}'s ({}): it is not this cluster's secret for that role (check the file)",
+                    key_of(role)
                 )))
             }
             Err(ConnError::Truncated | ConnError::Io(_)) => {
@@ -342,36 +362,45 @@ async fn initiate_speaking(
             }
             Err(e) => return Err(e),
         };
-        let mine = auth::proof(&secret, Side::Initiator, &nonce_i, &nonce_r, role);
-        send_plain(&mut w, &mine).await?;
-        let theirs: Proof = recv_plain(&mut frames).await.map_err(|e| match e {
-            ConnError::Truncated | ConnError::Io(_) => ConnError::Auth(
-                "the node closed the connection: it does not accept our secret".into(),
-            ),
-            e => e,
+        let mut payload = [0u8; MAX_HANDSHAKE_FRAME];
+        let n = hs.read_message(&answer, &mut payload).map_err(|_| {
+            ConnError::Auth(format!(
+                "the node's answer does not decrypt: it does not hold {} (or the handshake was altered on the way)",
+                key_of(role)
+            ))
         })?;
-        if !auth::check(&secret, Side::Responder, &nonce_i, &nonce_r, role, &theirs) {
-            return Err(ConnError::Auth(
-                "the node's proof is wrong: it does not know the cluster secret".into(),
-            ));
+        let agreed: Agreed = wire::decode(&payload[..n]).map_err(ConnError::Decode)?;
+        let theirs = (agreed.min_version, agreed.max_version);
+        if auth::agree(mine, theirs) != Some(agreed.version) {
+            return Err(ConnError::Version(format!(
+                "the node chose protocol version {}, not the highest of the {} this side speaks and the {} it speaks",
+                agreed.version,
+                auth::range_text(mine),
+                auth::range_text(theirs)
+            )));
         }
-        let (sealer, opener) = auth::session_keys(&secret, Side::Initiator, &nonce_i, &nonce_r);
-        Ok((
-            Reader { frames, opener },
-            Writer {
-                io: w,
-                sealer,
-                out: Vec::new(),
-            },
-        ))
+        let (sealer, opener) = auth::split(hs).map_err(|e| noise("the Noise handshake", e))?;
+        let mut writer = Writer {
+            io: w,
+            sealer,
+            out: Vec::new(),
+        };
+        // The key confirmation the responder waits for (auth, step 3).
+        writer
+            .sealer
+            .seal(auth::CONFIRM, &mut writer.out)
+            .map_err(ConnError::Link)?;
+        writer.flush().await?;
+        Ok((Reader { frames, opener }, writer))
     })
     .await
     .map_err(|_| ConnError::Timeout)?
 }
 
 /// Listening side of the handshake: who connected, and the connection's halves. A node or an
-/// admin proves `node_secret`, a client `client_secret` (the role is bound into the proof, so a
-/// client key never opens a node's link nor an admin's connection).
+/// admin proves `node_secret`, a client `client_secret` (the role is in the Noise prologue and
+/// picks the pre-shared key, so a client key never opens a node's link nor an admin's
+/// connection).
 pub async fn respond(
     stream: impl Into<Stream>,
     node_secret: &[u8],
@@ -421,7 +450,7 @@ async fn respond_speaking(
                 // A later version reads this refusal; an earlier one closes at anything.
                 let _ = send_plain(
                     &mut w,
-                    &Challenge::Refused {
+                    &Answer::Refused {
                         version: mine.1,
                         min_version: mine.0,
                     },
@@ -439,39 +468,63 @@ async fn respond_speaking(
             Role::Peer(_) | Role::Admin => &node_secret,
             Role::Client => &client_secret,
         };
-        let nonce_r = auth::nonce();
+        // The prologue is the Hello as received: one altered on the way is not the one the
+        // initiator's state began with, and its Noise message fails below.
+        let mut hs = auth::handshake(secret, &payload, Side::Responder)
+            .map_err(|e| noise("the Noise handshake", e))?;
+        let first = frames
+            .next(MAX_HANDSHAKE_FRAME)
+            .await?
+            .ok_or(ConnError::Truncated)?;
+        let mut scratch = [0u8; MAX_HANDSHAKE_FRAME];
+        if hs.read_message(&first, &mut scratch).is_err() {
+            let _ = send_plain(&mut w, &Answer::Denied).await;
+            return Err(ConnError::Auth(format!(
+                "{} does not know the cluster secret ({}), or its hello was altered on the way",
+                hello.role,
+                key_of(hello.role)
+            )));
+        }
+        let mut msg = [0u8; MAX_HANDSHAKE_FRAME];
+        let n = hs
+            .write_message(
+                &wire::encode(&Agreed {
+                    version: agreed,
+                    min_version: mine.0,
+                    max_version: mine.1,
+                }),
+                &mut msg,
+            )
+            .map_err(|e| noise("the second Noise message", e))?;
         send_plain(
             &mut w,
-            &Challenge::Go {
-                version: agreed,
-                nonce: nonce_r,
+            &Answer::Accepted {
+                noise: msg[..n].to_vec(),
             },
         )
         .await?;
-        let theirs: Proof = recv_plain(&mut frames).await?;
-        if !auth::check(
-            secret,
-            Side::Initiator,
-            &hello.nonce,
-            &nonce_r,
-            hello.role,
-            &theirs,
-        ) {
-            return Err(ConnError::Auth(format!(
-                "{} does not know the cluster secret{}",
-                hello.role,
-                match hello.role {
-                    Role::Peer(_) | Role::Admin => " (the node key)",
-                    Role::Client => " (the client key)",
-                }
-            )));
+        let (sealer, opener) = auth::split(hs).map_err(|e| noise("the Noise handshake", e))?;
+        let mut reader = Reader { frames, opener };
+        // The initiator's key confirmation: only the holder of its ephemeral key can send it,
+        // so a recorded handshake replayed here stops now.
+        let unconfirmed = |why: String| {
+            ConnError::Auth(format!(
+                "{} did not confirm the link's keys ({why}): a replayed handshake, or not a distsync peer",
+                hello.role
+            ))
+        };
+        match reader.frames.next(auth::MAX_NOISE_MESSAGE).await {
+            Ok(Some(sealed)) => match reader.opener.open(&sealed) {
+                Ok(Some(m)) if m == auth::CONFIRM => {}
+                Ok(_) => return Err(unconfirmed("its first message is not the confirmation".into())),
+                Err(e) => return Err(unconfirmed(e.to_string())),
+            },
+            Ok(None) => return Err(unconfirmed("it closed the connection".into())),
+            Err(e) => return Err(unconfirmed(e.to_string())),
         }
-        let mine = auth::proof(secret, Side::Responder, &hello.nonce, &nonce_r, hello.role);
-        send_plain(&mut w, &mine).await?;
-        let (sealer, opener) = auth::session_keys(secret, Side::Responder, &hello.nonce, &nonce_r);
         Ok((
             hello.role,
-            Reader { frames, opener },
+            reader,
             Writer {
                 io: w,
                 sealer,
@@ -486,6 +539,7 @@ async fn respond_speaking(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::MAX_FRAME;
     use crate::wire::ClientRequest;
     use distsync_core::NodeId;
     use tokio::net::{TcpListener, TcpStream};
@@ -585,7 +639,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (s, _) = listener.accept().await.unwrap();
-            respond_speaking(s, b"k", b"k", (3, 3)).await
+            respond_speaking(s, b"k", b"k", (4, 4)).await
         });
         let mut s = TcpStream::connect(addr).await.unwrap();
         let mut hello = vec![2u8, 0, 1];
@@ -593,7 +647,7 @@ mod tests {
         write_frame(&mut s, &hello).await.unwrap();
         let refused = server.await.unwrap().err().expect("refused").to_string();
         assert!(
-            refused.contains("speaks protocol version 2, this node protocol version 3"),
+            refused.contains("speaks protocol version 2, this node protocol version 4"),
             "{refused}"
         );
         let mut rest = Vec::new();
@@ -602,6 +656,260 @@ mod tests {
             rest.is_empty(),
             "nothing is sent to a version 2 node: {rest:?}"
         );
+    }
+
+    /// A hello of version 3 (the HMAC handshake: the range, the role, a nonce) is refused
+    /// naming both versions, with a refusal laid out as version 3's, which it reads.
+    #[tokio::test]
+    async fn a_hello_of_version_3_is_refused_in_a_form_it_reads() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            respond_speaking(s, b"k", b"k", (4, 4)).await
+        });
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut hello = vec![3u8, 3, 1];
+        hello.extend_from_slice(&[7u8; 32]);
+        write_frame(&mut s, &hello).await.unwrap();
+        let refused = server.await.unwrap().err().expect("refused").to_string();
+        assert!(
+            refused.contains("speaks protocol version 3, this node protocol version 4"),
+            "{refused}"
+        );
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        // Version 3's `Challenge::Refused { version: 4, min_version: 4 }`, framed.
+        assert_eq!(rest, [0, 0, 0, 3, 1, 4, 4]);
+    }
+
+    /// Frames from the initiator to the responder through a proxy that passes each (numbered
+    /// from 0: the hello, the first Noise message, the key confirmation, then messages) to
+    /// `edit`, and records the bytes it forwards; the other direction is copied as it is.
+    async fn proxy(
+        to: std::net::SocketAddr,
+        edit: fn(usize, &mut Vec<u8>),
+    ) -> (std::net::SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let (from, _) = listener.accept().await.unwrap();
+            let (from_r, mut from_w) = from.into_split();
+            let (mut to_r, mut to_w) = TcpStream::connect(to).await.unwrap().into_split();
+            tokio::spawn(async move { tokio::io::copy(&mut to_r, &mut from_w).await });
+            let mut frames = FrameReader::new(from_r);
+            let mut seen = Vec::new();
+            let mut i = 0;
+            while let Ok(Some(mut f)) = frames.next(auth::MAX_NOISE_MESSAGE).await {
+                edit(i, &mut f);
+                i += 1;
+                let mut out = Vec::new();
+                frame::encode(&f, &mut out);
+                seen.extend_from_slice(&out);
+                if to_w.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+            seen
+        });
+        (addr, task)
+    }
+
+    /// A responder speaking `range` with a node key and a client key, and its address.
+    async fn responder(
+        range: (u16, u16),
+    ) -> (
+        std::net::SocketAddr,
+        tokio::task::JoinHandle<Result<(Role, Reader, Writer), ConnError>>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            respond_speaking(s, NODE_KEY, CLIENT_KEY, range).await
+        });
+        (addr, task)
+    }
+
+    const NODE_KEY: &[u8] = b"node key 0123456789";
+    const CLIENT_KEY: &[u8] = b"client key 0123456789";
+
+    /// An active attacker who rewrites the hello's range (4 to 5, cut to 4: the older version)
+    /// breaks the handshake instead of downgrading it: the range is in the Noise prologue.
+    #[tokio::test]
+    async fn a_hello_altered_on_the_way_fails_the_handshake_so_no_downgrade() {
+        // Untouched, both sides agree on 5.
+        let (at, server) = responder((4, 5)).await;
+        let (via, _) = proxy(at, |_, _| {}).await;
+        let c = initiate_speaking(
+            TcpStream::connect(via).await.unwrap(),
+            CLIENT_KEY,
+            Role::Client,
+            (4, 5),
+        )
+        .await;
+        assert!(c.is_ok(), "{:?}", c.err());
+        assert!(server.await.unwrap().is_ok());
+        // The hello's highest version (its first byte) cut from 5 to 4.
+        let (at, server) = responder((4, 5)).await;
+        let (via, _) = proxy(at, |i, f| {
+            if i == 0 {
+                assert_eq!(f[0], 5);
+                f[0] = 4;
+            }
+        })
+        .await;
+        let c = initiate_speaking(
+            TcpStream::connect(via).await.unwrap(),
+            CLIENT_KEY,
+            Role::Client,
+            (4, 5),
+        )
+        .await;
+        let s = server.await.unwrap().err().expect("refused").to_string();
+        assert!(s.contains("or its hello was altered on the way"), "{s}");
+        let c = c.err().expect("refused").to_string();
+        assert!(c.contains("does not accept this side's key"), "{c}");
+    }
+
+    /// A client key is refused as a node's or an admin's, and says so on both sides.
+    #[tokio::test]
+    async fn a_client_key_is_refused_as_a_node_and_as_an_admin() {
+        for role in [Role::Peer(NodeId(1)), Role::Admin] {
+            let (at, server) = responder((4, 4)).await;
+            let c = initiate_speaking(
+                TcpStream::connect(at).await.unwrap(),
+                CLIENT_KEY,
+                role,
+                (4, 4),
+            )
+            .await;
+            let s = server.await.unwrap().err().expect("refused").to_string();
+            assert!(
+                s.contains(&format!(
+                    "{role} does not know the cluster secret (the node key)"
+                )),
+                "{s}"
+            );
+            let c = c.err().expect("refused").to_string();
+            assert!(c.contains(&format!("as a {role}'s (the node key)")), "{c}");
+        }
+        // The node key does not open a client's connection either: one key per role.
+        let (at, server) = responder((4, 4)).await;
+        let c = initiate_speaking(
+            TcpStream::connect(at).await.unwrap(),
+            NODE_KEY,
+            Role::Client,
+            (4, 4),
+        )
+        .await;
+        assert!(matches!(c, Err(ConnError::Auth(_))), "{:?}", c.err());
+        assert!(matches!(server.await.unwrap(), Err(ConnError::Auth(_))));
+        // And each key opens its own role's.
+        let (at, server) = responder((4, 4)).await;
+        let c = initiate_speaking(
+            TcpStream::connect(at).await.unwrap(),
+            NODE_KEY,
+            Role::Admin,
+            (4, 4),
+        )
+        .await;
+        assert!(c.is_ok(), "{:?}", c.err());
+        assert_eq!(server.await.unwrap().unwrap().0, Role::Admin);
+    }
+
+    /// A frame altered after the handshake does not decrypt: the receiver's `recv` ends the
+    /// connection with the reason (the node logs it and closes, `peer.rs`).
+    #[tokio::test]
+    async fn a_tampered_frame_fails_with_its_reason() {
+        let (at, server) = responder((4, 4)).await;
+        let (via, _) = proxy(at, |i, f| {
+            if i == 4 {
+                f[2] ^= 0x40;
+            }
+        })
+        .await;
+        let (_cr, mut cw) = initiate_speaking(
+            TcpStream::connect(via).await.unwrap(),
+            CLIENT_KEY,
+            Role::Client,
+            (4, 4),
+        )
+        .await
+        .unwrap();
+        let (_, mut sr, _sw) = server.await.unwrap().unwrap();
+        cw.send(&ClientRequest::Ping).await.unwrap();
+        cw.send(&ClientRequest::Status).await.unwrap();
+        assert_eq!(
+            sr.recv::<ClientRequest>().await.unwrap(),
+            Some(ClientRequest::Ping)
+        );
+        let e = sr
+            .recv::<ClientRequest>()
+            .await
+            .expect_err("tampered")
+            .to_string();
+        assert!(e.contains("frame failed authentication"), "{e}");
+    }
+
+    /// The bytes of a whole connection, recorded and replayed to the node on a new one, do not
+    /// open a connection: the node's answer carries a new ephemeral key, the recorded key
+    /// confirmation does not decrypt under the keys it makes.
+    #[tokio::test]
+    async fn a_replayed_handshake_fails() {
+        let (at, server) = responder((4, 4)).await;
+        let (via, recorded) = proxy(at, |_, _| {}).await;
+        let (cr, mut cw) = initiate_speaking(
+            TcpStream::connect(via).await.unwrap(),
+            CLIENT_KEY,
+            Role::Client,
+            (4, 4),
+        )
+        .await
+        .unwrap();
+        let (_, mut sr, _sw) = server.await.unwrap().unwrap();
+        cw.send(&ClientRequest::Ping).await.unwrap();
+        assert_eq!(
+            sr.recv::<ClientRequest>().await.unwrap(),
+            Some(ClientRequest::Ping)
+        );
+        drop((cr, cw));
+        let recorded = recorded.await.unwrap();
+        assert!(!recorded.is_empty());
+        let (at, server) = responder((4, 4)).await;
+        let mut s = TcpStream::connect(at).await.unwrap();
+        s.write_all(&recorded).await.unwrap();
+        let e = server
+            .await
+            .unwrap()
+            .err()
+            .expect("replay refused")
+            .to_string();
+        assert!(e.contains("client did not confirm the link's keys"), "{e}");
+        assert!(e.contains("a replayed handshake"), "{e}");
+    }
+
+    /// A message longer than one Noise message crosses a connection in pieces, whole.
+    #[tokio::test]
+    async fn a_message_above_one_noise_message_arrives_whole() {
+        let (c, s) = pair(b"0123456789abcdef", b"0123456789abcdef").await;
+        let (_cr, mut cw) = c.unwrap();
+        let (_, mut sr, _sw) = s.unwrap();
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 7) as u8).collect();
+        cw.send(&big).await.unwrap();
+        cw.send(&ClientRequest::Ping).await.unwrap();
+        assert_eq!(sr.recv::<Vec<u8>>().await.unwrap(), Some(big));
+        assert_eq!(
+            sr.recv::<ClientRequest>().await.unwrap(),
+            Some(ClientRequest::Ping)
+        );
+        let too_big = vec![1u8; MAX_FRAME];
+        let e = cw
+            .send(&too_big)
+            .await
+            .expect_err("above the bound")
+            .to_string();
+        assert!(e.contains("exceeds the limit of 1048576 bytes"), "{e}");
     }
 
     #[tokio::test]

@@ -6,10 +6,16 @@
 //! connection). A length above the connection's bound is refused as soon as the 4 length bytes
 //! have arrived, before any payload is buffered, so a peer cannot make a node allocate more than
 //! the bound. An empty frame is invalid: every message has at least a tag byte.
+//!
+//! After the handshake each frame is one Noise transport message, so at most
+//! [`crate::auth::MAX_NOISE_MESSAGE`] (65535) bytes; a message longer than one Noise message
+//! holds is carried by several frames ([`crate::auth::Sealer::seal`]), and [`MAX_FRAME`] bounds
+//! the message they make up.
 
 use std::fmt;
 
-/// The largest payload a connection accepts once authenticated (1 MiB).
+/// The largest message a connection carries once authenticated (1 MiB), in as many frames as it
+/// takes.
 pub const MAX_FRAME: usize = 1 << 20;
 /// The largest payload accepted before authentication: handshake messages are small.
 pub const MAX_HANDSHAKE_FRAME: usize = 512;
@@ -63,7 +69,8 @@ pub fn parse(buf: &[u8], max: usize) -> Result<Option<usize>, FrameError> {
 }
 
 /// Appends one frame carrying `payload` to `out`. `payload` must not be empty nor longer than
-/// [`MAX_FRAME`]; callers build payloads that satisfy both.
+/// [`MAX_FRAME`]; callers build payloads that satisfy both (after the handshake, at most one
+/// Noise message).
 pub fn encode(payload: &[u8], out: &mut Vec<u8>) {
     debug_assert!(!payload.is_empty() && payload.len() <= MAX_FRAME);
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());

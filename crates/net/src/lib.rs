@@ -5,7 +5,7 @@
 //! - [`config`]: the cluster file;
 //! - [`files`]: private files written safely (no links followed, renamed into place, synced);
 //! - [`frame`]: length-prefixed frames with a size bound;
-//! - [`auth`]: the HMAC-SHA256 handshake and per-frame MACs;
+//! - [`auth`]: the Noise handshake (pre-shared key per role) and encrypted frames;
 //! - [`wire`]: the messages inside frames;
 //! - [`connection`]: one authenticated connection;
 //! - [`transport`]: TCP, or a Unix domain socket to a node on this machine;

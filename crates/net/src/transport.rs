@@ -8,7 +8,7 @@
 //! address (so N runs on this machine) and the socket is there, and TCP otherwise or when the
 //! socket does not answer ([`dial`]). On a Unix socket a message costs the kernel less than on
 //! loopback TCP (no TCP/IP processing, no acknowledgements); everything above the byte stream,
-//! the handshake, the per-frame MACs, the frames, is the same on both.
+//! the Noise handshake, the encrypted frames, is the same on both.
 //!
 //! `DISTSYNC_TRANSPORT=tcp` in the environment turns the Unix sockets off for the process that
 //! reads it: a node then does not listen on one and a dialer does not use one.

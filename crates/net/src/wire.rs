@@ -2,7 +2,8 @@
 //! encoding: postcard (serde; variable-length integers, a variant's index before its fields),
 //! bounded by the frame size, trailing bytes refused. The encoding is part of the protocol
 //! version the handshake negotiates ([`crate::auth::VERSION`]): version 3 is the first in
-//! postcard (version 2 spoke bincode 1, which is unmaintained).
+//! postcard (version 2 spoke bincode 1, which is unmaintained), version 4 the first whose
+//! frames are Noise transport messages.
 
 use crate::frame::MAX_FRAME;
 use crate::store::Update;
