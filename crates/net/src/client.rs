@@ -344,12 +344,19 @@ async fn acquire_inner(
                 // while its own lease runs).
                 // The renewals answered before the grant may all predate it (a grant after a
                 // view change, when the node had no lease): renew until one answer gives a lease.
+                // A revocation in this window takes the grant back before the caller has it:
+                // it must not be returned as held (the successor may already run).
                 let limit = cluster.file.timeouts.heartbeat_timeout;
+                let mut revoked = None;
                 let _ = tokio::time::timeout(limit, async {
                     while lease.lapsed(tokio::time::Instant::now()) {
                         tokio::select! {
                             r = client.recv() => match r {
                                 Ok(ClientReply::Lease { ms }) => lease.answered(ms),
+                                Ok(ClientReply::Revoked { reason, .. }) => {
+                                    revoked = Some(reason);
+                                    return;
+                                }
                                 Ok(_) => {}
                                 Err(_) => return,
                             },
@@ -363,6 +370,17 @@ async fn acquire_inner(
                     }
                 })
                 .await;
+                if let Some(reason) = revoked {
+                    // Ask again, from the same node first: the lock is someone else's for now.
+                    errors.push(format!(
+                        "node {node}: token {token} revoked before its first lease: {reason}"
+                    ));
+                    if errors.len() > 3 * ids.len() {
+                        break;
+                    }
+                    order.insert(0, node);
+                    continue;
+                }
                 return Ok(Held {
                     client,
                     cluster: cluster.clone(),
@@ -738,4 +756,81 @@ unsafe fn watchdog_child(
         libc::write(2, killed.as_ptr().cast(), killed.len());
     }
     libc::_exit(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use tokio::net::TcpListener;
+
+    /// A node that grants and then revokes before the grant's first lease (a view change right
+    /// after the grant): `acquire` must not hand that grant to its caller, whose command would
+    /// then run beside the successor's. It asks again and holds the next grant.
+    #[tokio::test]
+    async fn a_grant_revoked_before_its_first_lease_is_not_returned_as_held() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let text = format!(
+            "mutex = \"central\"\nelection = \"bully\"\nsecret = \"0123456789abcdef0123\"\n\
+             [timeouts]\nheartbeat = \"20ms\"\nheartbeat_timeout = \"300ms\"\n\
+             [[node]]\nid = 0\naddr = \"{addr}\"\n\
+             [[node]]\nid = 1\naddr = \"127.0.0.1:1\"\n"
+        );
+        let cluster = Cluster::from_toml(&text, "test").unwrap();
+        let (node_key, client_key) = (cluster.secret().to_vec(), cluster.client_secret().to_vec());
+        let tokens = Arc::new(AtomicU64::new(0));
+        let granted = tokens.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let (node_key, client_key) = (node_key.clone(), client_key.clone());
+                let tokens = granted.clone();
+                tokio::spawn(async move {
+                    let (_, mut r, mut w) = connection::respond(stream, &node_key, &client_key)
+                        .await
+                        .unwrap();
+                    let mut mine = 0;
+                    while let Ok(Some(req)) = r.recv::<ClientRequest>().await {
+                        let reply = match req {
+                            ClientRequest::Lock { name } => {
+                                mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
+                                let granted = ClientReply::Granted {
+                                    name: name.clone(),
+                                    token: mine,
+                                    holder: NodeId(0),
+                                };
+                                w.send(&granted).await.unwrap();
+                                if mine == 1 {
+                                    ClientReply::Revoked {
+                                        name,
+                                        reason: "another holder was kept in the new view".into(),
+                                    }
+                                } else {
+                                    ClientReply::Lease { ms: 1000 }
+                                }
+                            }
+                            // No lease for the revoked grant; the next one has its lease.
+                            ClientRequest::Renew if mine >= 2 => ClientReply::Lease { ms: 1000 },
+                            _ => continue,
+                        };
+                        if w.send(&reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let held = acquire(
+            &cluster,
+            Some(NodeId(0)),
+            "x",
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .expect("the second grant is held");
+        assert_eq!(held.token, 2, "the revoked token 1 was handed out as held");
+        assert!(!held.lease.lapsed(tokio::time::Instant::now()));
+    }
 }
