@@ -1239,7 +1239,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         "deliver",
                         self.core.peers.ids()[to],
                         to,
-                        stamp.as_deref(),
+                        stamp,
                         Line {
                             from: Some(from_id),
                             msg_id: Some(msg_id),

@@ -1,10 +1,13 @@
 //! The trace recorder: every event as a JSON line, with the observer's Lamport and vector
 //! timestamps (docs/trace-format.md).
 
+mod vector_text;
+
 use crate::value_json::ValueJson;
 use distsync_core::{NodeId, Time};
 use serde::Serialize;
 use std::io::{self, Write};
+use vector_text::VectorText;
 
 /// A message's stamp while it travels: the sender's Lamport and vector timestamps at the send.
 pub(crate) type MsgStamp = Box<(u64, Vec<u64>)>;
@@ -43,7 +46,8 @@ pub(crate) struct Line<'a> {
     pub(crate) event: &'static str,
     pub(crate) node: Option<NodeId>,
     pub(crate) lamport: Option<u64>,
-    pub(crate) vector: Option<&'a [u64]>,
+    /// The vector timestamp's JSON text (see [`VectorText`]).
+    pub(crate) vector: Option<&'a [u8]>,
     pub(crate) from: Option<NodeId>,
     pub(crate) to: Option<NodeId>,
     pub(crate) msg_id: Option<u64>,
@@ -67,11 +71,10 @@ fn push_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-/// Appends `s` as an escaped JSON string.
+/// Appends `s` as an escaped JSON string, as serde_json writes it.
 #[inline]
 fn push_str(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    crate::value_json::write_str(out, s);
 }
 
 /// Appends `[a,b,...]`.
@@ -106,7 +109,7 @@ impl Line<'_> {
         }
         if let Some(vector) = self.vector {
             out.extend_from_slice(b",\"vector\":");
-            push_u64s(out, vector.iter().copied());
+            out.extend_from_slice(vector);
         }
         if let Some(from) = self.from {
             out.extend_from_slice(b",\"from\":");
@@ -183,11 +186,17 @@ pub(crate) struct Tracer {
     buf: Vec<u8>,
     seq: u64,
     lamport: Vec<u64>,
-    vector: Vec<Vec<u64>>,
+    /// Each node's vector clock, with its JSON text.
+    vector: Vec<VectorText>,
     error: Option<io::Error>,
     /// The value writer's reusable memory.
     json: ValueJson,
+    /// Stamps of delivered messages, kept for the next sends (no allocation per send).
+    spare: Vec<MsgStamp>,
 }
+
+/// How many delivered messages' stamps [`Tracer`] keeps for reuse at most.
+const SPARE_STAMPS: usize = 1024;
 
 impl Clone for Tracer {
     /// A copy of the trace so far and of the clocks (a write error is not copied).
@@ -199,6 +208,7 @@ impl Clone for Tracer {
             vector: self.vector.clone(),
             error: None,
             json: ValueJson::default(),
+            spare: Vec::new(),
         }
     }
 }
@@ -209,9 +219,10 @@ impl Tracer {
             buf: Vec::new(),
             seq: 0,
             lamport: vec![0; ids.len()],
-            vector: vec![vec![0; ids.len()]; ids.len()],
+            vector: vec![VectorText::zeros(ids.len()); ids.len()],
             error: None,
             json: ValueJson::default(),
+            spare: Vec::new(),
         };
         let header = Header {
             event: "header",
@@ -262,7 +273,7 @@ impl Tracer {
 
     /// The observer's Lamport and vector clocks of the node at `pos` now.
     pub(crate) fn stamps(&self, pos: usize) -> (u64, &[u64]) {
-        (self.lamport[pos], &self.vector[pos])
+        (self.lamport[pos], self.vector[pos].values())
     }
 
     /// How many event lines were written (the next line's `seq`).
@@ -280,43 +291,47 @@ impl Tracer {
         Ok(())
     }
 
-    /// Ticks the clocks of the node at `pos` for a process event, merging `received` first.
+    /// Ticks the clocks of the node at `pos` for a process event, merging `received` first
+    /// (whose memory is then kept for a later send).
     #[inline]
-    fn tick(&mut self, pos: usize, received: Option<&(u64, Vec<u64>)>) {
-        if let Some((lamport, vector)) = received {
+    fn tick(&mut self, pos: usize, received: Option<MsgStamp>) {
+        if let Some(stamp) = received {
+            let (lamport, vector) = &*stamp;
             self.lamport[pos] = self.lamport[pos].max(*lamport);
-            for (mine, theirs) in self.vector[pos].iter_mut().zip(vector) {
-                *mine = (*mine).max(*theirs);
+            self.vector[pos].merge(vector);
+            if self.spare.len() < SPARE_STAMPS {
+                self.spare.push(stamp);
             }
         }
         self.lamport[pos] += 1;
-        self.vector[pos][pos] += 1;
+        self.vector[pos].increment(pos);
     }
 
-    /// A process event at position `pos`: ticks its clocks (merging `received` first) and writes
-    /// the line with the new stamps.
+    /// A process event at position `pos`: ticks its clocks (merging `received`, the delivered
+    /// message's stamp, first) and writes the line with the new stamps.
     pub(crate) fn process_event(
         &mut self,
         time: Time,
         event: &'static str,
         node: NodeId,
         pos: usize,
-        received: Option<&(u64, Vec<u64>)>,
+        received: Option<MsgStamp>,
         fill: Line<'_>,
     ) {
         self.tick(pos, received);
-        let vector = std::mem::take(&mut self.vector[pos]);
         let line = Line {
             seq: self.seq,
             time_ns: time.as_nanos(),
             event,
             node: Some(node),
             lamport: Some(self.lamport[pos]),
-            vector: Some(&vector),
+            vector: Some(self.vector[pos].text()),
             ..fill
         };
-        self.write_line(&line);
-        self.vector[pos] = vector;
+        // Field by field: the line borrows the vector while the buffer grows.
+        line.write(&mut self.json, &mut self.buf);
+        self.buf.push(b'\n');
+        self.seq += 1;
     }
 
     /// A send at position `pos`: a process event whose stamp the message carries, returned.
@@ -328,7 +343,16 @@ impl Tracer {
         fill: Line<'_>,
     ) -> MsgStamp {
         self.process_event(time, "send", node, pos, None, fill);
-        Box::new((self.lamport[pos], self.vector[pos].clone()))
+        let (lamport, vector) = (self.lamport[pos], self.vector[pos].values());
+        match self.spare.pop() {
+            Some(mut stamp) => {
+                stamp.0 = lamport;
+                stamp.1.clear();
+                stamp.1.extend_from_slice(vector);
+                stamp
+            }
+            None => Box::new((lamport, vector.to_vec())),
+        }
     }
 
     /// An event that is not a process event (start, crash, drop, partition...): no clock ticks.

@@ -48,9 +48,18 @@ impl ValueJson {
 }
 
 /// An escaped JSON string, as serde_json writes one.
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+#[inline]
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    // serde_json escapes the control characters, `"` and `\` only: a string without them (an
+    // event's or a message kind's name, most keys and values) is copied as it is.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 /// A scalar serde_json writes without allocating (numbers, booleans).
@@ -929,6 +938,17 @@ mod tests {
         #[test]
         fn any_tree_gives_the_same_bytes(t in tree()) {
             prop_assert_eq!(direct(&t), by_way_of_a_value(&t));
+        }
+
+        /// Strings with and without the characters serde_json escapes (control characters,
+        /// `"`, `\`), as serde_json writes them.
+        #[test]
+        fn any_string_is_escaped_as_serde_json_escapes_it(
+            s in prop_oneof!["[a-zA-Z_ ]{0,12}", "[a\u{0}-\u{1f}\"\\\\\u{7f}é\u{2028}]{0,8}", any::<String>()]
+        ) {
+            let mut out = Vec::new();
+            super::write_str(&mut out, &s);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&s).unwrap());
         }
     }
 }

@@ -1,0 +1,232 @@
+//! A vector timestamp kept together with its JSON text.
+//!
+//! Every process event's trace line carries the observer's vector timestamp of that process: at
+//! N = 32 that is most of the line's bytes. Between two events of a process only a few entries
+//! change (its own on every event, the merged ones on a delivery), so the text is kept with the
+//! vector and only the changed entries' digits are rewritten: in place when the number of digits
+//! stays the same, spliced in when it grows. A line then copies the whole text at once. The text
+//! is always what `serde_json` writes for the vector (`[a,b,...]`, no spaces); the tests compare
+//! the two on random vectors and random sequences of updates.
+
+/// A vector of counters and its JSON array text, kept equal.
+#[derive(Clone, Debug)]
+pub(crate) struct VectorText {
+    values: Vec<u64>,
+    /// `[a,b,...]`: the values' decimal digits, separated by commas, in brackets.
+    text: Vec<u8>,
+    /// Where entry `i`'s digits begin in `text`; they end one byte before the next entry's
+    /// start (its comma), the last entry's one byte before the end (the `]`).
+    starts: Vec<usize>,
+}
+
+impl VectorText {
+    /// A vector of `n` zeros.
+    pub(crate) fn zeros(n: usize) -> VectorText {
+        let mut text = Vec::with_capacity(2 * n + 2);
+        let mut starts = Vec::with_capacity(n);
+        text.push(b'[');
+        for i in 0..n {
+            if i > 0 {
+                text.push(b',');
+            }
+            starts.push(text.len());
+            text.push(b'0');
+        }
+        text.push(b']');
+        VectorText {
+            values: vec![0; n],
+            text,
+            starts,
+        }
+    }
+
+    /// The counters.
+    #[inline]
+    pub(crate) fn values(&self) -> &[u64] {
+        &self.values
+    }
+
+    /// The counters as a JSON array, exactly as `serde_json` writes `values()`.
+    #[inline]
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Where entry `i`'s digits end in the text (exclusive).
+    #[inline]
+    fn end(&self, i: usize) -> usize {
+        match self.starts.get(i + 1) {
+            Some(next) => next - 1,
+            None => self.text.len() - 1,
+        }
+    }
+
+    /// Sets entry `i` to `value`, rewriting its digits.
+    pub(crate) fn set(&mut self, i: usize, value: u64) {
+        self.values[i] = value;
+        let mut buf = itoa::Buffer::new();
+        let digits = buf.format(value).as_bytes();
+        let (start, end) = (self.starts[i], self.end(i));
+        if end - start == digits.len() {
+            self.text[start..end].copy_from_slice(digits);
+        } else {
+            // The later entries move by the difference in length.
+            let (old, new) = (end - start, digits.len());
+            self.text.splice(start..end, digits.iter().copied());
+            for s in &mut self.starts[i + 1..] {
+                if new > old {
+                    *s += new - old;
+                } else {
+                    *s -= old - new;
+                }
+            }
+        }
+    }
+
+    /// Adds one to entry `i`: its digits counted up in place, unless they are all nines.
+    #[inline]
+    pub(crate) fn increment(&mut self, i: usize) {
+        let value = self.values[i] + 1;
+        let (start, end) = (self.starts[i], self.end(i));
+        let digits = &mut self.text[start..end];
+        if digits.iter().all(|&d| d == b'9') {
+            // One digit more: 99 + 1 = 100.
+            self.set(i, value);
+            return;
+        }
+        self.values[i] = value;
+        for d in digits.iter_mut().rev() {
+            if *d == b'9' {
+                *d = b'0';
+            } else {
+                *d += 1;
+                break;
+            }
+        }
+    }
+
+    /// Raises every entry to the other vector's where that is larger (a vector clock's merge);
+    /// the other vector has the same length.
+    #[inline]
+    pub(crate) fn merge(&mut self, other: &[u64]) {
+        debug_assert_eq!(self.values.len(), other.len());
+        for (i, &theirs) in other.iter().enumerate() {
+            if theirs > self.values[i] {
+                self.set(i, theirs);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json(values: &[u64]) -> Vec<u8> {
+        serde_json::to_vec(values).unwrap()
+    }
+
+    #[test]
+    fn zeros_and_the_empty_vector_are_written_as_serde_json_writes_them() {
+        for n in [0, 1, 2, 32] {
+            let v = VectorText::zeros(n);
+            assert_eq!(v.values(), vec![0; n].as_slice());
+            assert_eq!(v.text(), json(&vec![0; n]).as_slice(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn increments_carry_and_grow_a_digit() {
+        let mut v = VectorText::zeros(3);
+        for _ in 0..1001 {
+            v.increment(1);
+        }
+        assert_eq!(v.text(), b"[0,1001,0]");
+        v.set(0, 9);
+        v.increment(0);
+        v.set(2, 99_999);
+        v.increment(2);
+        assert_eq!(v.text(), b"[10,1001,100000]");
+        assert_eq!(v.values(), &[10, 1001, 100_000]);
+    }
+
+    #[test]
+    fn an_entry_can_be_set_to_fewer_digits_and_to_the_largest_value() {
+        let mut v = VectorText::zeros(2);
+        v.set(0, 12_345);
+        v.set(0, 7);
+        v.set(1, u64::MAX);
+        assert_eq!(v.text(), json(&[7, u64::MAX]).as_slice());
+    }
+
+    /// One update of a random sequence.
+    #[derive(Debug, Clone)]
+    enum Update {
+        Increment(usize),
+        Set(usize, u64),
+        Merge(Vec<u64>),
+    }
+
+    fn value() -> impl Strategy<Value = u64> {
+        // Mostly small numbers, so that digit counts change often, and a few large ones.
+        prop_oneof![
+            4 => 0u64..20,
+            4 => 0u64..2_000,
+            1 => any::<u64>().prop_map(|v| v / 2),
+        ]
+    }
+
+    fn updates(n: usize) -> impl Strategy<Value = Vec<Update>> {
+        let update = prop_oneof![
+            3 => (0..n).prop_map(Update::Increment),
+            2 => (0..n, value()).prop_map(|(i, v)| Update::Set(i, v)),
+            2 => proptest::collection::vec(value(), n).prop_map(Update::Merge),
+        ];
+        proptest::collection::vec(update, 0..60)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// After any sequence of updates from any starting vector, the text is serde_json's
+        /// text of the values, and the values are those of a plain vector updated alike.
+        #[test]
+        fn text_is_serde_json_after_random_updates(
+            (start, updates) in (1usize..12).prop_flat_map(|n| {
+                (proptest::collection::vec(value(), n), updates(n))
+            })
+        ) {
+            let mut v = VectorText::zeros(start.len());
+            for (i, &x) in start.iter().enumerate() {
+                v.set(i, x);
+            }
+            prop_assert_eq!(v.text().to_vec(), json(&start));
+            let mut plain = start.clone();
+            for update in updates {
+                match update {
+                    Update::Increment(i) => {
+                        // The plain vector's own overflow is not what is tested.
+                        if plain[i] == u64::MAX {
+                            continue;
+                        }
+                        plain[i] += 1;
+                        v.increment(i);
+                    }
+                    Update::Set(i, x) => {
+                        plain[i] = x;
+                        v.set(i, x);
+                    }
+                    Update::Merge(other) => {
+                        for (mine, theirs) in plain.iter_mut().zip(&other) {
+                            *mine = (*mine).max(*theirs);
+                        }
+                        v.merge(&other);
+                    }
+                }
+                prop_assert_eq!(v.values(), plain.as_slice());
+                prop_assert_eq!(v.text().to_vec(), json(&plain));
+            }
+        }
+    }
+}
