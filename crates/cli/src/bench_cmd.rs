@@ -312,7 +312,7 @@ fn row_c(ring: u32, rows: &mut Vec<Row>) -> Result<(), InputError> {
         let wall = wall.elapsed().as_secs_f64();
         let report = report?;
         let peak = bench::peak_rss_mib();
-        let e = report.election.as_ref();
+        let e = report.sections.election.as_ref();
         let elected = e.is_some_and(|e| e.agreed && e.leader == Some(ring - 1));
         let note = format!(
             "{}; {} events ({:.2} M/s); wall {wall:.1} s; peak RSS {}",

@@ -358,14 +358,14 @@ mod tests {
         )
         .expect("runs");
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert_eq!(r.mutex.expect("a mutex report").entries, 20);
+        assert_eq!(r.sections.mutex.expect("a mutex report").entries, 20);
     }
 
     #[test]
     fn a_ring_election_scenario_starts_every_process() {
         let s = ring_election("chang-roberts", 50, 7);
         let r = crate::run(&s, crate::RunOptions::default()).expect("runs");
-        let e = r.election.expect("an election");
+        let e = r.sections.election.expect("an election");
         assert!(e.agreed);
         assert_eq!(e.leader, Some(49));
     }
