@@ -153,7 +153,7 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let load = load_average();
         let s = bench::mutex_heavy(algorithm, n, requests);
         let pending = bench::mean_pending(&s)
-            .expect("a mutual-exclusion algorithm the bench knows")?
+            .expect("a mutual-exclusion algorithm")?
             .round() as usize;
         let (mut sims, mut anchors) = (Vec::new(), Vec::new());
         let mut events = 0;
@@ -212,7 +212,7 @@ fn row_b(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let (s, name, pending, size) = if i == 0 {
             let s = bench::mutex_heavy("ricart-agrawala", n, smallest_requests);
             let pending = bench::mean_pending(&s)
-                .expect("a mutual-exclusion algorithm the bench knows")?
+                .expect("a mutual-exclusion algorithm")?
                 .round() as usize;
             (
                 s,

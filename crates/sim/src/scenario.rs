@@ -98,34 +98,82 @@ const TAIL: [&str; 9] = [
     "event",
 ];
 
-/// Every field of a scenario file, in order: the head, each family's section, the tail.
-fn all_fields() -> &'static [&'static str] {
-    static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut all = HEAD.to_vec();
-        all.extend_from_slice(MutexSpec::FIELDS);
-        all.extend_from_slice(ElectionSpec::FIELDS);
-        all.extend_from_slice(ClockSyncSpec::FIELDS);
-        all.extend_from_slice(&TAIL);
-        all
-    })
+/// Declares the families' sections of the scenario, in the order of the file's fields: the
+/// one list of them, that reading, writing, the algorithms' parameters and the refusal of
+/// foreign fields go through. A family with a section of its own adds it here, as a field of
+/// [`Scenario`] (and in its `Default`), and declares it in its `spec.rs`.
+macro_rules! sections {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        /// Every field of a scenario file, in order: the head, each family's section, the
+        /// tail.
+        fn all_fields() -> &'static [&'static str] {
+            static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+            ALL.get_or_init(|| {
+                let mut all = HEAD.to_vec();
+                $(all.extend_from_slice(<$ty>::FIELDS);)*
+                all.extend_from_slice(&TAIL);
+                all
+            })
+        }
+
+        /// The section that has the field `name`, as the field's name.
+        fn section_field(name: &str) -> Option<&'static str> {
+            [$(<$ty>::FIELDS),*]
+                .into_iter()
+                .flatten()
+                .copied()
+                .find(|f| *f == name)
+        }
+
+        /// Reads the value of the sections' field `name` from `map` into `scenario`.
+        fn read_section<'de, A: MapAccess<'de>>(
+            scenario: &mut Scenario,
+            name: &str,
+            map: &mut A,
+        ) -> Result<(), A::Error> {
+            $(
+                if <$ty>::FIELDS.contains(&name) {
+                    return scenario.$field.read(name, map);
+                }
+            )*
+            Err(de::Error::unknown_field(name, all_fields()))
+        }
+
+        /// Writes every section's fields, in order.
+        fn write_sections<S: serde::ser::SerializeStruct>(
+            scenario: &Scenario,
+            st: &mut S,
+        ) -> Result<(), S::Error> {
+            $(scenario.$field.write(st)?;)*
+            Ok(())
+        }
+
+        /// Sets the algorithms' parameters of every section in `params`.
+        fn section_params(scenario: &Scenario, params: &mut Params) {
+            $(scenario.$field.params(params);)*
+        }
+
+        /// Each family's section's fields as the refusal of foreign fields sees them
+        /// (`crates/sim/src/fields.rs`): name, how it is refused, whether it is set; in
+        /// order.
+        pub(crate) fn section_parts(scenario: &Scenario) -> Vec<(&'static str, Refusal, bool)> {
+            let mut parts = Vec::new();
+            $(parts.extend(scenario.$field.parts());)*
+            parts
+        }
+    };
 }
 
-/// Each family's section's fields as the refusal of foreign fields sees them
-/// (`crates/sim/src/fields.rs`): name, how it is refused, whether it is set; in order.
-pub(crate) fn section_parts(scenario: &Scenario) -> Vec<(&'static str, Refusal, bool)> {
-    let mut parts = scenario.mutex.parts();
-    parts.extend(scenario.election.parts());
-    parts.extend(scenario.clock_sync.parts());
-    parts
+sections! {
+    mutex: MutexSpec,
+    election: ElectionSpec,
+    clock_sync: ClockSyncSpec,
 }
 
-/// A key of the file: the scenario's own field, by name, or a section's.
+/// A key of the file: the scenario's own field or a section's, by name.
 enum Key {
     Own(&'static str),
-    Mutex(&'static str),
-    Election(&'static str),
-    ClockSync(&'static str),
+    Section(&'static str),
 }
 
 impl<'de> Deserialize<'de> for Key {
@@ -137,15 +185,10 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("field identifier")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                let find = |list: &'static [&'static str]| list.iter().copied().find(|f| *f == v);
-                if let Some(f) = find(&HEAD).or_else(|| find(&TAIL)) {
+                if let Some(f) = HEAD.iter().chain(&TAIL).copied().find(|f| *f == v) {
                     Ok(Key::Own(f))
-                } else if let Some(f) = find(MutexSpec::FIELDS) {
-                    Ok(Key::Mutex(f))
-                } else if let Some(f) = find(ElectionSpec::FIELDS) {
-                    Ok(Key::Election(f))
-                } else if let Some(f) = find(ClockSyncSpec::FIELDS) {
-                    Ok(Key::ClockSync(f))
+                } else if let Some(f) = section_field(v) {
+                    Ok(Key::Section(f))
                 } else {
                     Err(E::unknown_field(v, all_fields()))
                 }
@@ -168,16 +211,12 @@ impl<'de> Deserialize<'de> for Scenario {
                 let mut algorithm = None;
                 let mut seen = std::collections::BTreeSet::new();
                 while let Some(key) = map.next_key::<Key>()? {
-                    let name = match key {
-                        Key::Own(f) | Key::Mutex(f) | Key::Election(f) | Key::ClockSync(f) => f,
-                    };
+                    let (Key::Own(name) | Key::Section(name)) = key;
                     if !seen.insert(name) {
                         return Err(de::Error::duplicate_field(name));
                     }
                     match key {
-                        Key::Mutex(f) => s.mutex.read(f, &mut map)?,
-                        Key::Election(f) => s.election.read(f, &mut map)?,
-                        Key::ClockSync(f) => s.clock_sync.read(f, &mut map)?,
+                        Key::Section(f) => read_section(&mut s, f, &mut map)?,
                         Key::Own("name") => s.name = map.next_value()?,
                         Key::Own("algorithm") => algorithm = Some(map.next_value()?),
                         Key::Own("nodes") => s.nodes = map.next_value()?,
@@ -219,9 +258,7 @@ impl Serialize for Scenario {
         }
         st.serialize_field("seed", &self.seed)?;
         st.serialize_field("until", &Dur::encode(&self.until))?;
-        self.mutex.write(&mut st)?;
-        self.election.write(&mut st)?;
-        self.clock_sync.write(&mut st)?;
+        write_sections(self, &mut st)?;
         st.serialize_field("multicast", &self.multicast)?;
         st.serialize_field("app", &self.app)?;
         st.serialize_field("network", &self.network)?;
@@ -1019,9 +1056,7 @@ impl Scenario {
             link_timeout: self.network.reliable.then(|| self.network.link_timeout()),
             ..Params::default()
         };
-        self.mutex.params(&mut params);
-        self.election.params(&mut params);
-        self.clock_sync.params(&mut params);
+        section_params(self, &mut params);
         params
     }
 
