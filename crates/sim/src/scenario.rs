@@ -21,8 +21,9 @@ use crate::family::section::{Codec, Dur, Refusal, Section};
 /// The fields of one family are in that family's section ([`MutexSpec`], [`ElectionSpec`],
 /// [`ClockSyncSpec`], declared in its own `spec.rs`), but the file gives them as top-level keys
 /// like the others: `answer_timeout = "40ms"` is `scenario.election.answer_timeout`. Reading and
-/// writing are written out below (`impl Deserialize for Scenario`) so that a bad value of a
-/// section is named with its line, column and field as any other.
+/// writing are written out below (`sections!` lists the sections once) rather than derived with
+/// serde's `flatten`, so that a bad value of a section is named with its line, column and field
+/// as any other.
 #[derive(Clone, Debug)]
 pub struct Scenario {
     /// A name for reports.
