@@ -495,9 +495,11 @@ mod tests {
     #[test]
     fn every_registered_algorithm_has_a_kind() {
         use registry::Family;
+        /// Whether the node runtime has a kind for the algorithm called so.
+        type HasKind = fn(&str) -> bool;
         // The kind of each family the node runtime runs, one line each; clock synchronization
         // runs in crates/time.
-        let kinds: [(Family, fn(&str) -> bool); 4] = [
+        let kinds: [(Family, HasKind); 4] = [
             (Family::Mutex, |name| mutex_kind(name).is_some()),
             (Family::Election, |name| election_kind(name).is_some()),
             (Family::Multicast, |name| multicast_kind(name).is_some()),

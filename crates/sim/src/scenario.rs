@@ -1112,7 +1112,7 @@ impl Scenario {
                 ))
             }
         };
-        self.mutex.check(&member)?;
+        self.mutex.check(member)?;
         for (field, p) in [
             ("network.loss", self.network.loss),
             ("network.duplicate", self.network.duplicate),
