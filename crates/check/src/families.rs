@@ -578,6 +578,11 @@ impl<A: Multicast> MulticastSpec<A> {
 }
 
 impl<A: Multicast> Spec<A> for MulticastSpec<A> {
+    const CRASH_REFUSAL: Option<&'static str> = Some(
+        "the multicast algorithms assume processes do not crash (a crashed process's \
+         deliveries cannot be judged); use --loss or --duplicate",
+    );
+
     fn unreached(&self) -> &'static str {
         "some multicast is never delivered everywhere"
     }
@@ -803,6 +808,11 @@ impl<A: GlobalSnapshot> SnapshotSpec<A> {
 }
 
 impl<A: GlobalSnapshot> Spec<A> for SnapshotSpec<A> {
+    const CRASH_REFUSAL: Option<&'static str> = Some(
+        "the snapshot algorithm assumes processes do not crash (the money of a crashed \
+         account is gone); use --loss or --duplicate",
+    );
+
     fn unreached(&self) -> &'static str {
         "the snapshot is never complete"
     }
@@ -1021,22 +1031,5 @@ impl<A: GlobalSnapshot> SnapshotSpec<A> {
             ));
         }
         None
-    }
-}
-
-/// Whether the family supports crash faults, and why not.
-pub(crate) fn crash_refusal(family: &str) -> Option<String> {
-    match family {
-        "multicast" => Some(
-            "the multicast algorithms assume processes do not crash (a crashed process's \
-             deliveries cannot be judged); use --loss or --duplicate"
-                .to_string(),
-        ),
-        "snapshot" => Some(
-            "the snapshot algorithm assumes processes do not crash (the money of a crashed \
-             account is gone); use --loss or --duplicate"
-                .to_string(),
-        ),
-        _ => None,
     }
 }

@@ -612,8 +612,9 @@ impl fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
-/// The membership of `config`, after the checks every family shares.
-fn peers_of(config: &Config, family: &str) -> Result<Peers, CheckError> {
+/// The membership of `config`, after the checks every family shares; `crash_refusal` is why
+/// the family cannot be checked with crashes, if it cannot ([`model::Spec::CRASH_REFUSAL`]).
+fn peers_of(config: &Config, crash_refusal: Option<&str>) -> Result<Peers, CheckError> {
     if config.nodes == 0 {
         return Err(CheckError::new("nodes", "at least one node is needed"));
     }
@@ -636,7 +637,7 @@ fn peers_of(config: &Config, family: &str) -> Result<Peers, CheckError> {
         return Err(CheckError::new("max-memory", "must be more than zero"));
     }
     if config.faults.crash > 0 {
-        if let Some(why) = families::crash_refusal(family) {
+        if let Some(why) = crash_refusal {
             return Err(CheckError::new("crash", why));
         }
     }
@@ -665,7 +666,7 @@ where
     A: Checkable,
     S: model::Spec<A>,
 {
-    let peers = peers_of(config, family)?;
+    let peers = peers_of(config, S::CRASH_REFUSAL)?;
     A::validate(&config.params, &peers).map_err(|e| CheckError::new(e.field, e.message))?;
     let spec = spec(&peers)?;
     if !config.symmetry {

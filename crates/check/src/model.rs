@@ -44,6 +44,9 @@ impl Violation {
 pub(crate) trait Spec<A: Process>: Sync {
     /// The application's state (what it still has to ask, what it has seen).
     type App: Clone + Eq + Hash + Debug + Send + Sync;
+    /// Why the family's algorithms cannot be checked with crashes (`--crash K`), for the
+    /// error that refuses them; `None` when crashes are part of its model.
+    const CRASH_REFUSAL: Option<&'static str> = None;
     /// The application at start.
     fn init(&self, w: &World<A>) -> Self::App;
     /// The inputs the application may give process `pos` now (it is alive).

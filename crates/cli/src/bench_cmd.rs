@@ -153,7 +153,7 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let load = load_average();
         let s = bench::mutex_heavy(algorithm, n, requests);
         let pending = bench::mean_pending(&s)
-            .expect("a mutual-exclusion algorithm the bench knows")?
+            .expect("a mutual-exclusion algorithm")?
             .round() as usize;
         let (mut sims, mut anchors) = (Vec::new(), Vec::new());
         let mut events = 0;
@@ -212,7 +212,7 @@ fn row_b(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let (s, name, pending, size) = if i == 0 {
             let s = bench::mutex_heavy("ricart-agrawala", n, smallest_requests);
             let pending = bench::mean_pending(&s)
-                .expect("a mutual-exclusion algorithm the bench knows")?
+                .expect("a mutual-exclusion algorithm")?
                 .round() as usize;
             (
                 s,
@@ -312,7 +312,7 @@ fn row_c(ring: u32, rows: &mut Vec<Row>) -> Result<(), InputError> {
         let wall = wall.elapsed().as_secs_f64();
         let report = report?;
         let peak = bench::peak_rss_mib();
-        let e = report.election.as_ref();
+        let e = report.sections.election.as_ref();
         let elected = e.is_some_and(|e| e.agreed && e.leader == Some(ring - 1));
         let note = format!(
             "{}; {} events ({:.2} M/s); wall {wall:.1} s; peak RSS {}",

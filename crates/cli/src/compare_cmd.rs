@@ -20,7 +20,8 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct CompareArgs {
     /// The family to compare.
-    #[arg(long, default_value = "mutex", value_parser = ["mutex", "election"])]
+    #[arg(long, default_value = "mutex",
+          value_parser = clap::builder::PossibleValuesParser::new(COMPARISONS.iter().map(|c| c.family.name())))]
     family: String,
     /// Membership sizes, comma-separated.
     #[arg(long, allow_negative_numbers = true, value_parser = crate::output::whole::<u32>, value_delimiter = ',', default_value = "3,5,8")]
@@ -350,14 +351,60 @@ fn merge(mut args: CompareArgs) -> Result<Outcome, InputError> {
     args.orders = campaign.orders;
     args.algo = campaign.algo;
     args.seed = campaign.seed;
-    if args.family == "election" {
-        let count = election_plan(&election_options(&args)).len();
-        let runs = read_rows(runs, ElectionRowIn::row)?;
-        return report_elections(&args, &in_order(runs, count)?);
-    }
-    let count = mutex_plan(&mutex_options(&args)).len();
+    (comparison(&args.family)?.merge)(&args, runs)
+}
+
+/// What `compare` does for one family: run the comparison, and merge its shards' results.
+struct Comparison {
+    /// The family compared (`--family`, its name).
+    family: Family,
+    /// Runs the comparison of `args`, prints its rows and says how it ends.
+    run: fn(&CompareArgs) -> Result<Outcome, InputError>,
+    /// `--merge`: the comparison of `args` from the runs of its results files.
+    merge: fn(&CompareArgs, Vec<CompareRun<serde_json::Value>>) -> Result<Outcome, InputError>,
+}
+
+/// The families `compare` compares with their formulas (each family's theory is in
+/// `crates/sim/src/family/<family>/compare.rs`), one line each.
+static COMPARISONS: [Comparison; 2] = [
+    Comparison {
+        family: Family::Mutex,
+        run: compare_mutexes,
+        merge: merge_mutexes,
+    },
+    Comparison {
+        family: Family::Election,
+        run: compare_elections,
+        merge: merge_elections,
+    },
+];
+
+/// The comparison of the family named `family`.
+fn comparison(family: &str) -> Result<&'static Comparison, InputError> {
+    COMPARISONS
+        .iter()
+        .find(|c| c.family.name() == family)
+        .ok_or_else(|| InputError(format!("--family: `{family}` has no comparison")))
+}
+
+/// `--merge` of the mutex comparison.
+fn merge_mutexes(
+    args: &CompareArgs,
+    runs: Vec<CompareRun<serde_json::Value>>,
+) -> Result<Outcome, InputError> {
+    let count = mutex_plan(&mutex_options(args)).len();
     let runs = read_rows(runs, RowIn::row)?;
-    report_mutex(&args, &in_order(runs, count)?)
+    report_mutex(args, &in_order(runs, count)?)
+}
+
+/// `--merge` of the election comparison.
+fn merge_elections(
+    args: &CompareArgs,
+    runs: Vec<CompareRun<serde_json::Value>>,
+) -> Result<Outcome, InputError> {
+    let count = election_plan(&election_options(args)).len();
+    let runs = read_rows(runs, ElectionRowIn::row)?;
+    report_elections(args, &in_order(runs, count)?)
 }
 
 /// The rows of every run of the results files, each read as `I` and turned into a row by `row`.
@@ -460,11 +507,13 @@ pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
             }
         }
     }
-    if args.family == "election" {
-        return compare_elections(&args);
-    }
-    let plan = mutex_plan(&mutex_options(&args));
-    campaign(&args, &plan, |o| compare_mutex(o, |_, _| {}), report_mutex)
+    (comparison(&args.family)?.run)(&args)
+}
+
+/// `--family mutex`: every algorithm at each size and load.
+fn compare_mutexes(args: &CompareArgs) -> Result<Outcome, InputError> {
+    let plan = mutex_plan(&mutex_options(args));
+    campaign(args, &plan, |o| compare_mutex(o, |_, _| {}), report_mutex)
 }
 
 /// Prints (and draws) the mutex comparison's rows, and says how it ends.

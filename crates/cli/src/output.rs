@@ -135,7 +135,7 @@ pub fn summary(r: &Report) -> String {
         r.messages.duplicated,
         r.longest_chain
     );
-    if let Some(m) = &r.mutex {
+    if let Some(m) = &r.sections.mutex {
         let _ = writeln!(
             out,
             "entries:    {} ({:.2} messages per entry)",
@@ -149,7 +149,7 @@ pub fn summary(r: &Report) -> String {
             m.throughput_per_s, m.unserved_requests, m.abandoned_requests, m.max_bypass
         );
     }
-    if let Some(e) = &r.election {
+    if let Some(e) = &r.sections.election {
         let leader = e.leader.map_or("none".to_string(), |l| l.to_string());
         let live = e.known_by.len();
         let _ = writeln!(
@@ -185,7 +185,7 @@ pub fn summary(r: &Report) -> String {
             e.rounds.map_or(String::new(), |r| format!("; {r} rounds"))
         );
     }
-    if let Some(c) = &r.clock {
+    if let Some(c) = &r.sections.clock {
         let worst = |v: Option<u64>| v.map_or("-".to_string(), |ns| dur(ns as f64));
         let _ = writeln!(
             out,
@@ -205,7 +205,7 @@ pub fn summary(r: &Report) -> String {
             if c.no_majority > 0 { format!("; no majority {} times", c.no_majority) } else { String::new() }
         );
     }
-    if let Some(m) = &r.multicast {
+    if let Some(m) = &r.sections.multicast {
         let _ = writeln!(
             out,
             "multicast:  {} multicasts, {} deliveries, {} undelivered, {:.2} messages per multicast; delivery delay {}",
@@ -221,7 +221,7 @@ pub fn summary(r: &Report) -> String {
             m.fifo_inversions, m.causal_inversions, m.order_disagreements
         );
     }
-    if let Some(s) = &r.snapshot {
+    if let Some(s) = &r.sections.snapshot {
         let _ = writeln!(
             out,
             "snapshots:  {} completed, {} consistent (money in the system {}); {} transfers, {} markers",

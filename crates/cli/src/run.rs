@@ -8,7 +8,8 @@ use distsync_algorithms::registry::Entry;
 use distsync_core::{parse_duration, NodeId};
 use distsync_sim::scenario::EventSpec;
 use distsync_sim::{
-    run, DelaySpec, Detect, NetworkSpec, RunOptions, Scenario, WorkloadKind, WorkloadSpec,
+    run, DelaySpec, Detect, ElectionSpec, MutexSpec, NetworkSpec, RunOptions, Scenario,
+    WorkloadKind, WorkloadSpec,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -296,7 +297,10 @@ fn simulate_election(args: SimulateArgs) -> Result<Outcome, InputError> {
             ..NetworkSpec::default()
         },
         until: Some(args.until.unwrap_or(crash_at + Duration::from_secs(1))),
-        detect: Some(Detect::Timeout),
+        election: ElectionSpec {
+            detect: Some(Detect::Timeout),
+            ..ElectionSpec::default()
+        },
         events: vec![EventSpec {
             at: crash_at,
             crash: Some(NodeId(highest)),
@@ -326,8 +330,11 @@ fn simulate_mutex(args: SimulateArgs) -> Result<Outcome, InputError> {
         nodes: Some(args.nodes),
         seed: args.seed,
         until: Some(args.until.unwrap_or(Duration::from_secs(60))),
-        coordinator: args.coordinator.map(NodeId),
-        holder: args.holder.map(NodeId),
+        mutex: MutexSpec {
+            coordinator: args.coordinator.map(NodeId),
+            holder: args.holder.map(NodeId),
+            ..MutexSpec::default()
+        },
         network: NetworkSpec {
             delay: args.delay,
             fifo: !args.no_fifo,

@@ -52,7 +52,7 @@ fn safe_and_served(workload: &str) {
     for seed in 0..320 {
         let n = 2 + seed % 8;
         let r = run_text(&scenario(n, workload, 3, RANDOM, false), seed, None);
-        let m = r.mutex.as_ref().unwrap();
+        let m = r.sections.mutex.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && m.unserved_requests == 0,
             "{workload}: seed={seed}: {:?}",
@@ -123,8 +123,8 @@ fn measured_messages_per_entry_beside_the_literature() {
         let l = run_text(&scenario(n, "light", 4, "\"1ms\"", true), 1, None);
         let h = run_text(&scenario(n, "saturated", 10, "\"1ms\"", true), 1, None);
         let (l, h) = (
-            l.mutex.unwrap().messages_per_entry,
-            h.mutex.unwrap().messages_per_entry,
+            l.sections.mutex.unwrap().messages_per_entry,
+            h.sections.mutex.unwrap().messages_per_entry,
         );
         assert!((l - light).abs() < 0.005, "n={n}: light {l}");
         assert!((h - heavy).abs() < 0.005, "n={n}: heavy {h}");

@@ -86,7 +86,7 @@ fn main() {
         let (r, cpu) = distsync_sim::bench::timed(|| run(&s, RunOptions::default()));
         let r = r.expect("runs");
         let wall = started.elapsed();
-        let e = r.election.as_ref().expect("an election report");
+        let e = r.sections.election.as_ref().expect("an election report");
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         let highest = if start.is_some() { n - 2 } else { n - 1 };
         assert!(e.agreed && e.leader == Some(highest), "{:?}", e.leader);

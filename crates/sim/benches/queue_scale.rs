@@ -324,7 +324,7 @@ fn engine_part(ns: &[u32]) {
         .expect("valid");
         let (r, cpu) = distsync_sim::bench::timed(|| run(&s, RunOptions::default()));
         let r = r.expect("runs");
-        let m = r.mutex.as_ref().expect("a mutex report");
+        let m = r.sections.mutex.as_ref().expect("a mutex report");
         assert_eq!(m.entries, u64::from(n));
         assert!(r.violations.is_empty(), "{:?}", r.violations);
         println!(

@@ -40,8 +40,8 @@ pub(crate) fn derive_defaults(scenario: &mut Scenario, family: Family) {
         return;
     };
     let derived = scenario.network.delay.bound() * 3;
-    if scenario.answer_timeout.is_none() && derived > floor {
-        scenario.answer_timeout = Some(derived);
+    if scenario.election.answer_timeout.is_none() && derived > floor {
+        scenario.election.answer_timeout = Some(derived);
     }
 }
 
@@ -108,7 +108,7 @@ pub(crate) fn outside(scenario: &Scenario, family: Family) -> Vec<Outside> {
             doc: "docs/election.md",
             // A lower leader announced first; with the failure detector its heartbeats meet
             // the right one's and settle them, without it they can stay.
-            at_risk: if scenario.detect == Some(crate::scenario::Detect::Timeout) {
+            at_risk: if scenario.election.detect == Some(crate::scenario::Detect::Timeout) {
                 vec!["one-leader"]
             } else {
                 vec!["one-leader", "agreement"]

@@ -18,8 +18,8 @@
 
 use crate::engine::{Engine, Turn};
 use crate::{MutexHarness, Scenario, SimError};
-use distsync_algorithms::mutex::{LamportMutex, RicartAgrawala};
-use distsync_algorithms::registry::Family;
+use distsync_algorithms::registry::{self, Entry, Explorable, Family, MutexVisitor};
+use distsync_algorithms::validate::Validate;
 use distsync_core::mutex::MutualExclusion;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -269,22 +269,33 @@ pub fn ring_election(algorithm: &str, n: u32, seed: u64) -> Scenario {
 }
 
 /// The time-average size of the pending-event queue over a run of `scenario` (sampled after
-/// every event), for the mutual-exclusion algorithms the bench uses (`ricart-agrawala`,
-/// `lamport-mutex`); `None` for another algorithm.
+/// every event), for a mutual-exclusion algorithm (the bench uses `ricart-agrawala` and
+/// `lamport-mutex`); `None` for an algorithm of another family, or an unknown one.
 pub fn mean_pending(scenario: &Scenario) -> Option<Result<f64, SimError>> {
-    match scenario.algorithm.as_str() {
-        "ricart-agrawala" => Some(mean_pending_of::<RicartAgrawala>(scenario)),
-        "lamport-mutex" => Some(mean_pending_of::<LamportMutex>(scenario)),
-        _ => None,
+    /// Runs the scenario with the algorithm type the registry finds for its name.
+    struct MeanPending<'a>(&'a Scenario);
+    impl MutexVisitor for MeanPending<'_> {
+        type Output = Result<f64, SimError>;
+        fn visit<A: MutualExclusion + serde::Serialize + Explorable>(
+            self,
+            _entry: &'static Entry,
+        ) -> Self::Output
+        where
+            A::Msg: Validate,
+        {
+            mean_pending_of::<A>(self.0)
+        }
     }
+    registry::visit_mutex(&scenario.algorithm, MeanPending(scenario))
 }
 
 fn mean_pending_of<A: MutualExclusion + Clone>(scenario: &Scenario) -> Result<f64, SimError> {
     let mut checked = scenario.check("bench")?;
     // As `run` does: timeouts left out follow the network's delay bound.
-    crate::assumptions::derive_defaults(&mut checked.scenario, Family::Mutex);
+    let family = Family::Mutex;
+    crate::assumptions::derive_defaults(&mut checked.scenario, family);
     let harness = MutexHarness::new::<A>(&checked, "bench")?;
-    let mut engine = Engine::<A, _>::new(&checked, "mutex", scenario.seed, harness, false);
+    let mut engine = Engine::<A, _>::new(&checked, family.name(), scenario.seed, harness, false);
     engine.start();
     let (mut sum, mut samples) = (0u128, 0u64);
     loop {
@@ -343,7 +354,11 @@ mod tests {
         let mean = mean_pending(&s).expect("known").expect("runs");
         // Every node holds a request or a reply in flight most of the time.
         assert!(mean > 1.0 && mean < 100.0, "{mean}");
-        assert!(mean_pending(&mutex_heavy("central", 4, 3)).is_none());
+        // Any mutual-exclusion algorithm of the registry, none of another family.
+        let central = mean_pending(&mutex_heavy("central", 4, 3)).expect("a mutex algorithm");
+        assert!(central.expect("runs") > 0.0);
+        assert!(mean_pending(&ring_election("chang-roberts", 4, 1)).is_none());
+        assert!(mean_pending(&mutex_heavy("no-such-algorithm", 4, 3)).is_none());
     }
 
     #[test]
@@ -358,14 +373,14 @@ mod tests {
         )
         .expect("runs");
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert_eq!(r.mutex.expect("a mutex report").entries, 20);
+        assert_eq!(r.sections.mutex.expect("a mutex report").entries, 20);
     }
 
     #[test]
     fn a_ring_election_scenario_starts_every_process() {
         let s = ring_election("chang-roberts", 50, 7);
         let r = crate::run(&s, crate::RunOptions::default()).expect("runs");
-        let e = r.election.expect("an election");
+        let e = r.sections.election.expect("an election");
         assert!(e.agreed);
         assert_eq!(e.leader, Some(49));
     }

@@ -14,7 +14,7 @@ use distsync_algorithms::registry;
 /// let scenario = distsync_sim::Scenario::from_toml(&toml, "default").unwrap();
 /// let report = distsync_sim::run(&scenario, Default::default()).unwrap();
 /// assert!(report.violations.is_empty());
-/// assert_eq!(report.mutex.unwrap().entries, 8);
+/// assert_eq!(report.sections.mutex.unwrap().entries, 8);
 /// ```
 pub fn default_scenario(name: &str) -> Option<String> {
     let entry = registry::lookup(name)?;

@@ -5,8 +5,9 @@
 //! ([`Plugin::reads`](crate::family::Plugin::reads), [`Plugin::takes`](crate::family::Plugin::takes));
 //! this module only lists the fields and asks.
 
+use crate::family::section::Refusal;
 use crate::family::{plugins, Plugin};
-use crate::scenario::{Action, Checked, Scenario};
+use crate::scenario::{section_parts, Action, Checked, Scenario};
 use distsync_algorithms::registry::Entry;
 
 /// Whether the scenarios of `entry`'s family take `part`: a field or section that belongs to
@@ -46,26 +47,16 @@ fn owners(says: impl Fn(&dyn Plugin) -> Option<&'static str>) -> String {
     all.join(" and ")
 }
 
-/// The first field of `scenario` that `entry` does not read: the field and who reads it.
+/// The first parameter of the sections of `scenario` ([`Refusal::Param`]) that `entry` does not
+/// read: the field and who reads it.
 pub(crate) fn foreign_field(scenario: &Scenario, entry: &Entry) -> Option<(&'static str, String)> {
     let plugin = crate::family::plugin(entry.family);
-    let fields: [(&'static str, bool); 8] = [
-        ("coordinator", scenario.coordinator.is_some()),
-        ("holder", scenario.holder.is_some()),
-        ("tree", scenario.tree.is_some()),
-        ("quorums", scenario.quorums.is_some()),
-        ("answer_timeout", scenario.answer_timeout.is_some()),
-        (
-            "coordinator_timeout",
-            scenario.coordinator_timeout.is_some(),
-        ),
-        ("heartbeat", scenario.heartbeat.is_some()),
-        ("heartbeat_timeout", scenario.heartbeat_timeout.is_some()),
-    ];
-    fields
+    section_parts(scenario)
         .into_iter()
-        .find(|&(field, set)| set && !plugin.reads(entry, field))
-        .map(|(field, _)| {
+        .find(|&(field, refusal, set)| {
+            set && refusal == Refusal::Param && !plugin.reads(entry, field)
+        })
+        .map(|(field, _, _)| {
             (
                 field,
                 format!(
@@ -122,45 +113,39 @@ fn event_name(action: &Action) -> Option<&'static str> {
 }
 
 /// A scenario field or event of a family's own that `plugin`'s family does not take, checked
-/// before the algorithms' fields ([`foreign_field`]): `detect` and `elect` events. The field,
-/// what it is, and the families that take it.
+/// before the algorithms' fields ([`foreign_field`]): the sections' fields refused first
+/// ([`Refusal::First`]: `detect`) and `elect` events. The field, what it is, and the families
+/// that take it.
 pub(crate) fn misplaced_first(
     checked: &Checked,
     plugin: &dyn Plugin,
 ) -> Option<(String, &'static str, String)> {
-    let s = &checked.scenario;
-    first_foreign(
-        checked,
-        plugin,
-        &[("detect", s.detect.is_some(), "`detect`")],
-        &["elect"],
-    )
+    let fields: Vec<_> = section_parts(&checked.scenario)
+        .into_iter()
+        .filter_map(|(field, refusal, set)| match refusal {
+            Refusal::First(what) => Some((field, set, what)),
+            _ => None,
+        })
+        .collect();
+    first_foreign(checked, plugin, &fields, &["elect"])
 }
 
 /// A scenario field or event of a family's own that `plugin`'s family does not take, checked
-/// after the algorithms' fields: the clock fields, `[multicast]`, `[app]`, and the `sync`,
-/// `multicast` and `snapshot` events. The field, what it is, and the families that take it.
+/// after the algorithms' fields: the sections' fields refused then ([`Refusal::Then`]: the
+/// clock fields), `[multicast]`, `[app]`, and the `sync`, `multicast` and `snapshot` events. The field, what it is, and the families that take it.
 pub(crate) fn misplaced(
     checked: &Checked,
     plugin: &dyn Plugin,
 ) -> Option<(String, &'static str, String)> {
     let s = &checked.scenario;
-    let field = "this field";
-    first_foreign(
-        checked,
-        plugin,
-        &[
-            ("sync_interval", s.sync_interval.is_some(), field),
-            ("server", s.server.is_some(), field),
-            ("samples", s.samples.is_some(), field),
-            ("min_delay", s.min_delay.is_some(), field),
-            ("max_drift_ppm", s.max_drift_ppm.is_some(), field),
-            ("threshold", s.threshold.is_some(), field),
-            ("master_election", s.master_election.is_some(), field),
-            ("strata", s.strata.is_some(), field),
-            ("multicast", s.multicast.is_some(), "`[multicast]`"),
-            ("app", s.app.is_some(), "`[app]`"),
-        ],
-        &["sync", "multicast", "snapshot"],
-    )
+    let mut fields: Vec<_> = section_parts(s)
+        .into_iter()
+        .filter_map(|(field, refusal, set)| match refusal {
+            Refusal::Then(what) => Some((field, set, what)),
+            _ => None,
+        })
+        .collect();
+    fields.push(("multicast", s.multicast.is_some(), "`[multicast]`"));
+    fields.push(("app", s.app.is_some(), "`[app]`"));
+    first_foreign(checked, plugin, &fields, &["sync", "multicast", "snapshot"])
 }

@@ -17,7 +17,7 @@
 //!     requests = 4
 //! "#, "example.toml").unwrap();
 //! let report = run(&scenario, RunOptions::default()).unwrap();
-//! let mutex = report.mutex.unwrap();
+//! let mutex = report.sections.mutex.unwrap();
 //! assert_eq!(mutex.entries, 20);
 //! assert_eq!(mutex.messages_per_entry, 8.0);               // 2(N-1)
 //! assert_eq!(mutex.response_time_ns.max, 12_000_000);      // 2T + E
@@ -62,12 +62,12 @@ pub use family::snapshot::harness::{
 };
 pub use fields::{example_file, reads, takes};
 pub use report::{
-    ElectionMessages, ElectionReport, LinkReport, MessageStats, MutexReport, Report, Stats,
-    Violation,
+    ElectionMessages, ElectionReport, FamilySections, LinkReport, MessageStats, MutexReport,
+    Report, Stats, Violation,
 };
 pub use scenario::{
-    Action, Checked, DelaySpec, Detect, NetworkSpec, Scenario, ScenarioError, WorkloadKind,
-    WorkloadSpec,
+    Action, Checked, ClockSyncSpec, DelaySpec, Detect, ElectionSpec, MutexSpec, NetworkSpec,
+    Scenario, ScenarioError, WorkloadKind, WorkloadSpec,
 };
 pub use session::{Choice, Session, SessionError, View};
 

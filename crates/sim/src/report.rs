@@ -1,5 +1,8 @@
 //! The JSON report of a run (DESIGN.md's field names are a public contract).
 
+pub use crate::family::election::report::{ElectionMessages, ElectionReport};
+pub use crate::family::mutex::report::MutexReport;
+pub use crate::family::reports::FamilySections;
 pub use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -33,21 +36,11 @@ pub struct Report {
     pub longest_chain: u64,
     /// Every monitored property that failed; empty when all held.
     pub violations: Vec<Violation>,
-    /// Mutual-exclusion figures, for mutex algorithms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mutex: Option<MutexReport>,
-    /// Election figures, for election algorithms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub election: Option<ElectionReport>,
-    /// Clock-synchronization figures, for clock-synchronization algorithms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock: Option<crate::family::clock_sync::report::ClockReport>,
-    /// Multicast figures, for multicast algorithms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multicast: Option<crate::family::multicast::report::MulticastReport>,
-    /// Snapshot figures, for snapshot algorithms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<crate::family::snapshot::report::SnapshotReport>,
+    /// The figures of the algorithm's family, each under the family's key (`mutex`,
+    /// `election`, `clock`, `multicast`, `snapshot`; each family's section is in its own
+    /// directory, `crates/sim/src/family/<family>/report.rs`).
+    #[serde(flatten)]
+    pub sections: FamilySections,
     /// The reliable links' own traffic, when `[network] reliable = true`. The algorithm's
     /// messages (first transmissions) are in `messages` as always; retransmissions and
     /// acknowledgements are only here.
@@ -122,47 +115,6 @@ impl LinkReport {
     }
 }
 
-/// Figures for leader election (see crates/sim/src/family/election/harness.rs).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ElectionReport {
-    /// The leader the live processes believe in at the end: the one all of them name when they
-    /// agree, else the one most of them name (null when none names any).
-    pub leader: Option<u32>,
-    /// Whether every live process names the same leader at the end.
-    pub agreed: bool,
-    /// The leader each live process names at the end, by process id (null: it knows none).
-    pub known_by: BTreeMap<String, Option<u32>>,
-    /// The election algorithm's own messages: acknowledgements of the ring link ("Ack") and the
-    /// failure detector's heartbeats ("Heartbeat") are left out (they are in the top-level
-    /// `messages`).
-    pub messages: ElectionMessages,
-    /// The first election that announced a leader, from its trigger (`elect`, `crash` or
-    /// `recover` event) to its last `Leader` output; null when none did.
-    pub completion_time_ns: Option<u64>,
-    /// The longest causal chain of the algorithm's messages (acknowledgements and heartbeats
-    /// neither count nor carry causality).
-    pub longest_chain: u64,
-    /// For algorithms that work in rounds (Peterson's): the most rounds any live process
-    /// completed as an active process in the last election, i.e. the rounds it needed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<u32>,
-    /// How many elections the harness saw (each begins with a trigger while every live process
-    /// agreed on a leader), and how many of those were disturbed by a further trigger.
-    pub elections: u64,
-    /// Elections disturbed by a crash, recovery or `elect` event before they settled; the
-    /// one-leader monitor does not judge them.
-    pub disturbed: u64,
-}
-
-/// Message counts of an election.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ElectionMessages {
-    /// All of them.
-    pub total: u64,
-    /// By kind, named as in the notes (Election, Ok, Coordinator, Elected, Elect).
-    pub by_kind: BTreeMap<String, u64>,
-}
-
 /// Message counts. A broadcast counts N-1; nothing is sent to oneself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageStats {
@@ -194,27 +146,6 @@ pub struct Violation {
     /// outputs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<u64>,
-}
-
-/// Figures for mutual exclusion (ORACLES.md's conventions).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct MutexReport {
-    /// Critical-section entries.
-    pub entries: u64,
-    /// All messages of the run divided by the entries.
-    pub messages_per_entry: f64,
-    /// From an Exit to the next Enter, when some request was waiting at that Exit.
-    pub sync_delay_ns: Stats,
-    /// From the Request input to the Exit.
-    pub response_time_ns: Stats,
-    /// Entries per second, from the first request to the last exit.
-    pub throughput_per_s: f64,
-    /// Requests made and not yet served when the run ended.
-    pub unserved_requests: u64,
-    /// The most times one request was overtaken by a request made after it.
-    pub max_bypass: u64,
-    /// Requests lost because their node crashed.
-    pub abandoned_requests: u64,
 }
 
 #[cfg(test)]

@@ -4,124 +4,282 @@
 //! misspelled field, a duration without a unit, a probability outside [0, 1] or a node id that is
 //! not a member is refused with a message naming the file and the field.
 
-use distsync_core::{format_duration, serde_duration, NodeId, Params, Peers, QuorumKind};
+use distsync_core::{format_duration, serde_duration, NodeId, Params, Peers};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+pub use crate::family::clock_sync::spec::ClockSyncSpec;
+pub use crate::family::election::spec::{Detect, ElectionSpec};
+pub use crate::family::mutex::spec::MutexSpec;
+use crate::family::section::{Codec, Dur, Refusal, Section};
+
 /// A scenario, as read from a TOML file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// The fields of one family are in that family's section ([`MutexSpec`], [`ElectionSpec`],
+/// [`ClockSyncSpec`], declared in its own `spec.rs`), but the file gives them as top-level keys
+/// like the others: `answer_timeout = "40ms"` is `scenario.election.answer_timeout`. Reading and
+/// writing are written out below (`sections!` lists the sections once) rather than derived with
+/// serde's `flatten`, so that a bad value of a section is named with its line, column and field
+/// as any other.
+#[derive(Clone, Debug)]
 pub struct Scenario {
     /// A name for reports.
-    #[serde(default)]
     pub name: Option<String>,
     /// A registry name, see `distsync list`.
     pub algorithm: String,
     /// How many processes, with ids 0..nodes-1. Give either this or `ids`.
-    #[serde(default)]
     pub nodes: Option<u32>,
     /// The process ids in ring order. Give either this or `nodes`.
-    #[serde(default)]
     pub ids: Option<Vec<NodeId>>,
     /// With `nodes`: the ring order of the ids 0..nodes-1, `"ascending"` (the default),
     /// `"descending"` or `"random"` (a shuffle drawn from the scenario's `seed`), so that a ring
     /// of a million processes in a random order is a small file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<RingOrder>,
     /// The seed of every random choice.
-    #[serde(default = "default_seed")]
     pub seed: u64,
     /// The simulated-time horizon (default 60s).
-    #[serde(default, with = "serde_duration::option")]
     pub until: Option<Duration>,
-    /// The central algorithm's lock manager.
-    #[serde(default)]
-    pub coordinator: Option<NodeId>,
-    /// The initial token holder of token algorithms.
-    #[serde(default)]
-    pub holder: Option<NodeId>,
-    /// Tree edges for tree algorithms.
-    #[serde(default)]
-    pub tree: Option<Vec<[NodeId; 2]>>,
-    /// Quorum construction for quorum algorithms.
-    #[serde(default)]
-    pub quorums: Option<QuorumKind>,
-    /// Elections: T, the wait for an answer before taking the silent process for crashed.
-    #[serde(default, with = "serde_duration::option")]
-    pub answer_timeout: Option<Duration>,
-    /// Elections: T', the wait for the result of an election before starting it again.
-    #[serde(default, with = "serde_duration::option")]
-    pub coordinator_timeout: Option<Duration>,
-    /// Elections with timeout detection: the coordinator's heartbeat period.
-    #[serde(default, with = "serde_duration::option")]
-    pub heartbeat: Option<Duration>,
-    /// Elections with timeout detection: the silence after which the coordinator is suspected.
-    #[serde(default, with = "serde_duration::option")]
-    pub heartbeat_timeout: Option<Duration>,
-    /// Elections: how processes notice a crashed coordinator. `"timeout"`: the coordinator sends
-    /// heartbeats and a process that misses them for `heartbeat_timeout` starts an election;
-    /// `"none"` (the default): only scripted `elect` events and recoveries start elections.
-    #[serde(default)]
-    pub detect: Option<Detect>,
-    /// Clock synchronization: how often every process is told to synchronize (default 1s).
-    #[serde(default, with = "serde_duration::option")]
-    pub sync_interval: Option<Duration>,
-    /// Clock synchronization: Cristian's time server (default: the lowest id).
-    #[serde(default)]
-    pub server: Option<NodeId>,
-    /// Clock synchronization: exchanges per Cristian synchronization (default 4).
-    #[serde(default)]
-    pub samples: Option<u32>,
-    /// Clock synchronization: the smallest one-way delay the algorithm may assume (default 0).
-    #[serde(default, with = "serde_duration::option")]
-    pub min_delay: Option<Duration>,
-    /// Clock synchronization: the drift bound error bounds allow for, in ppm (default 100).
-    #[serde(default)]
-    pub max_drift_ppm: Option<f64>,
-    /// Berkeley: how far from the median a clock may be and still count (default 1s).
-    #[serde(default, with = "serde_duration::option")]
-    pub threshold: Option<Duration>,
-    /// Berkeley: the election algorithm that chooses the master (default "bully").
-    #[serde(default)]
-    pub master_election: Option<String>,
-    /// NTP: server ids by stratum, `[[stratum 1], [stratum 2], ...]`.
-    #[serde(default)]
-    pub strata: Option<Vec<Vec<NodeId>>>,
+    /// Mutual exclusion's fields: `coordinator`, `holder`, `tree`, `quorums`.
+    pub mutex: MutexSpec,
+    /// Leader election's fields: `answer_timeout`, `coordinator_timeout`, `heartbeat`,
+    /// `heartbeat_timeout`, `detect`.
+    pub election: ElectionSpec,
+    /// Clock synchronization's fields: `sync_interval`, `server`, `samples`, `min_delay`,
+    /// `max_drift_ppm`, `threshold`, `master_election`, `strata`.
+    pub clock_sync: ClockSyncSpec,
     /// Multicast: the workload of multicasts and the orders the monitors check.
-    #[serde(default)]
     pub multicast: Option<crate::family::multicast::spec::MulticastSpec>,
     /// The application under the algorithm: a bank (snapshots) or a replicated database
     /// (multicast).
-    #[serde(default)]
     pub app: Option<crate::app::AppSpec>,
     /// The network model.
-    #[serde(default)]
     pub network: NetworkSpec,
     /// Physical clocks: offsets, drifts and how adjustments apply. Perfect clocks when absent.
-    #[serde(default)]
     pub clocks: Option<ClocksSpec>,
     /// The mutual-exclusion workload.
-    #[serde(default)]
     pub workload: Option<WorkloadSpec>,
     /// The runaway guard: caps on events and pending events, and the storm monitor (see
     /// [`crate::guard`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<crate::guard::LimitsSpec>,
     /// The order of timers due at exactly the same time: `"scheduled"` (the default: the one
     /// set first goes off first) or `"seeded"` (an order drawn from the run's seed, so that
     /// runs with different seeds take the orders the exhaustive checker explores; docs/check.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ties: Option<Ties>,
     /// The exhaustive checker's bounds and faults (`distsync check SCENARIO.toml`, see
     /// docs/check.md). The simulator does not read it, so one file serves both.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<toml::Table>,
-    /// Scripted inputs and faults.
-    #[serde(default, rename = "event")]
+    /// Scripted inputs and faults (`[[event]]` in the file).
     pub events: Vec<EventSpec>,
+}
+
+/// The scenario's own fields before the families' sections, as the file spells them.
+const HEAD: [&str; 7] = [
+    "name",
+    "algorithm",
+    "nodes",
+    "ids",
+    "order",
+    "seed",
+    "until",
+];
+
+/// The scenario's own fields after the families' sections.
+const TAIL: [&str; 9] = [
+    "multicast",
+    "app",
+    "network",
+    "clocks",
+    "workload",
+    "limits",
+    "ties",
+    "check",
+    "event",
+];
+
+/// Declares the families' sections of the scenario, in the order of the file's fields: the
+/// one list of them, that reading, writing, the algorithms' parameters and the refusal of
+/// foreign fields go through. A family with a section of its own adds it here, as a field of
+/// [`Scenario`] (and in its `Default`), and declares it in its `spec.rs`.
+macro_rules! sections {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        /// Every field of a scenario file, in order: the head, each family's section, the
+        /// tail.
+        fn all_fields() -> &'static [&'static str] {
+            static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+            ALL.get_or_init(|| {
+                let mut all = HEAD.to_vec();
+                $(all.extend_from_slice(<$ty>::FIELDS);)*
+                all.extend_from_slice(&TAIL);
+                all
+            })
+        }
+
+        /// The section that has the field `name`, as the field's name.
+        fn section_field(name: &str) -> Option<&'static str> {
+            [$(<$ty>::FIELDS),*]
+                .into_iter()
+                .flatten()
+                .copied()
+                .find(|f| *f == name)
+        }
+
+        /// Reads the value of the sections' field `name` from `map` into `scenario`.
+        fn read_section<'de, A: MapAccess<'de>>(
+            scenario: &mut Scenario,
+            name: &str,
+            map: &mut A,
+        ) -> Result<(), A::Error> {
+            $(
+                if <$ty>::FIELDS.contains(&name) {
+                    return scenario.$field.read(name, map);
+                }
+            )*
+            Err(de::Error::unknown_field(name, all_fields()))
+        }
+
+        /// Writes every section's fields, in order.
+        fn write_sections<S: serde::ser::SerializeStruct>(
+            scenario: &Scenario,
+            st: &mut S,
+        ) -> Result<(), S::Error> {
+            $(scenario.$field.write(st)?;)*
+            Ok(())
+        }
+
+        /// Sets the algorithms' parameters of every section in `params`.
+        fn section_params(scenario: &Scenario, params: &mut Params) {
+            $(scenario.$field.params(params);)*
+        }
+
+        /// Each family's section's fields as the refusal of foreign fields sees them
+        /// (`crates/sim/src/fields.rs`): name, how it is refused, whether it is set; in
+        /// order.
+        pub(crate) fn section_parts(scenario: &Scenario) -> Vec<(&'static str, Refusal, bool)> {
+            let mut parts = Vec::new();
+            $(parts.extend(scenario.$field.parts());)*
+            parts
+        }
+    };
+}
+
+sections! {
+    mutex: MutexSpec,
+    election: ElectionSpec,
+    clock_sync: ClockSyncSpec,
+}
+
+/// A key of the file: the scenario's own field or a section's, by name.
+enum Key {
+    Own(&'static str),
+    Section(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("field identifier")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                if let Some(f) = HEAD.iter().chain(&TAIL).copied().find(|f| *f == v) {
+                    Ok(Key::Own(f))
+                } else if let Some(f) = section_field(v) {
+                    Ok(Key::Section(f))
+                } else {
+                    Err(E::unknown_field(v, all_fields()))
+                }
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scenario {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Scenario, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scenario;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("struct Scenario")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scenario, A::Error> {
+                let mut s = Scenario::default();
+                let mut algorithm = None;
+                let mut seen = std::collections::BTreeSet::new();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let (Key::Own(name) | Key::Section(name)) = key;
+                    if !seen.insert(name) {
+                        return Err(de::Error::duplicate_field(name));
+                    }
+                    match key {
+                        Key::Section(f) => read_section(&mut s, f, &mut map)?,
+                        Key::Own("name") => s.name = map.next_value()?,
+                        Key::Own("algorithm") => algorithm = Some(map.next_value()?),
+                        Key::Own("nodes") => s.nodes = map.next_value()?,
+                        Key::Own("ids") => s.ids = map.next_value()?,
+                        Key::Own("order") => s.order = map.next_value()?,
+                        Key::Own("seed") => s.seed = map.next_value()?,
+                        Key::Own("until") => s.until = map.next_value::<Dur>()?.decode(),
+                        Key::Own("multicast") => s.multicast = map.next_value()?,
+                        Key::Own("app") => s.app = map.next_value()?,
+                        Key::Own("network") => s.network = map.next_value()?,
+                        Key::Own("clocks") => s.clocks = map.next_value()?,
+                        Key::Own("workload") => s.workload = map.next_value()?,
+                        Key::Own("limits") => s.limits = map.next_value()?,
+                        Key::Own("ties") => s.ties = map.next_value()?,
+                        Key::Own("check") => s.check = map.next_value()?,
+                        Key::Own("event") => s.events = map.next_value()?,
+                        Key::Own(other) => unreachable!("`{other}` is in HEAD or TAIL"),
+                    }
+                }
+                s.algorithm = algorithm.ok_or_else(|| de::Error::missing_field("algorithm"))?;
+                Ok(s)
+            }
+        }
+        d.deserialize_struct("Scenario", all_fields(), V)
+    }
+}
+
+impl Serialize for Scenario {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Scenario", all_fields().len())?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("algorithm", &self.algorithm)?;
+        st.serialize_field("nodes", &self.nodes)?;
+        st.serialize_field("ids", &self.ids)?;
+        match &self.order {
+            Some(order) => st.serialize_field("order", order)?,
+            None => st.skip_field("order")?,
+        }
+        st.serialize_field("seed", &self.seed)?;
+        st.serialize_field("until", &Dur::encode(&self.until))?;
+        write_sections(self, &mut st)?;
+        st.serialize_field("multicast", &self.multicast)?;
+        st.serialize_field("app", &self.app)?;
+        st.serialize_field("network", &self.network)?;
+        st.serialize_field("clocks", &self.clocks)?;
+        st.serialize_field("workload", &self.workload)?;
+        match &self.limits {
+            Some(limits) => st.serialize_field("limits", limits)?,
+            None => st.skip_field("limits")?,
+        }
+        match &self.ties {
+            Some(ties) => st.serialize_field("ties", ties)?,
+            None => st.skip_field("ties")?,
+        }
+        match &self.check {
+            Some(check) => st.serialize_field("check", check)?,
+            None => st.skip_field("check")?,
+        }
+        st.serialize_field("event", &self.events)?;
+        st.end()
+    }
 }
 
 fn default_seed() -> u64 {
@@ -139,23 +297,9 @@ impl Default for Scenario {
             order: None,
             seed: default_seed(),
             until: None,
-            coordinator: None,
-            holder: None,
-            tree: None,
-            quorums: None,
-            answer_timeout: None,
-            coordinator_timeout: None,
-            heartbeat: None,
-            heartbeat_timeout: None,
-            detect: None,
-            sync_interval: None,
-            server: None,
-            samples: None,
-            min_delay: None,
-            max_drift_ppm: None,
-            threshold: None,
-            master_election: None,
-            strata: None,
+            mutex: MutexSpec::default(),
+            election: ElectionSpec::default(),
+            clock_sync: ClockSyncSpec::default(),
             multicast: None,
             app: None,
             network: NetworkSpec::default(),
@@ -211,15 +355,6 @@ pub enum Ties {
     Seeded,
 }
 
-/// How election processes notice a crashed coordinator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Detect {
-    /// Heartbeats from the coordinator and a timeout at every other process.
-    Timeout,
-    /// No failure detector: elections start by `elect` events and recoveries only.
-    None,
-}
 /// The largest membership the simulator takes.
 pub const MAX_NODES: u32 = 10_000_000;
 
@@ -903,27 +1038,12 @@ impl Scenario {
 
     /// The algorithm parameters the scenario sets.
     pub fn params(&self) -> Params {
-        Params {
-            coordinator: self.coordinator,
-            holder: self.holder,
-            tree: self.tree.clone(),
-            quorums: self.quorums,
-            answer_timeout: self.answer_timeout,
-            coordinator_timeout: self.coordinator_timeout,
-            heartbeat: self.heartbeat,
-            heartbeat_timeout: self.heartbeat_timeout,
-            server: self.server,
-            samples: self.samples,
-            min_delay: self.min_delay,
-            max_drift_ppm: self.max_drift_ppm,
+        let mut params = Params {
             slew_ppm: self
                 .clocks
                 .as_ref()
                 .filter(|c| c.adjust == Adjust::Slew)
                 .map(|c| c.slew_ppm),
-            threshold: self.threshold,
-            master_election: self.master_election.clone(),
-            strata: self.strata.clone(),
             balance: self
                 .app
                 .as_ref()
@@ -935,7 +1055,10 @@ impl Scenario {
                 .filter(|a| a.kind == crate::app::AppKind::Bank)
                 .and_then(|a| a.balances.clone()),
             link_timeout: self.network.reliable.then(|| self.network.link_timeout()),
-        }
+            ..Params::default()
+        };
+        section_params(self, &mut params);
+        params
     }
 
     /// Checks everything that does not depend on the algorithm; `origin` names the file.
@@ -989,18 +1112,7 @@ impl Scenario {
                 ))
             }
         };
-        if let Some(c) = self.coordinator {
-            member("coordinator", c)?;
-        }
-        if let Some(h) = self.holder {
-            member("holder", h)?;
-        }
-        if let Some(tree) = &self.tree {
-            for (i, [a, b]) in tree.iter().enumerate() {
-                member(&format!("tree[{i}]"), *a)?;
-                member(&format!("tree[{i}]"), *b)?;
-            }
-        }
+        self.mutex.check(member)?;
         for (field, p) in [
             ("network.loss", self.network.loss),
             ("network.duplicate", self.network.duplicate),

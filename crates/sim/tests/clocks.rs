@@ -38,7 +38,7 @@ fn cristian_clients_are_within_their_reported_bound_over_300_seeds() {
     let mut checks = 0;
     for seed in 0..300 {
         let r = run_toml(&cristian(seed, "1ms"), seed);
-        let c = r.clock.as_ref().unwrap();
+        let c = r.sections.clock.as_ref().unwrap();
         assert!(
             r.violations.is_empty(),
             "reproduce with seed={seed}: {:?}",
@@ -104,7 +104,7 @@ fn cristian_steps_and_slews_to_the_same_place() {
         );
         let r = run_toml(&text, 3);
         assert!(r.violations.is_empty(), "{adjust}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         // Constant 1ms delays: every sample is exact up to drift, so after the last correction
         // (at 25s) a client is off by at most its drift over the 5s since: 50ppm of 5s = 250us.
         assert!(c.max_error_ns < 300_000, "{adjust}: {c:?}");
@@ -141,7 +141,7 @@ fn ntp_rejects_one_falseticker_of_five_and_stays_within_the_delay_asymmetry() {
     for seed in 0..40 {
         let r = run_toml(&ntp(&[(3, "1s")]), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         // Three clients, 13 polls each (0s..12s), every one rejecting server 3 and only it.
         assert_eq!(c.rounds, 39, "seed={seed}");
         assert_eq!(c.no_majority, 0);
@@ -168,7 +168,7 @@ fn ntp_reports_no_majority_rather_than_following_three_wrong_servers() {
     for seed in 0..20 {
         let r = run_toml(&ntp(&[(2, "1s"), (3, "1s"), (4, "-1s")]), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         assert_eq!(c.no_majority, 39, "seed={seed}");
         assert_eq!(c.adjustments, 0, "the clocks are left alone");
         assert_eq!(c.rounds, 0);
@@ -182,7 +182,7 @@ fn a_wrong_majority_that_agrees_is_followed() {
     // The limit of any selection by majority: three servers wrong by the same second look
     // like the truth, and the two right ones are rejected as falsetickers.
     let r = run_toml(&ntp(&[(2, "1s"), (3, "1s"), (4, "1s")]), 1);
-    let c = r.clock.unwrap();
+    let c = r.sections.clock.unwrap();
     assert_eq!(c.ignored["0"], 39);
     assert_eq!(c.ignored["1"], 39);
     assert!((c.max_error_ns as f64 - 1e9).abs() < 3.0 * MS, "{c:?}");
@@ -209,7 +209,7 @@ fn ntp_strata_build_up_from_the_reference_servers() {
         1,
     );
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let c = r.clock.unwrap();
+    let c = r.sections.clock.unwrap();
     let strata: Vec<u8> = (0..5).map(|i| c.strata[&i.to_string()]).collect();
     assert_eq!(strata, vec![1, 2, 2, 3, 3]);
     // Two hops of at most 0.5ms asymmetry each, plus drift.
@@ -244,7 +244,7 @@ fn berkeley_skew_after_a_round_is_below_the_spread_of_round_trip_asymmetry() {
         let n = 3 + seed % 6;
         let r = run_toml(&berkeley(n, "4100ms", ""), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         assert_eq!(c.rounds, 5, "seed={seed}");
         assert_eq!(c.masters, vec![distsync_core::NodeId(n as u32 - 1)]);
         // Each offset estimate is off by half its round trip's asymmetry, at most (5-1)/2 ms,
@@ -264,7 +264,7 @@ fn berkeley_leaves_a_clock_10s_off_out_of_the_average_and_still_corrects_it() {
     for seed in 0..20 {
         let r = run_toml(&berkeley(5, "4100ms", extra), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         // Left out of the first round only: after it, its clock is with the others.
         assert_eq!(c.ignored.get("2"), Some(&1), "seed={seed}: {:?}", c.ignored);
         assert_eq!(c.ignored.len(), 1);
@@ -282,7 +282,7 @@ fn berkeley_elects_a_new_master_when_the_master_crashes_and_rounds_continue() {
     for seed in 0..20 {
         let r = run_toml(&berkeley(5, "10100ms", extra), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let c = r.clock.unwrap();
+        let c = r.sections.clock.unwrap();
         assert_eq!(
             c.masters,
             vec![distsync_core::NodeId(4), distsync_core::NodeId(3)],

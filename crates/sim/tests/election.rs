@@ -106,14 +106,14 @@ fn ids(v: &Value) -> Vec<u64> {
 }
 
 fn kind_count(r: &Report, kind: &str) -> u64 {
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     e.messages.by_kind.get(kind).copied().unwrap_or(0)
 }
 
 /// Asserts the run ended with every live process naming `leader`, and no violation.
 fn assert_settled_on(r: &Report, leader: u32) {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.agreed);
     assert_eq!(e.leader, Some(leader));
     assert!(e.known_by.values().all(|&l| l == Some(leader)), "{e:?}");
@@ -123,7 +123,7 @@ fn assert_settled_on(r: &Report, leader: u32) {
 fn seed_002_bully_eight_processes_then_7_recovers() {
     let (r, trace) = run_traced(&scenario_file("bully-eight-processes.toml"));
     assert_settled_on(&r, 7);
-    assert_eq!(r.election.as_ref().unwrap().known_by.len(), 8);
+    assert_eq!(r.sections.election.as_ref().unwrap().known_by.len(), 8);
     let step = |from: u64, kind: &str| -> Vec<u64> {
         sends(&trace, &[kind])
             .iter()
@@ -148,7 +148,7 @@ fn seed_002_bully_eight_processes_then_7_recovers() {
     assert!(out.iter().skip(7).all(|o| o.2 == 7 && o.0 >= 100_000_000));
     // 4 noticed at 1ms; 6 waited T = 10ms for 7; the last process heard at 13ms.
     assert_eq!(
-        r.election.as_ref().unwrap().completion_time_ns,
+        r.sections.election.as_ref().unwrap().completion_time_ns,
         Some(12_000_000)
     );
 }
@@ -189,7 +189,7 @@ fn seed_000_ring_of_six_list_grows_3_5_0_1_4_and_5_is_announced() {
         ]
     );
     // 2n messages for one initiator on a ring of n = 6.
-    assert_eq!(r.election.as_ref().unwrap().messages.total, 12);
+    assert_eq!(r.sections.election.as_ref().unwrap().messages.total, 12);
 }
 
 #[test]
@@ -282,7 +282,7 @@ fn seed_004_example_4_21_p1_holds_4_7_7_and_stays_active_with_7() {
         payload(&last["msg"])["Tid"],
         serde_json::json!({"epoch": 1, "round": 2, "tid": 7})
     );
-    assert_eq!(r.election.as_ref().unwrap().rounds, Some(1));
+    assert_eq!(r.sections.election.as_ref().unwrap().rounds, Some(1));
     assert_eq!(kind_count(&r, "Election"), 8);
     assert_eq!(kind_count(&r, "Elected"), 3);
 }
@@ -310,7 +310,7 @@ fn a_crash_of_the_coordinator_alone_starts_an_election_with_timeout_detection() 
     assert_eq!(six.len(), 7, "{out:?}");
     assert!(six.iter().all(|o| o.0 > 300_000_000 && o.0 < 400_000_000));
     assert!(r.messages.by_kind["Heartbeat"] > 0);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.completion_time_ns.unwrap() < 100_000_000);
     assert!(!e.messages.by_kind.contains_key("Heartbeat"));
 }
@@ -438,7 +438,7 @@ fn check_peterson(order: &[u32], seed: u64, delay: &str, fifo: bool) -> (u64, (u
         "{order:?} seed {seed}: {election} election messages"
     );
     assert_eq!(kind_count(&r, "Elected"), n);
-    let rounds = u64::from(r.election.as_ref().unwrap().rounds.unwrap());
+    let rounds = u64::from(r.sections.election.as_ref().unwrap().rounds.unwrap());
     assert!(
         rounds <= log2_ceil(n),
         "{order:?} seed {seed}: {rounds} rounds"
@@ -543,7 +543,10 @@ fn bully_worst_case_when_the_lowest_detects() {
         assert_eq!(kind_count(&r, "Election"), n * (n - 1) / 2, "n = {n}");
         assert_eq!(kind_count(&r, "Ok"), (n - 1) * (n - 2) / 2, "n = {n}");
         assert_eq!(kind_count(&r, "Coordinator"), n - 2, "n = {n}");
-        assert_eq!(r.election.as_ref().unwrap().messages.total, n * n - n - 1);
+        assert_eq!(
+            r.sections.election.as_ref().unwrap().messages.total,
+            n * n - n - 1
+        );
     }
 }
 
@@ -589,7 +592,7 @@ fn agreement_and_validity(algorithm: &str, fifo: bool) {
     for seed in 0..500u64 {
         let (text, highest_live, faults) = faulty_scenario(algorithm, seed, fifo);
         let r = run_toml(&text, seed);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && e.agreed && e.leader == Some(highest_live),
             "{algorithm}: reproduce with seed={seed} (faults {faults:?}): {:?}, {e:?}",
@@ -644,7 +647,7 @@ fn the_monitors_catch_a_dead_leader_and_a_split() {
     let properties: Vec<&str> = r.violations.iter().map(|v| v.property.as_str()).collect();
     assert!(properties.contains(&"agreement"), "{properties:?}");
     assert!(properties.contains(&"one-leader"), "{properties:?}");
-    assert!(!r.election.as_ref().unwrap().agreed);
+    assert!(!r.sections.election.as_ref().unwrap().agreed);
 }
 
 #[test]

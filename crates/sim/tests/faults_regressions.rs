@@ -51,7 +51,7 @@ fn item_1_ricart_agrawala_two_nodes_seed_64_a_stale_reply_does_not_open_the_cs()
     );
     assert!(r.violations.is_empty(), "seed 64: {:?}", r.violations);
     assert_eq!(r.ended_by, "done");
-    assert_eq!(r.mutex.as_ref().unwrap().entries, 8);
+    assert_eq!(r.sections.mutex.as_ref().unwrap().entries, 8);
 }
 
 /// `distsync run scenarios/poisson-duplicates.toml --seed 3` (the issue's poisson-lossy.toml of
@@ -71,7 +71,7 @@ fn item_1_poisson_duplicates_seed_3_keeps_mutual_exclusion() {
     .unwrap();
     assert!(r.messages.duplicated > 0);
     assert!(r.violations.is_empty(), "seed 3: {:?}", r.violations);
-    assert_eq!(r.mutex.as_ref().unwrap().entries, 112);
+    assert_eq!(r.sections.mutex.as_ref().unwrap().entries, 112);
 }
 
 /// The property: on 2 to 6 nodes, every workload, 10% duplication, no violation and every
@@ -86,7 +86,7 @@ fn item_1_ricart_agrawala_is_safe_and_live_with_duplicates_over_400_seeds() {
         };
         let text = duplicating("ricart-agrawala", 2 + seed % 5, workload, "1ms", 0.1);
         let r = run_toml(&text, seed);
-        let m = r.mutex.as_ref().unwrap();
+        let m = r.sections.mutex.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && m.unserved_requests == 0 && r.ended_by == "done",
             "reproduce with seed={seed}:\n{text}\n{:?}, unserved {}, ended by {}",
@@ -125,7 +125,7 @@ fn berkeley(duplicate: f64) -> String {
 /// round: corrections <= Adjust messages sent + rounds, duplicates or not. (Fewer when an Adjust
 /// reaches a process that is electing during the first round's election: it ignores it.)
 fn assert_each_adjust_applied_once(r: &Report, seed: u64) {
-    let c = r.clock.as_ref().unwrap();
+    let c = r.sections.clock.as_ref().unwrap();
     let sent = r.messages.by_kind.get("Adjust").copied().unwrap_or(0);
     assert!(
         c.adjustments <= sent + c.rounds,
@@ -211,7 +211,7 @@ fn item_6_cristian_slewing_client_keeps_its_reported_bound_constant_delay() {
         drift_ppm = { uniform = [-65.47219503426489, 65.47219503426489] }
     "#;
     let r = run_toml(text, 118742093814);
-    let c = r.clock.as_ref().unwrap();
+    let c = r.sections.clock.as_ref().unwrap();
     assert!(c.bound_checks >= 8, "{c:?}");
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(c.worst_bound_ratio <= 1.0);
@@ -226,7 +226,7 @@ fn item_6_cristian_slewing_clients_keep_their_bounds_over_300_seeds() {
     for seed in 0..300u64 {
         let text = cristian_slewing(seed);
         let r = run_toml(&text, seed);
-        let c = r.clock.as_ref().unwrap();
+        let c = r.sections.clock.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && c.bound_checks > 0,
             "reproduce with seed={seed}:\n{text}\n{:?}",
@@ -240,7 +240,7 @@ fn item_6_cristian_slewing_clients_keep_their_bounds_over_300_seeds() {
 // ---- Items 2, 3, 4 and 7: elections under crashes ---------------------------------------------
 
 fn election_messages(r: &Report) -> u64 {
-    r.election.as_ref().unwrap().messages.total
+    r.sections.election.as_ref().unwrap().messages.total
 }
 
 /// Issue 10 item 2's script: ids [0,1,2,3], delay 1ms FIFO, T = 10ms; 3 crashed at 0, 0 elects at
@@ -268,7 +268,7 @@ fn item_2_chang_roberts_orphans_die_out_and_the_run_goes_quiet() {
     let r = run_toml(&chang_roberts_item_2(false), 1);
     assert_eq!(r.ended_by, "idle", "{:?}", r.violations);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.agreed && e.leader == Some(1), "{e:?}");
     assert!(election_messages(&r) < 100, "{}", election_messages(&r));
 }
@@ -277,7 +277,7 @@ fn item_2_chang_roberts_orphans_die_out_and_the_run_goes_quiet() {
 fn item_2_chang_roberts_orphans_die_out_with_the_detector_too() {
     let r = run_toml(&chang_roberts_item_2(true), 1);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.agreed && e.leader == Some(1), "{e:?}");
     assert!(election_messages(&r) < 100, "{}", election_messages(&r));
 }
@@ -294,7 +294,7 @@ fn item_3_ring_orphaned_coordinators_terminate() {
     let r = run_toml(text, 1);
     assert_eq!(r.ended_by, "idle", "{:?}", r.violations);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.agreed && e.leader == Some(5), "{e:?}");
     assert!(election_messages(&r) < 60, "{}", election_messages(&r));
 }
@@ -362,7 +362,7 @@ fn assert_live_leader_agreed(algorithm: &str, seeds: std::ops::Range<u64>) {
             continue;
         }
         let r = run_toml(&text, seed);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && e.agreed && e.leader == Some(highest),
             "{algorithm}: reproduce with seed={seed}:\n{text}\n{:?}\n{e:?}",
@@ -387,7 +387,7 @@ fn item_4_ring_live_processes_agree_without_the_detector_over_1000_seeds() {
     for seed in 0..1000u64 {
         let (text, _) = ring_item_4_with("ring", seed, false);
         let r = run_toml(&text, seed);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             e.agreed && r.violations.iter().all(|v| v.property == "validity"),
             "reproduce with seed={seed}:\n{text}\n{:?}\n{e:?}",
@@ -422,7 +422,7 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
         ("ring-active-list", "9.5ms"),
     ] {
         let r = run_toml(&winner_crashes(algorithm, crash_at, false), 1);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             e.agreed
                 && e.leader == Some(4)
@@ -431,7 +431,7 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
             r.violations
         );
         let r = run_toml(&winner_crashes(algorithm, crash_at, true), 1);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && e.agreed && e.leader == Some(3),
             "{algorithm} with the detector: {:?} {e:?}",
@@ -442,7 +442,7 @@ fn item_7_a_winner_crashing_after_its_announcement_needs_the_detector() {
         let text =
             winner_crashes(algorithm, crash_at, false) + "[[event]]\nat = \"100ms\"\nelect = 0\n";
         let r = run_toml(&text, 1);
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && e.agreed && e.leader == Some(3),
             "{algorithm} with a later elect: {:?} {e:?}",
@@ -511,7 +511,7 @@ fn poisson_lossy_over_reliable_links_serves_every_request() {
     let r = run(&scenario_file("poisson-lossy.toml"), RunOptions::default()).unwrap();
     assert!(r.messages.dropped > 0 && r.messages.duplicated > 0);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let m = r.mutex.as_ref().unwrap();
+    let m = r.sections.mutex.as_ref().unwrap();
     assert_eq!((m.entries, m.unserved_requests), (48, 0));
     let link = r
         .link

@@ -83,7 +83,7 @@ fn causal_broadcast_never_delivers_out_of_causal_order_over_500_seeds() {
     for seed in 0..500 {
         // Vector timestamps order the messages; the channels need not be FIFO.
         let r = run_toml(&scenario("causal-broadcast", seed, false, ""), seed);
-        let m = r.multicast.as_ref().unwrap();
+        let m = r.sections.multicast.as_ref().unwrap();
         assert!(
             r.violations.is_empty(),
             "reproduce with seed={seed}: {:?}",
@@ -117,7 +117,7 @@ fn fifo_broadcast_breaks_causal_order_and_the_monitor_catches_it() {
             &scenario("fifo-broadcast", seed, true, "check = [\"causal\"]"),
             seed,
         );
-        let m = r.multicast.as_ref().unwrap();
+        let m = r.sections.multicast.as_ref().unwrap();
         assert_eq!(m.fifo_inversions, 0, "FIFO order holds: seed={seed}");
         if r.violations.iter().any(|v| v.property == "causal-order") {
             assert!(m.causal_inversions > 0);
@@ -140,7 +140,7 @@ fn fifo_broadcast_keeps_fifo_order_even_on_non_fifo_channels() {
 fn total_order_multicast_delivers_in_one_order_everywhere_over_500_seeds() {
     for seed in 0..500 {
         let r = run_toml(&scenario("total-order-multicast", seed, true, ""), seed);
-        let m = r.multicast.as_ref().unwrap();
+        let m = r.sections.multicast.as_ref().unwrap();
         assert!(
             r.violations.is_empty(),
             "reproduce with seed={seed}: {:?}",
@@ -160,7 +160,7 @@ fn the_replicated_database_ends_with_one_balance_under_total_order() {
     for seed in 0..100 {
         let r = run_toml(&scenario("total-order-multicast", seed, true, app), seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
-        let balances = &r.multicast.as_ref().unwrap().balances;
+        let balances = &r.sections.multicast.as_ref().unwrap().balances;
         assert_eq!(balances.len(), r.nodes);
         let first = balances.values().next().unwrap();
         assert!(
@@ -211,13 +211,13 @@ fn seed_003_s_two_updates_are_applied_in_one_order() {
     };
     let r = run_toml(&text("total-order-multicast"), 1);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let m = r.multicast.unwrap();
+    let m = r.sections.multicast.unwrap();
     // Update 1 (node 0's, stamped (1, 0)) goes first everywhere: 1000 + 100, then + 1%.
     assert_eq!(m.balances.values().collect::<Vec<_>>(), vec![&1111, &1111]);
     assert_eq!(m.messages_per_multicast, 3.0);
     // FIFO broadcast delivers each replica's own update first: 1111 against 1110.
     let r = run_toml(&text("fifo-broadcast"), 1);
-    let m = r.multicast.unwrap();
+    let m = r.sections.multicast.unwrap();
     assert_eq!(m.balances.values().collect::<Vec<_>>(), vec![&1111, &1110]);
     assert_eq!(m.order_disagreements, 2);
 }

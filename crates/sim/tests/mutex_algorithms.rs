@@ -58,7 +58,7 @@ fn random_scenario(algorithm: &str, seed: u64, workload: &str) -> String {
 fn assert_safe_and_live(algorithm: &str, workload: &str) {
     for seed in 0..SEEDS {
         let r = run_toml(&random_scenario(algorithm, seed, workload), seed);
-        let m = r.mutex.as_ref().unwrap();
+        let m = r.sections.mutex.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && m.unserved_requests == 0,
             "{algorithm} {workload}: reproduce with seed={seed}: violations {:?}, unserved {}",
@@ -205,7 +205,10 @@ fn check_light<S: Clone>(
         let (r, trace) = run_traced(text, seed);
         assert!(r.violations.is_empty(), "seed={seed}: {:?}", r.violations);
         let requests = per_request(&trace);
-        assert_eq!(requests.len() as u64, r.mutex.as_ref().unwrap().entries);
+        assert_eq!(
+            requests.len() as u64,
+            r.sections.mutex.as_ref().unwrap().entries
+        );
         let mut s = state.clone();
         for (k, &(node, sent)) in requests.iter().enumerate() {
             let want = expected(node, &mut s);
@@ -352,7 +355,7 @@ fn light_load_singhal_follows_its_request_sets_and_averages_n_minus_1_from_the_s
             ));
         }
         let r = run_toml(&text, 1);
-        let m = r.mutex.unwrap();
+        let m = r.sections.mutex.unwrap();
         assert_eq!(m.entries, u64::from(n));
         assert_eq!(m.messages_per_entry, f64::from(n - 1), "n={n}");
     }
@@ -370,7 +373,7 @@ fn heavy_load_raymond_averages_4_n_minus_1_over_n_on_balanced_trees() {
     for n in [7u32, 31] {
         let r = run_toml(&heavy("raymond", n, 30), 1);
         assert!(r.violations.is_empty(), "n={n}: {:?}", r.violations);
-        let m = r.mutex.unwrap();
+        let m = r.sections.mutex.unwrap();
         let theory = 4.0 * f64::from(n - 1) / f64::from(n);
         assert!(
             (m.messages_per_entry - theory).abs() / theory < 0.05,
@@ -386,7 +389,7 @@ fn heavy_load_synchronization_delay_is_t_for_the_broadcast_token_algorithms() {
         for n in [3u32, 5, 8] {
             let r = run_toml(&heavy(algorithm, n, 20), 2);
             assert!(r.violations.is_empty(), "{algorithm} n={n}");
-            let m = r.mutex.unwrap();
+            let m = r.sections.mutex.unwrap();
             assert_eq!(m.entries, 20 * u64::from(n));
             assert!(m.sync_delay_ns.count > 0);
             assert_eq!(m.sync_delay_ns.p50 as f64, T, "{algorithm} n={n}");
@@ -408,7 +411,7 @@ fn heavy_load_synchronization_delay_is_2t_for_maekawa() {
     for n in [5u32, 7, 9, 13] {
         let r = run_toml(&heavy("maekawa", n, 20), 2);
         assert!(r.violations.is_empty(), "n={n}: {:?}", r.violations);
-        let m = r.mutex.unwrap();
+        let m = r.sections.mutex.unwrap();
         assert_eq!(m.entries, 20 * u64::from(n));
         assert_eq!(m.sync_delay_ns.p50 as f64, 2.0 * T, "n={n}");
         assert_eq!(m.sync_delay_ns.max as f64, 2.0 * T, "n={n}");
@@ -442,7 +445,7 @@ fn maekawa_basic_deadlocks_on_the_scripted_scenario_and_maekawa_completes_it() {
         r.violations
     );
     assert_eq!(r.ended_by, "idle");
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert_eq!(m.entries, 0);
     assert_eq!(m.unserved_requests, 3);
     assert!(
@@ -456,7 +459,7 @@ fn maekawa_basic_deadlocks_on_the_scripted_scenario_and_maekawa_completes_it() {
     let r = run(&fixed, RunOptions::default()).unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert_eq!(r.ended_by, "done");
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert_eq!(m.entries, 3);
     assert_eq!(m.unserved_requests, 0);
     // 3's request loses at arbiter 1 (FAILED), so when arbiter 3 inquires for 0's earlier

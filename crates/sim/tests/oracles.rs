@@ -18,7 +18,7 @@ fn light_load_messages_per_entry_are_exact() {
                 "{algorithm} n={n}: {:?}",
                 r.violations
             );
-            let m = r.mutex.unwrap();
+            let m = r.sections.mutex.unwrap();
             assert_eq!(m.unserved_requests, 0, "{algorithm} n={n}");
             assert!(m.entries >= 6, "{algorithm} n={n}: {} entries", m.entries);
             assert_eq!(m.messages_per_entry, expected, "{algorithm} n={n}");
@@ -31,6 +31,7 @@ fn light_load_response_time_is_2t_plus_e() {
     for n in [3u32, 5, 8] {
         for algorithm in ["lamport-mutex", "ricart-agrawala", "central"] {
             let m = run_toml(&mutex_scenario(algorithm, n, "light", 5), 7)
+                .sections
                 .mutex
                 .unwrap();
             // Central too: REQUEST to the coordinator (T), GRANT back (T), then E.
@@ -66,7 +67,7 @@ fn heavy_load_synchronization_delay() {
                 "{algorithm} n={n}: {:?}",
                 r.violations
             );
-            let m = r.mutex.unwrap();
+            let m = r.sections.mutex.unwrap();
             assert_eq!(
                 m.entries,
                 20 * u64::from(if algorithm == "central" { n - 1 } else { n })
@@ -92,6 +93,7 @@ fn heavy_load_messages_per_entry() {
         // Permission-based algorithms cost the same under any load.
         for (algorithm, expected) in [("lamport-mutex", 3.0 * k), ("ricart-agrawala", 2.0 * k)] {
             let m = run_toml(&mutex_scenario(algorithm, n, "saturated", 20), 5)
+                .sections
                 .mutex
                 .unwrap();
             assert_eq!(m.messages_per_entry, expected, "{algorithm} n={n}");
@@ -99,7 +101,7 @@ fn heavy_load_messages_per_entry() {
         // Central: every request that finds the CS busy also gets DENIED. Only the very first
         // request of the run finds it free, so the total is 4 per entry less one DENIED.
         let r = run_toml(&mutex_scenario("central", n, "saturated", 20), 5);
-        let m = r.mutex.unwrap();
+        let m = r.sections.mutex.unwrap();
         assert_eq!(r.messages.by_kind["Denied"], m.entries - 1, "n={n}");
         assert_eq!(r.messages.total, 4 * m.entries - 1, "n={n}");
     }
@@ -131,7 +133,7 @@ fn central_grants_in_arrival_order_as_in_seed_001() {
         1,
     );
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert_eq!(m.entries, 3);
     assert_eq!(r.messages.by_kind["Denied"], 2);
     assert_eq!(m.max_bypass, 0, "first come, first served");

@@ -84,7 +84,7 @@ fn the_issues_ricart_agrawala_duplicate_case_holds_over_reliable_links() {
     };
     let r = go(&scenario(&text(true)));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert_eq!(m.entries, 8);
     // 2(N-1) messages per entry, exactly: the link's retransmissions and acks are apart.
     assert_eq!(m.messages_per_entry, 2.0);
@@ -96,7 +96,7 @@ fn the_issues_ricart_agrawala_duplicate_case_holds_over_reliable_links() {
         &text(true).replace("requests = 4", "requests = 40"),
     ));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert_eq!(r.mutex.unwrap().messages_per_entry, 2.0);
+    assert_eq!(r.sections.mutex.unwrap().messages_per_entry, 2.0);
     let link = r.link.unwrap();
     assert!(link.retransmissions > 0, "10% loss makes some");
     assert!(link.duplicates_discarded > 0, "10% duplication makes some");
@@ -212,10 +212,10 @@ fn every_figure_is_the_same_over_reliable_links_on_a_lossless_network() {
         // section includes its longest causal chain).
         assert_eq!(a.messages.total, b.messages.total, "{name}");
         assert_eq!(a.messages.by_kind, b.messages.by_kind, "{name}");
-        assert_eq!(a.mutex, b.mutex, "{name}");
-        assert_eq!(a.election, b.election, "{name}");
-        assert_eq!(a.multicast, b.multicast, "{name}");
-        if let (Some(x), Some(y)) = (&a.snapshot, &b.snapshot) {
+        assert_eq!(a.sections.mutex, b.sections.mutex, "{name}");
+        assert_eq!(a.sections.election, b.sections.election, "{name}");
+        assert_eq!(a.sections.multicast, b.sections.multicast, "{name}");
+        if let (Some(x), Some(y)) = (&a.sections.snapshot, &b.sections.snapshot) {
             assert_eq!(
                 (x.completed, x.consistent, x.markers),
                 (y.completed, y.consistent, y.markers),
@@ -278,7 +278,7 @@ fn snapshots_run_over_lossy_links_once_they_are_reliable() {
     assert!(e.to_string().contains("reliable = true"), "{e}");
     let r = go(&scenario(&text(true)));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let s = r.snapshot.unwrap();
+    let s = r.sections.snapshot.unwrap();
     assert_eq!((s.completed, s.consistent), (2, 2));
     // Chandy-Lamport's N(N-1) markers per snapshot, exactly, whatever the link resent.
     assert_eq!(s.markers, 2 * 4 * 3);

@@ -117,7 +117,7 @@ fn default_timeouts_follow_the_delay_bound() {
     let r = go(&ring(""));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert!(r.election.as_ref().unwrap().agreed);
+    assert!(r.sections.election.as_ref().unwrap().agreed);
     // The derived T is 3 x 7ms: the same run with it written out is the same run.
     let explicit = go(&ring("answer_timeout = \"21ms\""));
     assert_eq!(
@@ -214,7 +214,7 @@ fn a_ring_of_every_process_starting_fits_half_the_default_allowance() {
         let r = ring_of(algorithm, n, &half);
         assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
         assert_ne!(r.ended_by, "limit", "{algorithm}");
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(e.agreed && e.leader == Some(n - 1), "{algorithm}: {e:?}");
     }
     // The default for such a ring is at least that allowance, and grows with N.

@@ -31,7 +31,7 @@ fn random_scenario(algorithm: &str, seed: u64, fifo: bool) -> String {
 fn assert_safe_and_live(algorithm: &str, fifo: bool, seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let r = run_toml(&random_scenario(algorithm, seed, fifo), seed);
-        let m = r.mutex.as_ref().unwrap();
+        let m = r.sections.mutex.as_ref().unwrap();
         assert!(
             r.violations.is_empty() && m.unserved_requests == 0,
             "{algorithm}: reproduce with seed={seed}: violations {:?}, unserved {}",
@@ -107,7 +107,7 @@ fn a_partition_that_never_heals_is_reported_as_deadlock() {
         r.violations
     );
     assert_eq!(r.ended_by, "idle");
-    assert_eq!(r.mutex.unwrap().unserved_requests, 1);
+    assert_eq!(r.sections.mutex.unwrap().unserved_requests, 1);
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn a_short_horizon_leaves_requests_unserved_and_says_so() {
     text = text.replace("until = \"1h\"", "until = \"100ms\"");
     let r = run_toml(&text, 1);
     assert_eq!(r.ended_by, "horizon");
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert!(m.unserved_requests > 0);
     assert!(
         r.violations.iter().any(|v| v.property == "starvation"),
@@ -152,7 +152,7 @@ fn a_crashed_node_loses_its_request_and_the_others_carry_on() {
         "#,
         1,
     );
-    let m = r.mutex.unwrap();
+    let m = r.sections.mutex.unwrap();
     assert_eq!(m.abandoned_requests, 1);
     // When node 0 releases, the coordinator grants the lock to the crashed node 1 (the notes'
     // central algorithm has no failure handling), so node 2 waits forever: the monitors say so.
@@ -183,6 +183,6 @@ proptest! {
         );
         let r = run_toml(&text, seed);
         prop_assert!(r.violations.is_empty(), "seed={} {:?}", seed, r.violations);
-        prop_assert_eq!(r.mutex.unwrap().entries, 3 * u64::from(n));
+        prop_assert_eq!(r.sections.mutex.unwrap().entries, 3 * u64::from(n));
     }
 }

@@ -47,7 +47,7 @@ fn recorded_totals_equal_the_money_on_fifo_channels_over_500_seeds() {
             "reproduce with seed={seed}: {:?}",
             r.violations
         );
-        let s = r.snapshot.as_ref().unwrap();
+        let s = r.sections.snapshot.as_ref().unwrap();
         let n = r.nodes as u64;
         assert_eq!(s.money, 1000 * n);
         assert_eq!(s.snapshots.len(), 3);
@@ -78,7 +78,7 @@ fn without_fifo_a_recorded_total_is_wrong_and_the_monitor_catches_it() {
     let mut caught = None;
     for seed in 0..500 {
         let r = run_toml(&bank(seed, false), seed);
-        let s = r.snapshot.as_ref().unwrap();
+        let s = r.sections.snapshot.as_ref().unwrap();
         // Markers are still one per channel; only what they record goes wrong.
         assert!(r.violations.iter().all(|v| v.property == "snapshot-total"));
         if !r.violations.is_empty() {
@@ -113,7 +113,7 @@ fn a_quiet_bank_is_recorded_exactly() {
         1,
     );
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let s = r.snapshot.unwrap();
+    let s = r.sections.snapshot.unwrap();
     let snap = &s.snapshots[0];
     let states: Vec<u64> = snap.states.values().copied().collect();
     assert_eq!(states, vec![10, 20, 30, 40]);

@@ -196,7 +196,7 @@ fn generated_scenarios_stay_within_the_options() {
         assert!(s.network.fifo, "no reorder asked");
         assert_eq!(s.network.loss, 0.0);
         // The answer timeout covers the worst round trip.
-        assert!(s.answer_timeout.unwrap() >= s.network.delay.bound() * 2);
+        assert!(s.election.answer_timeout.unwrap() >= s.network.delay.bound() * 2);
         // The scenario survives a round trip through its TOML text.
         let text = toml::to_string(&s).unwrap();
         let back = Scenario::from_toml(&text, "t").unwrap();
@@ -249,16 +249,16 @@ fn drawing_the_assumptions_draws_each_option_both_ways_and_nothing_else() {
             let mut b = stress::generate(entry, &faults, nodes, seed, &options);
             seen.insert((
                 name,
-                b.detect == Some(Detect::Timeout),
+                b.election.detect == Some(Detect::Timeout),
                 b.network.fifo,
                 b.network.reliable,
             ));
             if entry.family == registry::Family::Election {
-                assert!(b.detect.is_some());
-                if b.detect == Some(Detect::None) {
-                    assert_eq!(b.heartbeat, None);
-                    b.detect = a.detect;
-                    b.heartbeat = a.heartbeat;
+                assert!(b.election.detect.is_some());
+                if b.election.detect == Some(Detect::None) {
+                    assert_eq!(b.election.heartbeat, None);
+                    b.election.detect = a.election.detect;
+                    b.election.heartbeat = a.election.heartbeat;
                 }
             }
             assert!(

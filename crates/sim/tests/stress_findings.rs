@@ -148,7 +148,7 @@ fn a_re_election_does_not_silence_the_coordinator_into_the_next_one() {
             "{name} (seed {seed}): {:?}",
             r.violations
         );
-        let e = r.election.as_ref().unwrap();
+        let e = r.sections.election.as_ref().unwrap();
         assert!(e.agreed, "{name} (seed {seed})");
         assert_eq!(e.leader, Some(leader), "{name} (seed {seed})");
         // Settled long before the horizon: the last election completed within two T'.
@@ -378,7 +378,7 @@ fn chang_roberts_a_second_round_of_the_same_uid_is_not_taken_for_an_orphan() {
     let seed = 769252444112;
     let r = run_toml(CHANG_ROBERTS_RUN_2474, seed);
     assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
-    let e = r.election.as_ref().unwrap();
+    let e = r.sections.election.as_ref().unwrap();
     assert!(e.agreed, "seed {seed}");
     assert_eq!(e.leader, Some(6), "seed {seed}");
     // Settled within the first T' (4nT = 3.785s), not by a later restart.
@@ -497,6 +497,6 @@ fn stress_gives_a_light_workload_of_many_nodes_the_time_to_finish() {
         "seed {seed}: {:?}",
         report.violations
     );
-    let mutex = report.mutex.as_ref().expect("a mutex report");
+    let mutex = report.sections.mutex.as_ref().expect("a mutex report");
     assert_eq!(mutex.entries, 216 * 5, "seed {seed}");
 }

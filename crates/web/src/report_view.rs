@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 /// deliveries so far, in order ("3 from P1": payload 3, multicast by 1).
 pub fn report_json(session: &Session) -> Value {
     let report = session.report();
-    let multicast = report.multicast.is_some();
+    let multicast = report.sections.multicast.is_some();
     let mut json = serde_json::to_value(report).expect("a report is plain data");
     if multicast {
         let mut order = serde_json::Map::new();

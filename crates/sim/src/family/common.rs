@@ -100,7 +100,7 @@ pub(crate) const OUTSIDE: &str =
 pub(crate) fn answer_timeout_warning(scenario: &Scenario) -> Option<String> {
     let delay = &scenario.network.delay;
     let round_trip = delay.bound() * 2;
-    let t = scenario.answer_timeout?;
+    let t = scenario.election.answer_timeout?;
     (t < round_trip).then(|| {
         format!(
             "answer_timeout = {} is shorter than the worst round trip {} (twice the delay bound {}): {OUTSIDE}",

@@ -16,6 +16,8 @@ pub(crate) mod election;
 pub(crate) mod multicast;
 pub(crate) mod mutex;
 pub(crate) mod plugin;
+pub(crate) mod reports;
+pub(crate) mod section;
 pub(crate) mod snapshot;
 
 pub use claims::{Claims, Fault, Outside};

@@ -76,7 +76,7 @@ fn the_simulator_runs_it_and_reports_every_entry() {
     assert_eq!(report.algorithm, "toy-central");
     assert_eq!(report.family, "mutex");
     assert!(report.violations.is_empty(), "{:?}", report.violations);
-    let mutex = report.mutex.as_ref().expect("a mutex section");
+    let mutex = report.sections.mutex.as_ref().expect("a mutex section");
     // Three competitors (the coordinator, node 3, does not compete), three requests each.
     assert_eq!(mutex.entries, 9);
     assert_eq!(mutex.unserved_requests, 0);

@@ -70,7 +70,10 @@ impl ClockHarness {
         let peers = &checked.peers;
         let params = scenario.params();
         A::validate(&params, peers).map_err(|e| err(e.field, e.message))?;
-        let interval = scenario.sync_interval.unwrap_or(DEFAULT_SYNC_INTERVAL);
+        let interval = scenario
+            .clock_sync
+            .sync_interval
+            .unwrap_or(DEFAULT_SYNC_INTERVAL);
         if interval.is_zero() {
             return Err(err(
                 "sync_interval",
@@ -287,7 +290,7 @@ impl<A: ClockSync> Harness<A> for ClockHarness {
             .filter_map(|&id| Some((id.to_string(), ctl.process(id)?.stratum()?)))
             .collect();
         let synced = self.first_sync.is_some();
-        report.clock = Some(ClockReport {
+        report.sections.clock = Some(ClockReport {
             max_skew_ns: skew.round() as u64,
             max_error_ns: error.round() as u64,
             worst_skew_ns: synced.then(|| self.worst_skew.round() as u64),

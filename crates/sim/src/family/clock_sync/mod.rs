@@ -2,6 +2,7 @@
 
 pub(crate) mod harness;
 pub(crate) mod report;
+pub(crate) mod spec;
 
 use crate::family::claims::Claims;
 use crate::family::clock_sync::harness::ClockHarness;
@@ -236,15 +237,15 @@ impl Plugin for ClockSyncFamily {
             slew_ppm: 500.0,
             node: Vec::new(),
         });
-        scenario.sync_interval = Some(Duration::from_secs(1));
+        scenario.clock_sync.sync_interval = Some(Duration::from_secs(1));
         scenario.until = Some(Duration::from_millis(4_500));
         match draw.entry.name {
             "cristian" => {
-                scenario.min_delay = Some(delay_floor(draw.delay));
-                scenario.max_drift_ppm = Some(drift.max(1.0));
+                scenario.clock_sync.min_delay = Some(delay_floor(draw.delay));
+                scenario.clock_sync.max_drift_ppm = Some(drift.max(1.0));
             }
-            "ntp" => scenario.max_drift_ppm = Some(drift.max(1.0)),
-            "berkeley" => scenario.answer_timeout = Some(draw.timeout),
+            "ntp" => scenario.clock_sync.max_drift_ppm = Some(drift.max(1.0)),
+            "berkeley" => scenario.election.answer_timeout = Some(draw.timeout),
             _ => {}
         }
     }
@@ -252,7 +253,11 @@ impl Plugin for ClockSyncFamily {
     fn run(&self, entry: &'static Entry, run: FamilyRun<'_>) -> Result<Built, SimError> {
         let scenario = &run.checked.scenario;
         let origin = run.origin.to_string();
-        let master = scenario.master_election.clone().unwrap_or_default();
+        let master = scenario
+            .clock_sync
+            .master_election
+            .clone()
+            .unwrap_or_default();
         registry::visit_clock_sync(entry.name, &scenario.params(), run).unwrap_or_else(|| {
             // Only Berkeley's `master_election` can fail to name a type.
             Err(SimError::Scenario(ScenarioError {

@@ -320,7 +320,7 @@ fn theory(
 }
 
 fn measure(report: &Report, metric: &str) -> Option<f64> {
-    let e = report.election.as_ref()?;
+    let e = report.sections.election.as_ref()?;
     match metric {
         "messages" => Some(e.messages.total as f64),
         "completion_T" => e.completion_time_ns.map(|ns| ns as f64 / T_NS),

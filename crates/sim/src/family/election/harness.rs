@@ -375,7 +375,7 @@ impl<P: Election> Harness<P> for ElectionHarness {
                 total += n;
             }
         }
-        report.election = Some(ElectionReport {
+        report.sections.election = Some(ElectionReport {
             leader: leader.map(|l| l.0),
             agreed,
             known_by,

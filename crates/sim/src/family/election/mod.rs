@@ -3,6 +3,8 @@
 
 pub mod compare;
 pub(crate) mod harness;
+pub(crate) mod report;
+pub(crate) mod spec;
 
 use crate::family::claims::{Claims, Outside};
 use crate::family::common::{
@@ -145,7 +147,7 @@ impl Plugin for ElectionFamily {
 
     fn warnings(&self, scenario: &Scenario) -> Vec<String> {
         let mut out = Vec::new();
-        if scenario.detect == Some(Detect::Timeout) && scenario.events.is_empty() {
+        if scenario.election.detect == Some(Detect::Timeout) && scenario.events.is_empty() {
             out.push(
                 "no election starts: no `elect`, `crash`, `recover` or `partition` event, so the run shows only the coordinator's heartbeats"
                     .to_string(),
@@ -154,7 +156,7 @@ impl Plugin for ElectionFamily {
         out.extend(answer_timeout_warning(scenario));
         let delay = &scenario.network.delay;
         let heartbeat = distsync_core::election::heartbeat(&scenario.params());
-        if let Some(h) = scenario.heartbeat_timeout {
+        if let Some(h) = scenario.election.heartbeat_timeout {
             let need = heartbeat + delay.bound();
             if h < need {
                 out.push(format!(
@@ -177,13 +179,13 @@ impl Plugin for ElectionFamily {
 
     fn stress_assumptions(&self, rng: &mut Xoshiro256PlusPlus, scenario: &mut Scenario) {
         if rng.gen_bool(0.5) {
-            scenario.detect = Some(Detect::None);
-            scenario.heartbeat = None;
+            scenario.election.detect = Some(Detect::None);
+            scenario.election.heartbeat = None;
         }
     }
 
     fn drawn(&self, scenario: &Scenario) -> Option<&'static str> {
-        Some(if scenario.detect == Some(Detect::Timeout) {
+        Some(if scenario.election.detect == Some(Detect::Timeout) {
             "detector on"
         } else {
             "detector off"
@@ -191,7 +193,7 @@ impl Plugin for ElectionFamily {
     }
 
     fn idle(&self, checked: &Checked) -> Option<(&'static str, String)> {
-        (checked.actions.is_empty() && checked.scenario.detect != Some(Detect::Timeout)).then(|| {
+        (checked.actions.is_empty() && checked.scenario.election.detect != Some(Detect::Timeout)).then(|| {
             (
                 "event",
                 "nothing to do: no event and no failure detector, so no election ever starts; add an event like `[[event]] at = \"0ms\" elect = ID`, or `detect = \"timeout\"` with a `crash` of the coordinator".to_string(),
@@ -228,9 +230,9 @@ impl Plugin for ElectionFamily {
         ids.shuffle(rng);
         scenario.nodes = None;
         scenario.ids = Some(ids.iter().map(|&i| NodeId(i)).collect());
-        scenario.detect = Some(Detect::Timeout);
-        scenario.answer_timeout = Some(draw.timeout);
-        scenario.heartbeat = Some(draw.timeout);
+        scenario.election.detect = Some(Detect::Timeout);
+        scenario.election.answer_timeout = Some(draw.timeout);
+        scenario.election.heartbeat = Some(draw.timeout);
         let starters = rng.gen_range(1..=draw.n);
         for &id in ids.choose_multiple(rng, starters as usize) {
             let mut e = at(ms(rng, 0, 2_000));
@@ -257,7 +259,7 @@ impl ElectionVisitor for FamilyRun<'_> {
         self,
         entry: &'static Entry,
     ) -> Self::Output {
-        match self.checked.scenario.detect {
+        match self.checked.scenario.election.detect {
             Some(Detect::Timeout) => elect::<Detector<A>>(self, entry),
             Some(Detect::None) | None => elect::<A>(self, entry),
         }
@@ -321,7 +323,7 @@ fn no_detector_outside(scenario: &Scenario) -> Option<Outside> {
 /// The properties (as the monitors name them) that docs/election.md's table says the
 /// scenario's algorithm does not keep under its crashes without the detector, each with why.
 fn no_detector_risks(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
-    if scenario.detect == Some(Detect::Timeout) {
+    if scenario.election.detect == Some(Detect::Timeout) {
         return Vec::new();
     }
     let crashes = scenario.events.iter().filter(|e| e.crash.is_some()).count();

@@ -465,7 +465,7 @@ impl<A: Multicast> Harness<A> for MulticastHarness {
             }
         }
         let multicasts = self.records.len() as u64;
-        report.multicast = Some(MulticastReport {
+        report.sections.multicast = Some(MulticastReport {
             multicasts,
             deliveries: self.deliveries,
             undelivered,

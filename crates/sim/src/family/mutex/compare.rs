@@ -226,7 +226,7 @@ fn theory(
         })
     };
     let exact = |v: f64, f: &str| (Some(v), f.to_string(), Relation::Exact);
-    let entries_done = report.mutex.as_ref().map_or(0, |m| m.entries) as f64;
+    let entries_done = report.sections.mutex.as_ref().map_or(0, |m| m.entries) as f64;
     match (metric, load, algorithm) {
         ("messages_per_entry", Load::Light, "central") => exact(3.0, "3"),
         ("messages_per_entry", Load::Heavy, "central") => exact(
@@ -460,7 +460,7 @@ pub fn compare_mutex(
                     .map(|v| v.property.as_str())
                     .collect::<Vec<_>>()
                     .join(", ");
-                let m = report.mutex.clone().unwrap_or_default();
+                let m = report.sections.mutex.clone().unwrap_or_default();
                 for &metric in metrics {
                     let measured = match metric {
                         "messages_per_entry" => (m.entries > 0).then_some(m.messages_per_entry),

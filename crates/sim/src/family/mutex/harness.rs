@@ -543,7 +543,7 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
             (Some(a), Some(b)) if b > a => (b - a).as_secs_f64(),
             _ => 0.0,
         };
-        report.mutex = Some(MutexReport {
+        report.sections.mutex = Some(MutexReport {
             entries: self.entries,
             messages_per_entry: if self.entries == 0 {
                 0.0

@@ -2,6 +2,8 @@
 
 pub mod compare;
 pub(crate) mod harness;
+pub(crate) mod report;
+pub(crate) mod spec;
 
 use crate::family::claims::Claims;
 use crate::family::common::{blank, field, line, ms, optional};
@@ -242,9 +244,9 @@ impl Plugin for MutexFamily {
             gap: None,
         });
         match draw.entry.name {
-            "central" => scenario.coordinator = Some(NodeId(rng.gen_range(0..n))),
+            "central" => scenario.mutex.coordinator = Some(NodeId(rng.gen_range(0..n))),
             "token-ring" | "ricart-agrawala-token" | "suzuki-kasami" | "raymond" => {
-                scenario.holder = Some(NodeId(rng.gen_range(0..n)))
+                scenario.mutex.holder = Some(NodeId(rng.gen_range(0..n)))
             }
             _ => {}
         }

@@ -394,7 +394,7 @@ impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
                 }
             })
             .collect();
-        report.snapshot = Some(SnapshotReport {
+        report.sections.snapshot = Some(SnapshotReport {
             money: self.money,
             transfers,
             markers,
