@@ -81,6 +81,28 @@ fn every_algorithm_stepped_with_next_is_the_batch_run() {
     assert_eq!(names, 24);
 }
 
+/// The default scenario is what the page starts a learner on: each clock-synchronization
+/// algorithm's must show it correcting clocks. NTP's once named two stratum-1 servers whose
+/// clocks disagreed; they never formed a majority and no clock was ever corrected.
+#[test]
+fn every_clock_algorithms_default_scenario_corrects_clocks() {
+    for entry in registry::entries()
+        .into_iter()
+        .filter(|e| e.family == Family::ClockSync)
+    {
+        let s = scenario(&default_scenario(entry.name).unwrap());
+        let (report, _) = batch(&s);
+        let clock = report.sections.clock.as_ref().expect("a clock report");
+        assert!(
+            clock.adjustments > 0 && clock.no_majority == 0,
+            "{}: {} adjustments, no majority {} times",
+            entry.name,
+            clock.adjustments,
+            clock.no_majority
+        );
+    }
+}
+
 #[test]
 fn stepping_matches_batch_runs_with_loss_duplication_crashes_and_partitions() {
     let lossy = r#"
