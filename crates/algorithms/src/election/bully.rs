@@ -388,6 +388,51 @@ mod tests {
         }
     }
 
+    /// Two COORDINATOR broadcasts cross after a recovery: 0 hears 2's, then a late one of 1
+    /// (sent before 2 came back). 0 does not take the lower leader: it holds an election, which
+    /// 2 answers and wins again.
+    #[test]
+    fn a_lower_coordinator_after_a_higher_one_starts_an_election() {
+        let peers = Peers::range(3);
+        let mut p = process(0, &peers);
+        p.receive(2, Msg::Coordinator);
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(2))]);
+        p.receive(1, Msg::Coordinator);
+        assert!(p.outputs().is_empty());
+        assert_eq!(p.sent(), to(&[1, 2], Msg::Election));
+        assert_eq!(p.process.state(), State::Electing);
+        // The election's result is taken, whoever wins it (here 2 has crashed again and 1
+        // wins).
+        p.receive(1, Msg::Ok);
+        p.receive(1, Msg::Coordinator);
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(1))]);
+        // A lower COORDINATOR after a leader only assumed at the start (never heard from) is
+        // taken at once, as in seed 002.
+        let mut q = process(0, &peers);
+        q.receive(1, Msg::Coordinator);
+        assert_eq!(q.outputs(), vec![Output::Leader(NodeId(1))]);
+        assert!(q.sent().is_empty());
+    }
+
+    /// In a 4-process crossing (2 and 3 recovered), the same from the network: 1 and 0 get
+    /// 3's COORDINATOR before 2's, and all end naming 3.
+    #[test]
+    fn crossing_coordinators_end_on_the_highest() {
+        // 2's messages take 5ms, the others 1ms.
+        let mut net: Net<Bully> = Net::new(&[0, 1, 2, 3], Params::default()).with_delay(
+            1,
+            |from, _, _| Duration::from_millis(if from == NodeId(2) { 5 } else { 1 }),
+        );
+        // 3 is down; 2 elects and wins after T (10ms), its COORDINATOR due at 0 and 1 at 15ms;
+        // 3 recovers at 12ms and wins at once, its COORDINATOR due at 13ms.
+        net.crash(3);
+        net.start(2);
+        net.run_until(Time::from_nanos(12_000_000));
+        net.recover(3);
+        net.run(10_000);
+        net.assert_all_agree_on(3);
+    }
+
     /// The winner crashes after answering OK and before announcing: the waiting processes
     /// restart when T' expires, and the next highest wins.
     #[test]
