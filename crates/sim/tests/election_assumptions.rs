@@ -68,7 +68,10 @@ fn disagreements(text: &str) -> (usize, Vec<String>) {
 fn bully_crash_and_recovery_without_the_detector_keeps_agreement() {
     for detect in ["none", "timeout"] {
         let (failed, warnings) = disagreements(&bully_crossing(detect));
-        assert_eq!(failed, 0, "detect = {detect}: the table says bully survives this");
+        assert_eq!(
+            failed, 0,
+            "detect = {detect}: the table says bully survives this"
+        );
         assert!(
             !warnings.iter().any(|w| w.contains("failure detector")),
             "{warnings:?}"
