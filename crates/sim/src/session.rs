@@ -960,8 +960,10 @@ impl Session {
     /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`, `crash 2`,
     /// `recover 2`, `lose Token 0->1`, `duplicate Token 0->1`, `heal`): applies the pending
     /// event it names, after the input's choice ([`Choice::Request`], [`Choice::Elect`],
-    /// [`Choice::Multicast`], [`Choice::Snapshot`]) when no workload or script made it, or the
-    /// fault's choice. Returns the choices applied (recorded like any others).
+    /// [`Choice::Snapshot`]) when no workload or script made it, or the fault's choice. An
+    /// input that carries the checker's own choice (`Multicast(2)`, `Transfer { to: 0, amount:
+    /// 4 }`) and is not pending is given as written ([`Choice::Input`]). Returns the choices
+    /// applied (recorded like any others).
     pub fn follow_checker_step(&mut self, text: &str) -> Result<Vec<Choice>, SessionError> {
         let text = text.trim();
         let mut applied = Vec::new();
@@ -994,14 +996,23 @@ impl Session {
             let choice = match input {
                 Some((what, node)) if what.starts_with("Request") => Some(Choice::Request { node }),
                 Some((what, node)) if what.starts_with("Start") => Some(Choice::Elect { node }),
-                Some((what, node)) if what.starts_with("Multicast") => {
-                    Some(Choice::Multicast { node })
-                }
                 Some((what, node)) if what.starts_with("Snapshot") => {
                     Some(Choice::Snapshot { node })
                 }
+                // An input that carries the checker's own choice (a multicast's payload, a
+                // transfer's receiver and amount) is given as it is, the harness hearing of it.
+                Some((what, node))
+                    if what.starts_with("Multicast") || what.starts_with("Transfer") =>
+                {
+                    debug_to_json(what).map(|input| Choice::Input { node, input })
+                }
                 _ => None,
             };
+            if let Some(choice @ Choice::Input { .. }) = choice {
+                self.apply(choice.clone())?;
+                applied.push(choice);
+                return Ok(applied);
+            }
             if let Some(choice) = choice {
                 self.apply(choice.clone())?;
                 applied.push(choice);
@@ -1097,6 +1108,140 @@ impl Session {
                 }
             })
             .collect()
+    }
+}
+
+/// A value as `{:?}` writes it (`Transfer { to: 0, amount: 4 }`, `Multicast(2)`, `[1, 2]`),
+/// as serde writes it in JSON (enums externally tagged: `{"Transfer":{"to":0,"amount":4}}`,
+/// `{"Multicast":2}`; `Some(x)` as `x`, `None` as `null`); `None` if it is not one.
+pub(crate) fn debug_to_json(text: &str) -> Option<Value> {
+    let mut p = DebugText {
+        s: text.as_bytes(),
+        at: 0,
+    };
+    let v = p.value()?;
+    p.blank();
+    (p.at == p.s.len()).then_some(v)
+}
+
+struct DebugText<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl DebugText<'_> {
+    fn blank(&mut self) {
+        while self.s.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.blank();
+        if self.s.get(self.at) == Some(&c) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn word(&mut self) -> Option<String> {
+        self.blank();
+        let start = self.at;
+        while self
+            .s
+            .get(self.at)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            self.at += 1;
+        }
+        (self.at > start).then(|| String::from_utf8_lossy(&self.s[start..self.at]).into_owned())
+    }
+
+    /// Values separated by commas up to `close` (a trailing comma allowed).
+    fn list(&mut self, close: u8) -> Option<Vec<Value>> {
+        let mut out = Vec::new();
+        while !self.eat(close) {
+            out.push(self.value()?);
+            if !self.eat(b',') {
+                return self.eat(close).then_some(out);
+            }
+        }
+        Some(out)
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        self.blank();
+        match *self.s.get(self.at)? {
+            b'[' => {
+                self.at += 1;
+                Some(Value::Array(self.list(b']')?))
+            }
+            b'"' => {
+                let start = self.at;
+                self.at += 1;
+                while *self.s.get(self.at)? != b'"' {
+                    self.at += if self.s[self.at] == b'\\' { 2 } else { 1 };
+                }
+                self.at += 1;
+                serde_json::from_slice(&self.s[start..self.at]).ok()
+            }
+            c if c == b'-' || c.is_ascii_digit() => {
+                let start = self.at;
+                self.at += 1;
+                while self
+                    .s
+                    .get(self.at)
+                    .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'-'))
+                {
+                    self.at += 1;
+                }
+                serde_json::from_slice(&self.s[start..self.at]).ok()
+            }
+            _ => {
+                let name = self.word()?;
+                if self.eat(b'(') {
+                    let mut inner = self.list(b')')?;
+                    let inner = match inner.len() {
+                        1 => inner.pop()?,
+                        _ => Value::Array(inner),
+                    };
+                    return Some(if name == "Some" {
+                        inner
+                    } else {
+                        serde_json::json!({ name: inner })
+                    });
+                }
+                if self.eat(b'{') {
+                    let mut fields = serde_json::Map::new();
+                    loop {
+                        if self.eat(b'}') {
+                            break;
+                        }
+                        let key = self.word()?;
+                        if !self.eat(b':') {
+                            return None;
+                        }
+                        fields.insert(key, self.value()?);
+                        if self.eat(b',') {
+                            continue;
+                        }
+                        if self.eat(b'}') {
+                            break;
+                        }
+                        return None;
+                    }
+                    return Some(serde_json::json!({ name: fields }));
+                }
+                Some(match name.as_str() {
+                    "None" => Value::Null,
+                    "true" => Value::Bool(true),
+                    "false" => Value::Bool(false),
+                    _ => Value::String(name),
+                })
+            }
+        }
     }
 }
 

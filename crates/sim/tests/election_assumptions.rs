@@ -19,7 +19,8 @@ fn run_text(text: &str, seed: u64) -> Report {
 
 /// The issue's bully case: 2 and 3 down from the start; 2 recovers, asks 3 (down), and after T
 /// announces itself; 3 recovers just before that and announces itself at once. The two
-/// COORDINATOR broadcasts cross on random delays, and a process that gets 2's last keeps it.
+/// COORDINATOR broadcasts cross on random delays, and a process that got 2's last used to
+/// keep it.
 fn bully_crossing(detect: &str) -> String {
     format!(
         r#"
@@ -60,28 +61,22 @@ fn disagreements(text: &str) -> (usize, Vec<String>) {
     (failed, warnings)
 }
 
+/// The crossing used to end with a process naming 2 on 59 of 100 seeds (and on some of these
+/// 60); a process that hears a lower COORDINATOR after a higher one now holds an election, so
+/// bully survives a crash and a recovery without the detector, and nothing is warned.
 #[test]
-fn bully_crash_and_recovery_without_the_detector_is_warned_about_and_breaks_agreement() {
-    let (failed, warnings) = disagreements(&bully_crossing("none"));
-    assert!(
-        failed > 0,
-        "no run disagreed: the table's claim is not shown"
-    );
-    assert!(
-        warnings.iter().any(|w| w
-            .contains("`bully` with crashes and recoveries and no failure detector")
-            && w.contains("agreement")),
-        "{warnings:?}"
-    );
-    let (failed, warnings) = disagreements(&bully_crossing("timeout"));
-    assert_eq!(
-        failed, 0,
-        "with the detector the table says bully survives this"
-    );
-    assert!(
-        !warnings.iter().any(|w| w.contains("failure detector")),
-        "{warnings:?}"
-    );
+fn bully_crash_and_recovery_without_the_detector_keeps_agreement() {
+    for detect in ["none", "timeout"] {
+        let (failed, warnings) = disagreements(&bully_crossing(detect));
+        assert_eq!(
+            failed, 0,
+            "detect = {detect}: the table says bully survives this"
+        );
+        assert!(
+            !warnings.iter().any(|w| w.contains("failure detector")),
+            "{warnings:?}"
+        );
+    }
 }
 
 fn election(algorithm: &str, events: &str, detect: &str) -> Vec<String> {
@@ -140,9 +135,15 @@ fn the_warning_follows_the_table() {
         &election("ring-active-list", LATE_CRASH, "none"),
         "one-leader"
     ));
-    // A recovery: agreement for bully only (chang-roberts' Elected carries an epoch).
-    assert!(warned(&election("bully", RECOVERY, "none"), "agreement"));
-    for algo in ["ring", "chang-roberts", "ring-active-list", "peterson"] {
+    // A recovery: no agreement at risk (chang-roberts' Elected carries an epoch; bully's
+    // lower COORDINATOR after a higher one starts an election).
+    for algo in [
+        "bully",
+        "ring",
+        "chang-roberts",
+        "ring-active-list",
+        "peterson",
+    ] {
         assert!(
             !warned(&election(algo, RECOVERY, "none"), "agreement"),
             "{algo}"

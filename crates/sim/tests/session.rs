@@ -595,6 +595,81 @@ fn a_checker_counterexample_replays_step_by_step_in_a_session() {
     assert!(session.follow_checker_step("deliver Nothing 0->1").is_err());
 }
 
+/// A checker step that carries the checker's own choice in its input (a multicast's payload,
+/// a transfer's receiver and amount) is given as it is: the lost multicast of fifo-broadcast
+/// is then found pending by its text, and chandy-lamport's transfers are made as the checker
+/// made them. Both used to fail to replay (`crates/cli/tests/check_replay.rs`).
+#[test]
+fn checker_steps_that_name_a_multicast_or_a_transfer_replay() {
+    use distsync_check::{check_named, Config, FaultBounds};
+    let cases = [
+        (
+            "fifo-broadcast",
+            Config {
+                nodes: 3,
+                faults: FaultBounds {
+                    loss: 1,
+                    ..FaultBounds::default()
+                },
+                ..Config::default()
+            },
+            "algorithm = \"fifo-broadcast\"\nnodes = 3\n[network]\ndelay = \"1ms\"\n",
+            // The checker's completion, as the simulator's monitor names it.
+            ("completion", "undelivered"),
+        ),
+        (
+            "chandy-lamport",
+            Config {
+                nodes: 3,
+                fifo: false,
+                ..Config::default()
+            },
+            "algorithm = \"chandy-lamport\"\nnodes = 3\n[network]\ndelay = \"1ms\"\nfifo = false\n[app]\nkind = \"bank\"\n",
+            ("conservation", "snapshot-total"),
+        ),
+    ];
+    for (name, config, toml, (checked, monitored)) in cases {
+        let outcome = check_named(name, &config, &mut |_| {}).unwrap();
+        let violation = outcome.violation.expect("a counterexample");
+        let mut session = Session::new(&scenario(toml), "test.toml").unwrap();
+        let mut inputs = 0;
+        for step in violation.steps.iter().filter(|s| s.number > 0) {
+            let applied = session
+                .follow_checker_step(&step.transition)
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}", step.transition));
+            inputs += applied
+                .iter()
+                .filter(|c| matches!(c, Choice::Input { .. }))
+                .count();
+        }
+        assert!(inputs > 0, "{name}: no input given as the checker named it");
+        let property = violation.property.name();
+        assert_eq!(property, checked, "{name}");
+        let property = monitored;
+        let mut shown: Vec<String> = session
+            .view()
+            .violations
+            .iter()
+            .map(|v| v.property.clone())
+            .collect();
+        if !shown.iter().any(|p| p == property) {
+            for _ in 0..5 {
+                session.run(100_000, None).unwrap();
+            }
+            shown = session
+                .view()
+                .violations
+                .iter()
+                .map(|v| v.property.clone())
+                .collect();
+        }
+        assert!(
+            shown.iter().any(|p| p == property),
+            "{name}: the checker found {property}, the session shows {shown:?}"
+        );
+    }
+}
+
 #[test]
 fn each_family_takes_its_own_request_and_refuses_the_others() {
     let cases = [

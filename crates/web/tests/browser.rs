@@ -1580,10 +1580,10 @@ fn a_counterexample_that_cannot_be_loaded_is_reported() {
     let session = page.js("window.distsyncApp.session");
     page.set(
         "#toml",
-        "algorithm = \"chandy-lamport\"\nnodes = 2\n[network]\nfifo = false\n[app]\nkind = \"bank\"\nbalance = 100\n",
+        "algorithm = \"bully\"\nnodes = 3\n[network]\ndelay = \"1ms\"\n[check]\npartition = true\n",
     );
     page.wait(
-        "window.distsyncApp.scenario.algorithm === 'chandy-lamport'",
+        "window.distsyncApp.scenario.algorithm === 'bully'",
         "the form to read the TOML",
     );
     page.click("#check");
@@ -1594,7 +1594,7 @@ fn a_counterexample_that_cannot_be_loaded_is_reported() {
     let result = page.text("#check-result");
     assert!(
         result.contains("The counterexample could not be loaded:")
-            && result.contains("no pending Transfer"),
+            && result.contains("partition [0] | [1, 2]"),
         "{result}"
     );
     assert!(result.contains("still shows your previous run"), "{result}");

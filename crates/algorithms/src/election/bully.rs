@@ -16,6 +16,19 @@
 //! 7. A recovered process holds an election at once; the highest live one therefore wins and
 //!    forces every lower process to take it as coordinator, even over a live lower coordinator.
 //!
+//! Rule 6 read for the processes in between: a COORDINATOR from `q` that reaches a process
+//! which has heard a COORDINATOR from a higher `c > q` since it last started an election (and
+//! has not started one since) contradicts what it knows, so it does not take `q`: it holds an
+//! election (rule 1), which `c` wins again if it is alive and `q` (or a higher live process)
+//! wins if not. Without this, two announcements that cross after a recovery (a process
+//! announces itself after T while a higher one recovers and announces too) leave a process
+//! naming the lower, stale leader for ever, since nothing else ever tells it otherwise (the
+//! failure detector's heartbeats did; `distsync check --algo bully --nodes 3 --crash 1 --recover
+//! 1` found it in 9 steps). A leader only assumed at the start (the initial coordinator, never
+//! heard from) does not count, so the seed examples, where the lower processes first hear of a
+//! winner below a coordinator that crashed before the run, are unchanged, as are all their
+//! message counts.
+//!
 //! Messages (constant delay d, T larger than a round trip): when the highest live process
 //! detects, 1 ELECTION per crashed higher process and n-2 COORDINATOR messages (one crashed
 //! coordinator of n). When the lowest, process 0, detects the crash of coordinator n-1,
@@ -78,6 +91,9 @@ pub struct Bully {
     id: NodeId,
     /// The coordinator this process believes in.
     coordinator: Option<NodeId>,
+    /// Whether `coordinator` announced itself to this process (its COORDINATOR came, or this
+    /// process won) rather than being the leader assumed at the start.
+    heard: bool,
     state: State,
     #[serde(skip)]
     t: Duration,
@@ -94,6 +110,7 @@ impl Algorithm for Bully {
         Bully {
             id,
             coordinator: Some(election::initial_coordinator(peers, params)),
+            heard: false,
             state: State::Normal,
             t: election::answer_timeout(params),
             t_prime: election::coordinator_timeout(params, 3),
@@ -150,10 +167,19 @@ impl Process for Bully {
                 ctx.cancel_timer(Timer::T);
                 ctx.set_timer(Timer::TPrime, self.t_prime);
             }
+            // Rule 6, for a process between two announcements: a higher coordinator it has
+            // heard from outranks this one; an election tells which is alive.
+            Msg::Coordinator
+                if from > self.id && self.heard && self.coordinator.is_some_and(|c| c > from) =>
+            {
+                ctx.rule("6");
+                self.hold_election(ctx);
+            }
             // Rule 6.
             Msg::Coordinator if from > self.id => {
                 ctx.rule("6");
                 self.state = State::Normal;
+                self.heard = true;
                 ctx.cancel_timer(Timer::T);
                 ctx.cancel_timer(Timer::TPrime);
                 self.coordinator = Some(from);
@@ -188,6 +214,7 @@ impl Bully {
     fn hold_election(&mut self, ctx: &mut Ctx<'_, Self>) {
         ctx.rule("1");
         self.coordinator = None;
+        self.heard = false;
         ctx.cancel_timer(Timer::TPrime);
         let me = self.id;
         let higher = ctx.peers().ids().iter().filter(|&&j| j > me);
@@ -209,6 +236,7 @@ impl Bully {
         ctx.rule("4");
         self.state = State::Normal;
         self.coordinator = Some(self.id);
+        self.heard = true;
         let me = self.id;
         for &j in ctx.peers().ids().iter().filter(|&&j| j < me) {
             ctx.send(j, Msg::Coordinator);
@@ -386,6 +414,51 @@ mod tests {
             assert_eq!(net.sent.len(), n * n - n - 1);
             net.assert_all_agree_on(n as u32 - 2);
         }
+    }
+
+    /// Two COORDINATOR broadcasts cross after a recovery: 0 hears 2's, then a late one of 1
+    /// (sent before 2 came back). 0 does not take the lower leader: it holds an election, which
+    /// 2 answers and wins again.
+    #[test]
+    fn a_lower_coordinator_after_a_higher_one_starts_an_election() {
+        let peers = Peers::range(3);
+        let mut p = process(0, &peers);
+        p.receive(2, Msg::Coordinator);
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(2))]);
+        p.receive(1, Msg::Coordinator);
+        assert!(p.outputs().is_empty());
+        assert_eq!(p.sent(), to(&[1, 2], Msg::Election));
+        assert_eq!(p.process.state(), State::Electing);
+        // The election's result is taken, whoever wins it (here 2 has crashed again and 1
+        // wins).
+        p.receive(1, Msg::Ok);
+        p.receive(1, Msg::Coordinator);
+        assert_eq!(p.outputs(), vec![Output::Leader(NodeId(1))]);
+        // A lower COORDINATOR after a leader only assumed at the start (never heard from) is
+        // taken at once, as in seed 002.
+        let mut q = process(0, &peers);
+        q.receive(1, Msg::Coordinator);
+        assert_eq!(q.outputs(), vec![Output::Leader(NodeId(1))]);
+        assert!(q.sent().is_empty());
+    }
+
+    /// In a 4-process crossing (2 and 3 recovered), the same from the network: 1 and 0 get
+    /// 3's COORDINATOR before 2's, and all end naming 3.
+    #[test]
+    fn crossing_coordinators_end_on_the_highest() {
+        // 2's messages take 5ms, the others 1ms.
+        let mut net: Net<Bully> = Net::new(&[0, 1, 2, 3], Params::default())
+            .with_delay(1, |from, _, _| {
+                Duration::from_millis(if from == NodeId(2) { 5 } else { 1 })
+            });
+        // 3 is down; 2 elects and wins after T (10ms), its COORDINATOR due at 0 and 1 at 15ms;
+        // 3 recovers at 12ms and wins at once, its COORDINATOR due at 13ms.
+        net.crash(3);
+        net.start(2);
+        net.run_until(Time::from_nanos(12_000_000));
+        net.recover(3);
+        net.run(10_000);
+        net.assert_all_agree_on(3);
     }
 
     /// The winner crashes after answering OK and before announcing: the waiting processes

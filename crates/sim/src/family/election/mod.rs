@@ -361,14 +361,6 @@ fn no_detector_risks(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
             risks.extend(late_crash.then_some(VALIDITY));
             risks
         }
-        "bully" if recover => {
-            let mut risks = vec![(
-                "agreement",
-                "a recovered process's COORDINATOR and a higher one's can cross, and a process keeps the lower leader",
-            )];
-            risks.extend(late_crash.then_some(VALIDITY));
-            risks
-        }
         "ring-active-list" if late_crash => vec![
             (
                 "one-leader",

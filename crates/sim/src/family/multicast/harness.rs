@@ -78,6 +78,9 @@ pub struct MulticastHarness {
     nodes: Vec<NodeState>,
     records: BTreeMap<u64, Record>,
     next_payload: u64,
+    /// Payloads of multicast inputs given from outside the workload (a session following a
+    /// checker counterexample gives the checker's own): the workload's numbering skips them.
+    given: BTreeSet<u64>,
     /// The total order as the first process to deliver each position fixed it.
     order: Vec<u64>,
     deliveries: u64,
@@ -193,6 +196,7 @@ impl MulticastHarness {
                 .collect(),
             records: BTreeMap::new(),
             next_payload: 0,
+            given: BTreeSet::new(),
             order: Vec::new(),
             deliveries: 0,
             delays: Vec::new(),
@@ -215,6 +219,9 @@ impl MulticastHarness {
 
     fn issue<A: Multicast>(&mut self, pos: usize, ctl: &mut Control<'_, A>) {
         self.next_payload += 1;
+        while self.given.contains(&self.next_payload) {
+            self.next_payload += 1;
+        }
         let payload = self.next_payload;
         self.nodes[pos].pending.push_back(payload);
         let node = ctl.peers().ids()[pos];
@@ -398,6 +405,19 @@ impl<A: Multicast> Harness<A> for MulticastHarness {
             self.issue(pos, ctl);
         }
         self.schedule(pos, ctl);
+    }
+
+    /// A multicast input the workload did not make (a session's
+    /// [`Choice::Input`](crate::session::Choice::Input), e.g. the checker's `Multicast(2)`)
+    /// is recorded as given now, so that its payload is known as multicast when the process
+    /// acts on it.
+    fn on_input(&mut self, node: NodeId, input: &Input, ctl: &mut Control<'_, A>) {
+        let Input::Multicast(payload) = *input;
+        let pos = ctl.peers().index_of(node);
+        if !self.nodes[pos].pending.contains(&payload) {
+            self.given.insert(payload);
+            self.nodes[pos].pending.push_back(payload);
+        }
     }
 
     fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, A>) {
