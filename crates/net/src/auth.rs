@@ -411,6 +411,16 @@ mod tests {
         (true, i.read_message(&m[..n], &mut p).is_ok())
     }
 
+    proptest::proptest! {
+        /// A Hello travels in clear, before any key is proved: any bytes decode or fail, never panic.
+        #[test]
+        fn arbitrary_bytes_never_panic_as_a_hello(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)
+        ) {
+            let _ = crate::wire::decode::<Hello>(&bytes);
+        }
+    }
+
     #[test]
     fn a_handshake_completes_only_with_the_same_key_and_the_same_hello() {
         let hello = |role, lo, hi| {
