@@ -8,7 +8,8 @@
 //! command's process group, then SIGKILL after the grace period, and exits 123.
 
 use crate::lock_cmd::{
-    cluster_path, EXIT_CANNOT_RUN, EXIT_CONFLICT, EXIT_LOST, EXIT_NOT_FOUND, EXIT_SERVICE,
+    cluster_path, parse_wait, EXIT_CANNOT_RUN, EXIT_CONFLICT, EXIT_LOST, EXIT_NOT_FOUND,
+    EXIT_SERVICE,
 };
 use crate::{InputError, Outcome};
 use distsync_core::{parse_duration, NodeId};
@@ -38,8 +39,8 @@ pub struct ElectArgs {
     /// The node to campaign through first.
     #[arg(long, value_name = "N")]
     node: Option<u32>,
-    /// Give up if not elected within this long.
-    #[arg(short = 'w', long, value_name = "TIME", value_parser = parse_duration_arg)]
+    /// Give up if not elected within this long ("10s", or seconds as `lock -w` takes them: "10").
+    #[arg(short = 'w', long, value_name = "TIME", value_parser = parse_wait)]
     timeout: Option<Duration>,
     /// After SIGTERM on loss of leadership, SIGKILL after this long.
     #[arg(long, default_value = "2s", value_parser = parse_duration_arg)]
@@ -130,5 +131,31 @@ pub fn elect(args: ElectArgs) -> Result<Outcome, InputError> {
             eprintln!("distsync: {e}");
             Ok(Outcome::Code(EXIT_SERVICE))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ElectArgs,
+    }
+
+    /// `-w` reads as `lock -w` does: plain seconds as in flock, or a duration.
+    #[test]
+    fn wait_takes_plain_seconds_as_lock_does() {
+        let parse = |w: &str| {
+            Cli::try_parse_from(["elect", "-w", w, "job", "--", "true"])
+                .map(|c| c.args.timeout)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("30"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(parse("1.5"), Ok(Some(Duration::from_millis(1500))));
+        assert_eq!(parse("250ms"), Ok(Some(Duration::from_millis(250))));
+        assert!(parse("soon").unwrap_err().contains("soon"));
     }
 }

@@ -97,7 +97,8 @@ pub struct LockArgs {
     stdin: bool,
 }
 
-fn parse_wait(s: &str) -> Result<Duration, String> {
+/// A wait as `lock -w` and `elect -w` take it: a duration ("10s") or seconds as in flock ("10").
+pub(crate) fn parse_wait(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
             return Ok(Duration::from_secs_f64(secs));
