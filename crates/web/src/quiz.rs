@@ -110,114 +110,166 @@ fn process_options(view: &View) -> Vec<String> {
     view.ids.iter().map(|id| format!("P{id}")).collect()
 }
 
+/// What the page can ask of each family, one line per family: an observe question (read off
+/// the drawing) if the family has one, and a predict question (what Step will do). A family
+/// without a line has no quiz yet, and the page says so.
+struct FamilyQuiz {
+    family: &'static str,
+    observe: Option<ObserveQuestion>,
+    predict: PredictQuestion,
+}
+
+/// A question of the observe level: the view and what to hide while it is asked.
+type ObserveQuestion = fn(&View, Vec<&'static str>) -> Result<Made, String>;
+
+/// A question of the predict level: the session (to step ahead on a copy) and the view.
+type PredictQuestion = fn(&Session, &View, Vec<&'static str>) -> Result<Made, String>;
+
+const QUIZZES: &[FamilyQuiz] = &[
+    FamilyQuiz {
+        family: "mutex",
+        observe: Some(observe_mutex),
+        predict: predict_mutex,
+    },
+    FamilyQuiz {
+        family: "election",
+        observe: Some(observe_election),
+        predict: predict_election,
+    },
+    FamilyQuiz {
+        family: "clock-sync",
+        observe: None,
+        predict: predict_clock,
+    },
+    FamilyQuiz {
+        family: "multicast",
+        observe: None,
+        predict: held_back,
+    },
+    FamilyQuiz {
+        family: "snapshot",
+        observe: None,
+        predict: conserves,
+    },
+];
+
+fn quiz_of(family: &str) -> Option<&'static FamilyQuiz> {
+    QUIZZES.iter().find(|q| q.family == family)
+}
+
 /// Observe: the state now, read off the drawing.
 fn observe(view: &View) -> Result<Made, String> {
     let hide = vec!["states", "pending", "log", "rule", "outcome"];
-    match view.family {
-        "mutex" => {
-            let token: Vec<u32> = view
-                .processes
-                .iter()
-                .filter(|p| p.holds_token == Some(true))
-                .map(|p| p.id)
-                .collect();
-            if view.processes.iter().any(|p| p.holds_token.is_some()) {
-                let mut options = process_options(view);
-                options.push("none: it is on its way".into());
-                let right = match token.as_slice() {
-                    [] => vec!["none: it is on its way".to_string()],
-                    ids => ids.iter().map(|id| format!("P{id}")).collect(),
-                };
-                let why = match token.as_slice() {
-                    [] => "no process's state holds the token: it travels in a Token message"
-                        .to_string(),
-                    ids => format!(
-                        "the state of {} holds the token (the yellow T)",
-                        ids.iter()
-                            .map(|id| format!("P{id}"))
-                            .collect::<Vec<_>>()
-                            .join(" and ")
-                    ),
-                };
-                return Ok((
-                    "token",
-                    "Which process holds the token now?".into(),
-                    options,
-                    hide,
-                    Answer { right, why },
-                    None,
-                ));
-            }
-            let inside: Vec<u32> = view
-                .processes
-                .iter()
-                .filter(|p| p.badge.as_deref() == Some("in CS"))
-                .map(|p| p.id)
-                .collect();
-            let mut options = process_options(view);
-            options.push("nobody".into());
-            let right = if inside.is_empty() {
-                vec!["nobody".to_string()]
-            } else {
-                inside.iter().map(|id| format!("P{id}")).collect()
-            };
-            let why = if inside.is_empty() {
-                "no process is in the critical section".to_string()
-            } else {
-                format!(
-                    "{} in the critical section",
-                    inside
-                        .iter()
-                        .map(|id| format!("P{id}"))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                        + if inside.len() == 1 { " is" } else { " are" }
-                )
-            };
-            Ok((
-                "in-cs",
-                "Which process is in the critical section now?".into(),
-                options,
-                hide,
-                Answer { right, why },
-                None,
-            ))
-        }
-        "election" => {
-            let leaders: Vec<u32> = view
-                .processes
-                .iter()
-                .filter_map(|p| p.badge.as_deref()?.strip_prefix("leader ")?.parse().ok())
-                .collect();
-            let Some(&first) = leaders.first() else {
-                return Err("no process names a leader yet: step on until one does".into());
-            };
-            let mut options = process_options(view);
-            options.push("they disagree".into());
-            let agree = leaders.iter().all(|&l| l == first);
-            let right = if agree {
-                vec![format!("P{first}")]
-            } else {
-                vec!["they disagree".to_string()]
-            };
-            let why = if agree {
-                format!("every process that names a leader names {first} (the badges)")
-            } else {
-                "the badges name different leaders".to_string()
-            };
-            Ok((
-                "leader",
-                "Which process do the processes take for leader now?".into(),
-                options,
-                hide,
-                Answer { right, why },
-                None,
-            ))
-        }
-        other => Err(format!(
-            "no observe question for the {other} family: try predict"
+    match quiz_of(view.family).and_then(|q| q.observe) {
+        Some(ask) => ask(view, hide),
+        None => Err(format!(
+            "no observe question for the {} family: try predict",
+            view.family
         )),
     }
+}
+
+/// Mutual exclusion, observed: who holds the token, or who is in the critical section.
+fn observe_mutex(view: &View, hide: Vec<&'static str>) -> Result<Made, String> {
+    let token: Vec<u32> = view
+        .processes
+        .iter()
+        .filter(|p| p.holds_token == Some(true))
+        .map(|p| p.id)
+        .collect();
+    if view.processes.iter().any(|p| p.holds_token.is_some()) {
+        let mut options = process_options(view);
+        options.push("none: it is on its way".into());
+        let right = match token.as_slice() {
+            [] => vec!["none: it is on its way".to_string()],
+            ids => ids.iter().map(|id| format!("P{id}")).collect(),
+        };
+        let why = match token.as_slice() {
+            [] => "no process's state holds the token: it travels in a Token message".to_string(),
+            ids => format!(
+                "the state of {} holds the token (the yellow T)",
+                ids.iter()
+                    .map(|id| format!("P{id}"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        };
+        return Ok((
+            "token",
+            "Which process holds the token now?".into(),
+            options,
+            hide,
+            Answer { right, why },
+            None,
+        ));
+    }
+    let inside: Vec<u32> = view
+        .processes
+        .iter()
+        .filter(|p| p.badge.as_deref() == Some("in CS"))
+        .map(|p| p.id)
+        .collect();
+    let mut options = process_options(view);
+    options.push("nobody".into());
+    let right = if inside.is_empty() {
+        vec!["nobody".to_string()]
+    } else {
+        inside.iter().map(|id| format!("P{id}")).collect()
+    };
+    let why = if inside.is_empty() {
+        "no process is in the critical section".to_string()
+    } else {
+        format!(
+            "{} in the critical section",
+            inside
+                .iter()
+                .map(|id| format!("P{id}"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+                + if inside.len() == 1 { " is" } else { " are" }
+        )
+    };
+    Ok((
+        "in-cs",
+        "Which process is in the critical section now?".into(),
+        options,
+        hide,
+        Answer { right, why },
+        None,
+    ))
+}
+
+/// Leader election, observed: whom the processes take for leader.
+fn observe_election(view: &View, hide: Vec<&'static str>) -> Result<Made, String> {
+    let leaders: Vec<u32> = view
+        .processes
+        .iter()
+        .filter_map(|p| p.badge.as_deref()?.strip_prefix("leader ")?.parse().ok())
+        .collect();
+    let Some(&first) = leaders.first() else {
+        return Err("no process names a leader yet: step on until one does".into());
+    };
+    let mut options = process_options(view);
+    options.push("they disagree".into());
+    let agree = leaders.iter().all(|&l| l == first);
+    let right = if agree {
+        vec![format!("P{first}")]
+    } else {
+        vec!["they disagree".to_string()]
+    };
+    let why = if agree {
+        format!("every process that names a leader names {first} (the badges)")
+    } else {
+        "the badges name different leaders".to_string()
+    };
+    Ok((
+        "leader",
+        "Which process do the processes take for leader now?".into(),
+        options,
+        hide,
+        Answer { right, why },
+        None,
+    ))
 }
 
 /// The run taken forward by Step from here, on a copy: the recorded choices ahead first (as
@@ -257,82 +309,92 @@ fn output_of<'a>(line: &'a Value, key: &str) -> Option<&'a Value> {
 /// Predict: what Step will make happen.
 fn predict(session: &Session, view: &View) -> Result<Made, String> {
     let hide = vec!["pending", "labels", "log", "rule", "outcome"];
-    match view.family {
-        "mutex" => {
-            if view.algorithm == "suzuki-kasami" {
-                if let Some(made) = ln_after_release(session, view, &hide)? {
-                    return Ok(made);
-                }
-            }
-            let mut ahead = Ahead::new(session)?;
-            for _ in 0..LOOK_AHEAD {
-                let Some(lines) = ahead.step() else { break };
-                for l in &lines {
-                    if output_of(l, "").and_then(Value::as_str) == Some("Enter") {
-                        let id = l["node"].as_u64().unwrap_or_default();
-                        return Ok((
-                            "enters-next",
-                            "Which process enters the critical section next?".into(),
-                            process_options(view),
-                            hide,
-                            Answer {
-                                right: vec![format!("P{id}")],
-                                why: format!("P{id} enters at step {}", ahead.copy.choices().len()),
-                            },
-                            Some(ahead.copy.choices().len()),
-                        ));
-                    }
-                }
-            }
-            Err("no process enters the critical section in the steps ahead".into())
-        }
-        "election" => {
-            let mut ahead = Ahead::new(session)?;
-            for _ in 0..LOOK_AHEAD {
-                let Some(lines) = ahead.step() else { break };
-                for l in &lines {
-                    // The next process to announce itself leader (the others then hear of it).
-                    let leader = output_of(l, "Leader").and_then(Value::as_u64);
-                    if let Some(leader) = leader.filter(|&x| l["node"].as_u64() == Some(x)) {
-                        return Ok((
-                            "leader-next",
-                            "Which process becomes leader next?".into(),
-                            process_options(view),
-                            hide,
-                            Answer {
-                                right: vec![format!("P{leader}")],
-                                why: format!(
-                                    "at step {}, P{leader} announces itself leader",
-                                    ahead.copy.choices().len(),
-                                ),
-                            },
-                            Some(ahead.copy.choices().len()),
-                        ));
-                    }
-                }
-            }
-            Err("no leader is named in the steps ahead".into())
-        }
-        "clock-sync" => {
-            // Alternately by step, the two clock questions (each falls back on the other).
-            let (first, second): (ClockQuestion, ClockQuestion) = if view.step.is_multiple_of(2) {
-                (adjust_next, furthest_after_round)
-            } else {
-                (furthest_after_round, adjust_next)
-            };
-            let mut hide = hide;
-            hide.push("states");
-            first(session, view, hide.clone())
-                .or_else(|e| second(session, view, hide).map_err(|e2| format!("{e}; {e2}")))
-        }
-        "multicast" => held_back(session, view, hide),
-        "snapshot" => conserves(session, view, hide),
-        other => Err(format!("no predict question for the {other} family")),
+    match quiz_of(view.family) {
+        Some(quiz) => (quiz.predict)(session, view, hide),
+        None => Err(format!(
+            "no predict question for the {} family",
+            view.family
+        )),
     }
 }
 
-/// A clock-synchronization question of the predict level.
-type ClockQuestion = fn(&Session, &View, Vec<&'static str>) -> Result<Made, String>;
+/// Mutual exclusion, predicted: LN after this release (Suzuki-Kasami), else who enters next.
+fn predict_mutex(session: &Session, view: &View, hide: Vec<&'static str>) -> Result<Made, String> {
+    if view.algorithm == "suzuki-kasami" {
+        if let Some(made) = ln_after_release(session, view, &hide)? {
+            return Ok(made);
+        }
+    }
+    let mut ahead = Ahead::new(session)?;
+    for _ in 0..LOOK_AHEAD {
+        let Some(lines) = ahead.step() else { break };
+        for l in &lines {
+            if output_of(l, "").and_then(Value::as_str) == Some("Enter") {
+                let id = l["node"].as_u64().unwrap_or_default();
+                return Ok((
+                    "enters-next",
+                    "Which process enters the critical section next?".into(),
+                    process_options(view),
+                    hide,
+                    Answer {
+                        right: vec![format!("P{id}")],
+                        why: format!("P{id} enters at step {}", ahead.copy.choices().len()),
+                    },
+                    Some(ahead.copy.choices().len()),
+                ));
+            }
+        }
+    }
+    Err("no process enters the critical section in the steps ahead".into())
+}
+
+/// Leader election, predicted: who announces itself leader next.
+fn predict_election(
+    session: &Session,
+    view: &View,
+    hide: Vec<&'static str>,
+) -> Result<Made, String> {
+    let mut ahead = Ahead::new(session)?;
+    for _ in 0..LOOK_AHEAD {
+        let Some(lines) = ahead.step() else { break };
+        for l in &lines {
+            // The next process to announce itself leader (the others then hear of it).
+            let leader = output_of(l, "Leader").and_then(Value::as_u64);
+            if let Some(leader) = leader.filter(|&x| l["node"].as_u64() == Some(x)) {
+                return Ok((
+                    "leader-next",
+                    "Which process becomes leader next?".into(),
+                    process_options(view),
+                    hide,
+                    Answer {
+                        right: vec![format!("P{leader}")],
+                        why: format!(
+                            "at step {}, P{leader} announces itself leader",
+                            ahead.copy.choices().len(),
+                        ),
+                    },
+                    Some(ahead.copy.choices().len()),
+                ));
+            }
+        }
+    }
+    Err("no leader is named in the steps ahead".into())
+}
+
+/// Clock synchronization, predicted: alternately by step, the two clock questions (each falls
+/// back on the other).
+fn predict_clock(session: &Session, view: &View, hide: Vec<&'static str>) -> Result<Made, String> {
+    // Alternately by step, the two clock questions (each falls back on the other).
+    let (first, second): (PredictQuestion, PredictQuestion) = if view.step.is_multiple_of(2) {
+        (adjust_next, furthest_after_round)
+    } else {
+        (furthest_after_round, adjust_next)
+    };
+    let mut hide = hide;
+    hide.push("states");
+    first(session, view, hide.clone())
+        .or_else(|e| second(session, view, hide).map_err(|e2| format!("{e}; {e2}")))
+}
 
 /// The `Adjust` output of a trace line: (node, correction in ns).
 fn adjust_of(line: &Value) -> Option<(u64, i64)> {
