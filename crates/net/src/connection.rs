@@ -635,23 +635,11 @@ mod tests {
     /// nothing more from this one, which closes the connection.
     #[tokio::test]
     async fn a_hello_of_version_2_is_refused_naming_it() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (s, _) = listener.accept().await.unwrap();
-            respond_speaking(s, b"k", b"k", (4, 4)).await
-        });
-        let mut s = TcpStream::connect(addr).await.unwrap();
-        let mut hello = vec![2u8, 0, 1];
-        hello.extend_from_slice(&[7u8; 32]);
-        write_frame(&mut s, &hello).await.unwrap();
-        let refused = server.await.unwrap().err().expect("refused").to_string();
+        let (refused, rest) = old_hello_refused(vec![2u8, 0, 1]).await;
         assert!(
             refused.contains("speaks protocol version 2, this node protocol version 4"),
             "{refused}"
         );
-        let mut rest = Vec::new();
-        s.read_to_end(&mut rest).await.unwrap();
         assert!(
             rest.is_empty(),
             "nothing is sent to a version 2 node: {rest:?}"
@@ -662,25 +650,26 @@ mod tests {
     /// naming both versions, with a refusal laid out as version 3's, which it reads.
     #[tokio::test]
     async fn a_hello_of_version_3_is_refused_in_a_form_it_reads() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (s, _) = listener.accept().await.unwrap();
-            respond_speaking(s, b"k", b"k", (4, 4)).await
-        });
-        let mut s = TcpStream::connect(addr).await.unwrap();
-        let mut hello = vec![3u8, 3, 1];
-        hello.extend_from_slice(&[7u8; 32]);
-        write_frame(&mut s, &hello).await.unwrap();
-        let refused = server.await.unwrap().err().expect("refused").to_string();
+        let (refused, rest) = old_hello_refused(vec![3u8, 3, 1]).await;
         assert!(
             refused.contains("speaks protocol version 3, this node protocol version 4"),
             "{refused}"
         );
-        let mut rest = Vec::new();
-        s.read_to_end(&mut rest).await.unwrap();
         // Version 3's `Challenge::Refused { version: 4, min_version: 4 }`, framed.
         assert_eq!(rest, [0, 0, 0, 3, 1, 4, 4]);
+    }
+
+    /// An old release's hello (`head`, then a 32-byte nonce) sent to a node speaking version 4
+    /// only: the node's refusal, and every byte the old side then reads until the close.
+    async fn old_hello_refused(mut hello: Vec<u8>) -> (String, Vec<u8>) {
+        let (at, server) = responder((4, 4)).await;
+        let mut s = TcpStream::connect(at).await.unwrap();
+        hello.extend_from_slice(&[7u8; 32]);
+        write_frame(&mut s, &hello).await.unwrap();
+        let refused = server.await.unwrap().err().expect("refused").to_string();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        (refused, rest)
     }
 
     /// Frames from the initiator to the responder through a proxy that passes each (numbered
