@@ -415,6 +415,18 @@ fn print_table(rows: &[Row], skipped: &[(String, String)]) {
 /// The `lock` client whose command runs right now, and that command: (client pid, command
 /// pid, the command's token), asked for up to 5 s.
 fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
+    running_command(c, b"lock", |var| var(b"DISTSYNC_FENCING_TOKEN="))
+}
+
+/// The `verb` client (`lock` or `elect`) of `c` whose command runs right now, and that command:
+/// (client pid, command pid, what `read` takes from the command's environment through the
+/// variable reader it is given), asked for up to 5 s. A command `read` finds nothing in is
+/// passed over.
+fn running_command<T>(
+    c: &TestCluster,
+    verb: &[u8],
+    read: impl Fn(&dyn Fn(&[u8]) -> Option<u64>) -> Option<T>,
+) -> Option<(u32, u32, T)> {
     let client_file = c.dir.join("client.toml");
     let client_file = client_file.as_os_str().as_encoded_bytes();
     let until = Instant::now() + Duration::from_secs(5);
@@ -427,7 +439,7 @@ fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
                 continue;
             };
             let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            if !(args.contains(&&b"lock"[..]) && args.contains(&client_file)) {
+            if !(args.contains(&verb) && args.contains(&client_file)) {
                 continue;
             }
             let children =
@@ -439,12 +451,14 @@ fn holding_client(c: &TestCluster) -> Option<(u32, u32, u64)> {
                 .filter(|&child| alive(child))
             {
                 let environ = fs::read(format!("/proc/{child}/environ")).unwrap_or_default();
-                let token = environ
-                    .split(|&b| b == 0)
-                    .find_map(|v| v.strip_prefix(b"DISTSYNC_FENCING_TOKEN="))
-                    .and_then(|t| std::str::from_utf8(t).ok()?.parse().ok());
-                if let Some(token) = token {
-                    return Some((pid, child, token));
+                let var = |name: &[u8]| -> Option<u64> {
+                    environ
+                        .split(|&b| b == 0)
+                        .find_map(|v| v.strip_prefix(name))
+                        .and_then(|t| std::str::from_utf8(t).ok()?.parse().ok())
+                };
+                if let Some(found) = read(&var) {
+                    return Some((pid, child, found));
                 }
             }
         }
@@ -866,45 +880,13 @@ fn the_term_checker_catches_each_violation() {
 /// The `elect` candidate whose command runs right now: (candidate pid, command pid, token,
 /// node it leads through), asked for up to 5 s.
 fn leading(c: &TestCluster) -> Option<(u32, u32, u64, usize)> {
-    let client_file = c.dir.join("client.toml");
-    let client_file = client_file.as_os_str().as_encoded_bytes();
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        for entry in fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
-                continue;
-            };
-            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            if !(args.contains(&&b"elect"[..]) && args.contains(&client_file)) {
-                continue;
-            }
-            let children =
-                fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-            for child in children
-                .split_whitespace()
-                .filter_map(|x| x.parse::<u32>().ok())
-                .filter(|&child| alive(child))
-            {
-                let environ = fs::read(format!("/proc/{child}/environ")).unwrap_or_default();
-                let var = |name: &[u8]| -> Option<u64> {
-                    environ
-                        .split(|&b| b == 0)
-                        .find_map(|v| v.strip_prefix(name))
-                        .and_then(|t| std::str::from_utf8(t).ok()?.parse().ok())
-                };
-                if let (Some(token), Some(node)) =
-                    (var(b"DISTSYNC_FENCING_TOKEN="), var(b"DISTSYNC_HOLDER="))
-                {
-                    return Some((pid, child, token, node as usize));
-                }
-            }
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    None
+    let found = running_command(c, b"elect", |var| {
+        Some((
+            var(b"DISTSYNC_FENCING_TOKEN=")?,
+            var(b"DISTSYNC_HOLDER=")? as usize,
+        ))
+    });
+    found.map(|(pid, child, (token, node))| (pid, child, token, node))
 }
 
 /// Injects fault `name` into an `elect` run on `c`, where `ev` is the case's event file.
