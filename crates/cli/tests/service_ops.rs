@@ -32,6 +32,26 @@ fn nodes_of(dir: &Path) -> Vec<u32> {
     pids
 }
 
+/// Another command holding `dir`'s directory lock for `secs` seconds (flock(1) on the lock
+/// file, as the cluster verbs take it), once it holds it.
+fn hold_directory_lock(dir: &Path, secs: &str) -> std::process::Child {
+    let holder = Command::new("flock")
+        .arg("--no-fork")
+        .arg(dir.join("cluster.lock"))
+        .args(["sleep", secs])
+        .spawn()
+        .unwrap();
+    wait_for("flock holds the lock", Duration::from_secs(5), || {
+        Command::new("flock")
+            .args(["-n"])
+            .arg(dir.join("cluster.lock"))
+            .arg("true")
+            .status()
+            .is_ok_and(|s| !s.success())
+    });
+    holder
+}
+
 fn up_args() -> Vec<&'static str> {
     vec![
         "up",
@@ -56,20 +76,7 @@ fn a_second_cluster_up_in_the_same_directory_refuses_naming_the_holder() {
     let _down = Down(dir.clone());
     // Another command holds the directory (flock(1) on the lock file, as `up` takes it).
     fs::write(dir.join("cluster.lock"), "pid 4242: distsync cluster up").unwrap();
-    let mut holder = Command::new("flock")
-        .arg("--no-fork")
-        .arg(dir.join("cluster.lock"))
-        .args(["sleep", "30"])
-        .spawn()
-        .unwrap();
-    wait_for("flock holds the lock", Duration::from_secs(5), || {
-        Command::new("flock")
-            .args(["-n"])
-            .arg(dir.join("cluster.lock"))
-            .arg("true")
-            .status()
-            .is_ok_and(|s| !s.success())
-    });
+    let mut holder = hold_directory_lock(&dir, "30");
     let out = cluster(&dir, &up_args());
     let _ = holder.kill();
     let _ = holder.wait();
@@ -139,20 +146,7 @@ fn cluster_start_and_restart_take_the_directory_lock() {
             .unwrap()
     };
     // Another command holds the directory: `start` waits for it and starts nothing meanwhile.
-    let mut holder = Command::new("flock")
-        .arg("--no-fork")
-        .arg(dir.join("cluster.lock"))
-        .args(["sleep", "2"])
-        .spawn()
-        .unwrap();
-    wait_for("flock holds the lock", Duration::from_secs(5), || {
-        Command::new("flock")
-            .args(["-n"])
-            .arg(dir.join("cluster.lock"))
-            .arg("true")
-            .status()
-            .is_ok_and(|s| !s.success())
-    });
+    let mut holder = hold_directory_lock(&dir, "2");
     let waiting = run(&["start", "--id", "1"]);
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(
