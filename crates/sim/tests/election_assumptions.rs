@@ -96,18 +96,21 @@ fn warned(w: &[String], what: &str) -> bool {
         .any(|w| w.contains("no failure detector") && w.contains(what))
 }
 
+/// Every election algorithm of the table.
+const ELECTIONS: [&str; 5] = [
+    "bully",
+    "ring",
+    "chang-roberts",
+    "ring-active-list",
+    "peterson",
+];
+
 /// The warning names exactly what the table says each algorithm does not survive without the
 /// detector, and nothing when the crashes come before the first election (what every election
 /// skips) or the detector is on.
 #[test]
 fn the_warning_follows_the_table() {
-    for algo in [
-        "bully",
-        "ring",
-        "chang-roberts",
-        "ring-active-list",
-        "peterson",
-    ] {
+    for algo in ELECTIONS {
         assert!(
             election(algo, EARLY_CRASH, "none")
                 .iter()
@@ -119,13 +122,7 @@ fn the_warning_follows_the_table() {
         }
     }
     // A crash after the election starts can hit the winner: validity, for every algorithm.
-    for algo in [
-        "bully",
-        "ring",
-        "chang-roberts",
-        "ring-active-list",
-        "peterson",
-    ] {
+    for algo in ELECTIONS {
         assert!(
             warned(&election(algo, LATE_CRASH, "none"), "validity"),
             "{algo}"
@@ -137,13 +134,7 @@ fn the_warning_follows_the_table() {
     ));
     // A recovery: no agreement at risk (chang-roberts' Elected carries an epoch; bully's
     // lower COORDINATOR after a higher one starts an election).
-    for algo in [
-        "bully",
-        "ring",
-        "chang-roberts",
-        "ring-active-list",
-        "peterson",
-    ] {
+    for algo in ELECTIONS {
         assert!(
             !warned(&election(algo, RECOVERY, "none"), "agreement"),
             "{algo}"
