@@ -388,3 +388,41 @@ fn a_cluster_mixing_ipv4_and_ipv6_synchronizes() {
         assert_eq!(n["reference"], 0, "{v:#}");
     }
 }
+
+/// `time status` reports a node this machine cannot send to (here the broadcast address, which
+/// an ordinary socket may not send to) on that node's row, with the reason, and still asks the
+/// others; before, the whole command failed with the bare "Permission denied (os error 13)".
+#[test]
+fn time_status_names_a_node_it_cannot_send_to() {
+    let dir = scratch("unsendable");
+    let _cluster = Cluster {
+        dir: dir.clone(),
+        extra: Vec::new(),
+    };
+    let out = Command::new(BIN)
+        .args(["cluster", "init", "--mutex", "central", "--dir"])
+        .arg(&dir)
+        .args(["--addr", &format!("127.0.0.1:{}", free_port(false))])
+        .args(["--addr", "255.255.255.255:17512", "--clock", "cristian"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(BIN)
+        .args(["time", "status", "--timeout", "200ms", "--cluster"])
+        .arg(dir.join("cluster.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(['0', '1'])).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[0].contains("no answer"), "{text}");
+    assert!(
+        rows[1].contains("cannot send to 255.255.255.255:17512"),
+        "{text}"
+    );
+}

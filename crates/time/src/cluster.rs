@@ -528,6 +528,7 @@ pub async fn status(
     let mut best: HashMap<NodeId, Observed> = HashMap::new();
     let mut seq = 0;
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut unsent: HashMap<NodeId, String> = HashMap::new();
     for _ in 0..samples.max(1) {
         let mut sent: HashMap<SocketAddr, (NodeId, i64)> = HashMap::new();
         for (&id, &addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
@@ -539,7 +540,12 @@ pub async fn status(
                 seq,
                 body: Body::StatusRequest { t1 },
             };
-            socket.send_to(&seal(&key, &env), addr).await?;
+            // A node this machine cannot send to (no route, no socket of its family) is
+            // reported as such; the others are still asked.
+            if let Err(e) = socket.send_to(&seal(&key, &env), addr).await {
+                unsent.insert(id, format!("cannot send to {addr}: {e}"));
+                continue;
+            }
             sent.insert(addr, (id, t1));
         }
         let deadline = tokio::time::Instant::now() + timeout;
@@ -586,8 +592,11 @@ pub async fn status(
         .map(|id| {
             (
                 *id,
-                best.remove(id)
-                    .ok_or_else(|| "no answer (down, or not started with [clock])".to_string()),
+                best.remove(id).ok_or_else(|| {
+                    unsent.remove(id).unwrap_or_else(|| {
+                        "no answer (down, or not started with [clock])".to_string()
+                    })
+                }),
             )
         })
         .collect())
