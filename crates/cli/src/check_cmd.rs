@@ -135,6 +135,9 @@ fn from_scenario(path: &PathBuf) -> Result<(String, Config, CheckTable, Vec<Stri
 
 /// Runs `distsync check`.
 pub fn check(args: CheckArgs) -> Result<Outcome, InputError> {
+    if let Some(path) = &args.trace {
+        crate::output::check_output_path("--trace", path)?;
+    }
     let (algo, mut config, table) = match (&args.scenario, &args.algo) {
         (Some(path), None) => {
             let (algo, config, table, notes) = from_scenario(path)?;

@@ -511,7 +511,7 @@ fn init(a: InitArgs) -> Result<Outcome, InputError> {
         let at = distsync_net::config::resolve(&n.addr);
         if let Err(e) = &at {
             eprintln!(
-                "note: --addr {}: {e} here; every node's machine and every client must resolve it",
+                "warning: --addr {}: {e} here; every node's machine and every client must resolve it",
                 n.addr
             );
         }

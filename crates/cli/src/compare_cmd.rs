@@ -482,6 +482,9 @@ fn verdict(row: &Row) -> &'static str {
 }
 
 pub fn compare(args: CompareArgs) -> Result<Outcome, InputError> {
+    if let Some(path) = &args.plot {
+        crate::output::check_output_path("--plot", path)?;
+    }
     if !args.merge.is_empty() {
         return merge(args);
     }

@@ -101,6 +101,30 @@ pub fn write_stdout(text: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write to standard output: {e}"))
 }
 
+/// Checks, before any work, that the file an output flag names can be made there: not a
+/// directory, in a directory that exists. `flag` names it in the error (`--plot`), so a long
+/// campaign or a large trace is not read for nothing.
+pub fn check_output_path(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{flag} {}: it is a directory; name the file to write",
+            path.display()
+        ));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!(
+            "{flag} {}: the directory {} does not exist",
+            path.display(),
+            parent.display()
+        ));
+    }
+    Ok(())
+}
+
 /// A few lines a person reads after a run.
 pub fn summary(r: &Report) -> String {
     let mut out = String::new();

@@ -82,6 +82,9 @@ fn default_base() -> Scenario {
 }
 
 pub fn sweep_cmd(mut args: SweepArgs) -> Result<Outcome, InputError> {
+    if let Some(path) = &args.plot {
+        crate::output::check_output_path("--plot", path)?;
+    }
     if !args.merge.is_empty() {
         let (campaign, runs): (Campaign, Vec<SweepRun>) = crate::shard::read("sweep", &args.merge)?;
         args.algo = campaign.algo;

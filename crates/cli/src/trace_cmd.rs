@@ -79,11 +79,40 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
             "--from and --to select the time window of the --svg drawing; give --svg too".into(),
         ));
     }
+    // Every output is checked before the trace is read (a large one takes a while).
+    let outputs = [
+        ("--svg", args.svg.as_ref().filter(|p| p.as_os_str() != "-")),
+        ("--perfetto", args.perfetto.as_ref()),
+        ("--shiviz", args.shiviz.as_ref()),
+    ];
+    for (flag, path) in outputs {
+        if let Some(path) = path {
+            crate::output::check_output_path(flag, path)?;
+        }
+    }
     let file = std::fs::File::open(&args.trace)
         .map_err(|e| format!("cannot read the trace {}: {e}", args.trace.display()))?;
-    let trace = Trace::read(BufReader::new(file), &args.trace.display().to_string())?;
-    if let Some(out) = &args.svg {
+    let origin = args.trace.display().to_string();
+    // A window of the SVG alone: only what its drawing needs is kept in memory (the same
+    // drawing), so a window of a trace of any size costs memory in proportion to the window.
+    let windowed = args.svg.is_some()
+        && args.perfetto.is_none()
+        && args.shiviz.is_none()
+        && (args.from.is_some() || args.to.is_some());
+    let (trace, end) = if windowed {
+        let w = Trace::read_window(
+            BufReader::new(file),
+            &origin,
+            args.from.unwrap_or(0),
+            args.to,
+        )?;
+        (w.trace, w.end_time_ns)
+    } else {
+        let trace = Trace::read(BufReader::new(file), &origin)?;
         let end = trace.end_time_ns();
+        (trace, end)
+    };
+    if let Some(out) = &args.svg {
         if let Some(from) = args.from.filter(|&f| f > end) {
             return Err(InputError(format!(
                 "--from {}: after the trace's last event, at {} ({})",
@@ -111,9 +140,7 @@ fn render(args: RenderArgs) -> Result<Outcome, InputError> {
         }
         let drawing = svg::render(&trace, &options)?;
         if out.as_os_str() == "-" {
-            std::io::stdout()
-                .write_all(drawing.as_bytes())
-                .map_err(|e| format!("cannot write the SVG to standard output: {e}"))?;
+            crate::output::write_stdout(&drawing)?;
         } else {
             write_out(out, &drawing)?;
             crate::output::note(format!("{}: space-time diagram", out.display()));

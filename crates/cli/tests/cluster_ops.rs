@@ -330,19 +330,11 @@ fn leader_watch_prints_the_change_of_leader() {
     let _ = w.wait();
 }
 
-/// Network namespaces for a multi-host test, or `None` (the reason printed) where they cannot be
-/// made (they need root and iproute2; on CI a missing iproute2 fails the test).
-fn namespaces(n: usize) -> Option<Netns> {
-    match Netns::create(n) {
-        Ok(ns) => Some(ns),
-        Err(why) => {
-            if std::env::var_os("CI").is_some() && why.contains("install iproute2") {
-                panic!("{why}");
-            }
-            println!("skipped: cannot make network namespaces: {why}");
-            None
-        }
-    }
+/// Network namespaces for a multi-host test. They need root and iproute2, so the tests that
+/// use them are `#[ignore]`d with that need named (`cargo test` lists them as ignored, never
+/// as passed); run with `--ignored`, they fail with the reason where namespaces cannot be made.
+fn namespaces(n: usize) -> Netns {
+    Netns::create(n).unwrap_or_else(|why| panic!("cannot make network namespaces: {why}"))
 }
 
 /// `cluster init` for three hosts at `addrs` (with `more` flags), each node run in its own
@@ -468,12 +460,13 @@ fn three_hosts(ns: &Netns, dir: &Path, addrs: [&str; 3], more: &[&str]) -> std::
 
 /// Multi-host: `cluster init` writes the files for nodes at given addresses; here each node runs
 /// in its own network namespace (its own "machine", 10.77.0.1-3) with `distsync node --id N`,
-/// and a client in a fourth one locks through the client file. Skipped, with the reason, where
-/// namespaces cannot be made (they need root and iproute2).
+/// and a client in a fourth one locks through the client file. Ignored unless asked for
+/// (`--ignored`): namespaces need root and iproute2.
 #[test]
+#[ignore = "needs root and iproute2 (network namespaces)"]
 fn cluster_init_serves_nodes_on_three_hosts() {
     let _g = lock_guard();
-    let Some(ns) = namespaces(3) else { return };
+    let ns = namespaces(3);
     let tmp = scratch("init");
     three_hosts(
         &ns,
@@ -489,9 +482,10 @@ fn cluster_init_serves_nodes_on_three_hosts() {
 /// clock table `cluster up --clock` writes. A client on a machine where the names do not resolve
 /// is refused at once, naming the host.
 #[test]
+#[ignore = "needs root and iproute2 (network namespaces)"]
 fn cluster_init_takes_host_names_resolved_on_each_host() {
     let _g = lock_guard();
-    let Some(ns) = namespaces(3) else { return };
+    let ns = namespaces(3);
     ns.name_hosts("hosts.test").unwrap();
     let tmp = scratch("init-names");
     let dir = tmp.path();

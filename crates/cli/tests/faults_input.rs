@@ -289,10 +289,7 @@ fn simulate_refuses_flags_of_another_algorithm() {
 #[test]
 fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
     use std::os::unix::fs::FileTypeExt;
-    let Ok(meta) = std::fs::metadata("/dev/full") else {
-        println!("skipped: /dev/full is not available on this system");
-        return;
-    };
+    let meta = std::fs::metadata("/dev/full").expect("/dev/full, Linux's always-full device");
     assert!(meta.file_type().is_char_device());
     let tmp = scratch();
     let path = scenario(
@@ -363,10 +360,10 @@ fn a_trace_that_cannot_be_written_is_an_error_and_a_device_is_never_replaced() {
 
 #[test]
 fn list_and_run_into_a_full_device_exit_two() {
-    let Ok(_) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        println!("skipped: /dev/full is not available on this system");
-        return;
-    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full, Linux's always-full device, opens");
     let tmp = scratch();
     let path = scenario(
         &tmp,
@@ -422,15 +419,40 @@ fn durations_past_the_clock_are_refused_naming_the_field() {
     assert_ne!(code, Some(2), "{err}");
 }
 
+/// Runs `distsync ARGS` with standard output on /dev/full (Linux's always-full device) and
+/// standard error captured, killed after a minute (a server that did not stop on the write
+/// error would otherwise hold the test): its exit code (`None` if killed) and standard error.
+fn into_full_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full, Linux's always-full device, opens");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(args)
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+    }
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// Every verb that prints to standard output, and clap's own help text, reports a full
 /// standard output as a write error with exit code 2: never a panic (101), never a silent 0.
+/// The verbs of a running cluster: `every_cluster_verb_reports_a_full_stdout_as_a_write_error`.
 #[test]
 fn every_verb_reports_a_full_stdout_as_a_write_error() {
     let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
-    let Ok(_) = full() else {
-        println!("skipped: /dev/full is not available on this system");
-        return;
-    };
     let tmp = scratch();
     let path = scenario(
         &tmp,
@@ -448,6 +470,8 @@ fn every_verb_reports_a_full_stdout_as_a_write_error() {
         .take(2)
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].to_string())
         .collect();
+    let stress_out = tmp.path().join("stress").display().to_string();
+    let init_dir = tmp.path().join("cluster").display().to_string();
     let verbs: Vec<Vec<&str>> = vec![
         vec!["--help"],
         vec!["--version"],
@@ -467,11 +491,32 @@ fn every_verb_reports_a_full_stdout_as_a_write_error() {
         vec!["compare", "--family", "mutex", "--nodes", "3"],
         vec!["sweep", "--algo", "central", "--param", "nodes=2,3"],
         vec!["check", "--algo", "central", "--nodes", "2"],
+        vec!["trace", "render", &trace, "--svg", "-"],
+        vec!["trace", "render", &trace, "--svg", "-", "--from", "1ms"],
+        vec![
+            "stress",
+            "--algo",
+            "central",
+            "--seeds",
+            "2",
+            "--out",
+            &stress_out,
+        ],
+        vec![
+            "stress", "--algo", "central", "--seeds", "2", "--shard", "1/2",
+        ],
+        vec!["bench", "--quick", "--rows", "a"],
+        vec!["web", "--listen", "127.0.0.1:0"],
+        vec!["time", "serve", "--listen", "127.0.0.1:0"],
+        vec!["time", "query", "127.0.0.1:1", "--timeout", "100ms"],
+        vec!["cluster", "init", "--mutex", "central", "--dir", &init_dir]
+            .into_iter()
+            .chain(["--addr", "127.0.0.1:17101", "--addr", "127.0.0.1:17102"])
+            .collect(),
     ];
     for args in verbs {
-        let o = distsync_to(&args, Stdio::from(full().unwrap()));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "distsync {args:?}: {err}");
+        let (code, err) = into_full_stdout(&args);
+        assert_eq!(code, Some(2), "distsync {args:?}: {err}");
         assert!(
             err.contains("cannot write to standard output"),
             "distsync {args:?}: {err}"
@@ -487,4 +532,178 @@ fn every_verb_reports_a_full_stdout_as_a_write_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("space-time diagram"), "{err}");
+}
+
+/// A running cluster's directory, brought down when the test ends (even on failure).
+struct ClusterDir(std::path::PathBuf);
+
+impl Drop for ClusterDir {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_distsync"))
+            .args(["cluster", "down", "--dir"])
+            .arg(&self.0)
+            .output();
+    }
+}
+
+/// The verbs of a running cluster (a local one, with clocks) report a full standard output as a
+/// write error with exit code 2, as every other verb does: `cluster up`, `status`, `snapshot`,
+/// `restart`, `stop`, `start` and `down`, `leader`, every `store` subcommand and `time status`.
+/// (`lock`, `elect` and `node` print nothing there themselves: the command's output is the
+/// command's.)
+#[test]
+fn every_cluster_verb_reports_a_full_stdout_as_a_write_error() {
+    let tmp = scratch();
+    let up = |dir: &std::path::Path| -> Vec<String> {
+        let dir = dir.display().to_string();
+        [
+            "cluster",
+            "up",
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--dir",
+            &dir,
+        ]
+        .into_iter()
+        .map(String::from)
+        .chain(["--clock", "cristian"].map(String::from))
+        .collect()
+    };
+    // `cluster up` into a full stdout: the error, and the nodes it started do not stay.
+    let failed = ClusterDir(tmp.path().join("up-full"));
+    let args = up(&failed.0);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, err) = into_full_stdout(&args);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    drop(failed);
+
+    let running = ClusterDir(tmp.path().join("running"));
+    let o = Command::new(env!("CARGO_BIN_EXE_distsync"))
+        .args(up(&running.0))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = running.0.display().to_string();
+    let client = running.0.join("client.toml").display().to_string();
+    let node_file = running.0.join("cluster.toml").display().to_string();
+    let verbs: Vec<Vec<&str>> = vec![
+        vec!["cluster", "status", "--dir", &dir],
+        vec!["leader", "--cluster", &client],
+        vec![
+            "time",
+            "status",
+            "--cluster",
+            &node_file,
+            "--timeout",
+            "500ms",
+        ],
+        vec!["store", "--cluster", &client, "put", "a", "10"],
+        vec!["store", "--cluster", &client, "add", "a", "5"],
+        vec!["store", "--cluster", &client, "interest", "1%"],
+        vec!["store", "--cluster", &client, "transfer", "a", "b", "1"],
+        vec!["store", "--cluster", &client, "get", "a"],
+        vec!["store", "--cluster", &client, "status"],
+        vec![
+            "store",
+            "--cluster",
+            &client,
+            "send",
+            "--from",
+            "0",
+            "--to",
+            "1",
+            "5",
+        ],
+        vec!["cluster", "snapshot", "--dir", &dir],
+        vec!["cluster", "restart", "--id", "1", "--dir", &dir],
+        vec!["cluster", "stop", "--id", "1", "--dir", &dir],
+        vec!["cluster", "start", "--id", "1", "--dir", &dir],
+        vec!["cluster", "down", "--dir", &dir],
+    ];
+    for args in verbs {
+        let (code, err) = into_full_stdout(&args);
+        assert_eq!(code, Some(2), "distsync {args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output"),
+            "distsync {args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "distsync {args:?}: {err}");
+    }
+}
+
+/// Output files are checked before the work: a missing directory or a directory as the file is
+/// refused at once, naming the flag (exit 2), with nothing written and nothing printed; before,
+/// `trace render` read the whole trace and wrote its other outputs first, and `compare`, `sweep`
+/// and `check` ran to the end.
+#[test]
+fn output_paths_are_checked_before_the_work() {
+    let tmp = scratch();
+    let path = scenario(
+        &tmp,
+        "ok.toml",
+        "algorithm = \"ricart-agrawala\"\nnodes = 3\n[workload]\nkind = \"saturated\"\nrequests = 1\n",
+    );
+    let trace = tmp.path().join("run.jsonl").display().to_string();
+    let o = distsync_to(&["run", &path, "--trace", &trace], Stdio::null());
+    assert_eq!(o.status.code(), Some(0));
+    let svg = tmp.path().join("run.svg").display().to_string();
+    let missing = tmp.path().join("no-such-dir/out").display().to_string();
+    let dir = tmp.path().display().to_string();
+    for (flag, bad) in [(&missing, "does not exist"), (&dir, "it is a directory")] {
+        let cases: Vec<(&str, Vec<&str>)> = vec![
+            (
+                "--perfetto",
+                vec!["trace", "render", &trace, "--svg", &svg, "--perfetto", flag],
+            ),
+            (
+                "--shiviz",
+                vec!["trace", "render", &trace, "--svg", &svg, "--shiviz", flag],
+            ),
+            (
+                "--svg",
+                vec!["trace", "render", &trace, "--svg", flag, "--from", "1ms"],
+            ),
+            (
+                "--plot",
+                vec![
+                    "compare", "--family", "mutex", "--nodes", "3", "--plot", flag,
+                ],
+            ),
+            (
+                "--plot",
+                vec![
+                    "sweep",
+                    "--algo",
+                    "central",
+                    "--param",
+                    "nodes=2,3",
+                    "--plot",
+                    flag,
+                ],
+            ),
+            (
+                "--trace",
+                vec![
+                    "check", "--algo", "central", "--nodes", "2", "--trace", flag,
+                ],
+            ),
+        ];
+        for (name, args) in cases {
+            let o = distsync_to(&args, Stdio::piped());
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{name} {flag}")) && err.contains(bad),
+                "{args:?}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{args:?}: work done before the check");
+            assert!(
+                !std::path::Path::new(&svg).exists(),
+                "{args:?}: --svg written before the check"
+            );
+        }
+    }
 }

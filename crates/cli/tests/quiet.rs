@@ -158,3 +158,37 @@ fn errors_still_show_when_quiet() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("no-such-file.toml"), "{o:?}");
 }
+
+/// A warning is not a note: `cluster init -q` still says, as a warning, which host name this
+/// machine cannot resolve (the cluster's machines and clients must), and writes the files; it
+/// once printed it as a "note:" that `-q` nevertheless kept.
+#[test]
+fn cluster_init_warns_of_an_unresolved_name_when_quiet() {
+    let dir = scratch_dir("init-warning");
+    let o = distsync(
+        &dir,
+        &[
+            "-q",
+            "cluster",
+            "init",
+            "--mutex",
+            "central",
+            "--dir",
+            "c",
+            "--addr",
+            "127.0.0.1:17601",
+            "--addr",
+            "node1.invalid:17602",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.starts_with(
+            "warning: --addr node1.invalid:17602: the host \"node1.invalid\" does not resolve"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(dir.join("c/cluster.toml").exists());
+}

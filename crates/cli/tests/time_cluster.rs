@@ -316,3 +316,113 @@ fn ntp_clients_follow_the_stratum_1_server() {
     }
     println!("ntp: skew {}ns", v["max_skew_ns"]);
 }
+
+/// A port free on both `127.0.0.1` and `[::1]`, TCP and UDP (the clock listens on UDP at the
+/// port of the node's TCP address).
+fn free_port(v6: bool) -> u16 {
+    let ip = if v6 { "[::1]" } else { "127.0.0.1" };
+    loop {
+        let tcp = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(format!("{ip}:{port}")).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A cluster whose addresses mix IPv4 and IPv6 (`127.0.0.1`, `[::1]`, `127.0.0.1`) keeps its
+/// clocks in step: node 1's clock socket is IPv6 and its peers' IPv4, so each node sends to a
+/// peer of the other family from a socket of that family, and `time status` asks each node from
+/// one of its family (before, node 1 never reached Cristian's server, node 0, and `time status`
+/// failed on its address).
+#[test]
+fn a_cluster_mixing_ipv4_and_ipv6_synchronizes() {
+    let dir = scratch("mixed-families");
+    let addrs = [
+        format!("127.0.0.1:{}", free_port(false)),
+        format!("[::1]:{}", free_port(true)),
+        format!("127.0.0.1:{}", free_port(false)),
+    ];
+    let mut init = Command::new(BIN);
+    init.args(["cluster", "init", "--mutex", "central", "--dir"])
+        .arg(&dir);
+    for a in &addrs {
+        init.args(["--addr", a]);
+    }
+    let out = init
+        .args([
+            "--clock",
+            "cristian",
+            "--skew",
+            "100ms",
+            "--drift-ppm",
+            "100",
+        ])
+        .args(["--sync-interval", "300ms"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut cluster = Cluster {
+        dir,
+        extra: Vec::new(),
+    };
+    for i in 0..3 {
+        let log = std::fs::File::create(cluster.dir.join(format!("node-{i}.log"))).unwrap();
+        let node = Command::new(BIN)
+            .args(["node", "--cluster"])
+            .arg(cluster.file())
+            .args(["--id", &i.to_string()])
+            .env("DISTSYNC_TRANSPORT", "tcp")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        cluster.extra.push(node);
+    }
+    let v = cluster.wait_for("convergence to node 0", converged_to_node_0);
+    for n in &nodes(&v)[1..] {
+        assert_eq!(n["reference"], 0, "{v:#}");
+    }
+}
+
+/// `time status` reports a node this machine cannot send to (here the broadcast address, which
+/// an ordinary socket may not send to) on that node's row, with the reason, and still asks the
+/// others; before, the whole command failed with the bare "Permission denied (os error 13)".
+#[test]
+fn time_status_names_a_node_it_cannot_send_to() {
+    let dir = scratch("unsendable");
+    let _cluster = Cluster {
+        dir: dir.clone(),
+        extra: Vec::new(),
+    };
+    let out = Command::new(BIN)
+        .args(["cluster", "init", "--mutex", "central", "--dir"])
+        .arg(&dir)
+        .args(["--addr", &format!("127.0.0.1:{}", free_port(false))])
+        .args(["--addr", "255.255.255.255:17512", "--clock", "cristian"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(BIN)
+        .args(["time", "status", "--timeout", "200ms", "--cluster"])
+        .arg(dir.join("cluster.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(['0', '1'])).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[0].contains("no answer"), "{text}");
+    assert!(
+        rows[1].contains("cannot send to 255.255.255.255:17512"),
+        "{text}"
+    );
+}

@@ -341,3 +341,101 @@ fn bad_traces_are_refused_naming_the_file_and_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("--from 5 ms is after --to 2 ms"), "{err}");
 }
+
+/// `trace render --svg` of a window, alone, keeps in memory only what the window's drawing
+/// needs (`Trace::read_window`) and draws the bytes the whole trace draws: for windows across
+/// runs with duplicated and lost messages, crashes and recoveries, a partition and violations,
+/// read in-process and through the binary. Every line is still read: a malformed line after
+/// the window is refused, naming it.
+#[test]
+fn a_window_drawn_alone_is_the_drawing_of_the_whole_trace() {
+    use distsync_viz::svg::{render, SvgOptions};
+    let mut long = 0;
+    for name in [
+        "poisson-duplicates",
+        "poisson-lossy",
+        "ricart-agrawala-partition",
+        "berkeley-master-crash",
+        "maekawa-deadlock",
+    ] {
+        let trace = run_with_trace(
+            &repo().join(format!("scenarios/{name}.toml")),
+            &format!("{name}-window.jsonl"),
+        );
+        let open = || std::io::BufReader::new(std::fs::File::open(&trace).unwrap());
+        let whole = Trace::read(open(), "t").unwrap();
+        let end = whole.end_time_ns();
+        let at = |k: u64| end / 7 * k;
+        for i in 0..=7 {
+            let tos = (i..=7).map(|j| Some(at(j))).chain([None]);
+            for to in tos {
+                let w = Trace::read_window(open(), "t", at(i), to).unwrap();
+                assert_eq!((w.events, w.end_time_ns), (whole.events.len(), end));
+                let opts = SvgOptions {
+                    from_ns: Some(at(i)),
+                    to_ns: to,
+                };
+                assert!(
+                    render(&w.trace, &opts).unwrap() == render(&whole, &opts).unwrap(),
+                    "{name}: window {}..{to:?} drawn differently",
+                    at(i)
+                );
+            }
+        }
+        // A long run: a seventh of it keeps well under half of its events.
+        if whole.events.len() >= 500 {
+            let narrow = Trace::read_window(open(), "t", at(3), Some(at(4))).unwrap();
+            assert!(
+                narrow.trace.events.len() < whole.events.len() / 2,
+                "{name}: {} of {} events kept for a seventh of the run",
+                narrow.trace.events.len(),
+                whole.events.len()
+            );
+            long += 1;
+        }
+        let svg = tmp(&format!("{name}-window.svg"));
+        let (from, to) = (format!("{}ns", at(2)), format!("{}ns", at(5)));
+        let o = distsync(&[
+            "trace",
+            "render",
+            trace.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+            "--from",
+            &from,
+            "--to",
+            &to,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+        let opts = SvgOptions {
+            from_ns: Some(at(2)),
+            to_ns: Some(at(5)),
+        };
+        assert!(std::fs::read_to_string(&svg).unwrap() == render(&whole, &opts).unwrap());
+        if name == "poisson-duplicates" {
+            let mut bad = std::fs::read_to_string(&trace).unwrap();
+            let lines = bad.lines().count();
+            bad.push_str("{\"seq\":\n");
+            std::fs::write(&trace, bad).unwrap();
+            let o = distsync(&[
+                "trace",
+                "render",
+                trace.to_str().unwrap(),
+                "--svg",
+                svg.to_str().unwrap(),
+                "--to",
+                "1ms",
+            ]);
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains(&format!(
+                    "{name}-window.jsonl:{}: not a JSON object",
+                    lines + 1
+                )),
+                "{err}"
+            );
+        }
+    }
+    assert!(long >= 2, "only {long} long runs among the traces");
+}

@@ -128,6 +128,78 @@ pub fn open(key: &[u8; 32], datagram: &[u8]) -> Option<Envelope> {
     serde_json::from_slice(body).ok()
 }
 
+/// The UDP sockets of a node or of an asker: `main`, and one of the other address family when
+/// the cluster's addresses mix IPv4 and IPv6 (a socket sends to its own family only: an IPv4
+/// socket cannot reach `[::1]`, nor an IPv6 one bound to an IPv6 address `127.0.0.1`).
+struct Sockets {
+    main: UdpSocket,
+    other: Option<UdpSocket>,
+}
+
+impl Sockets {
+    /// `main`, and a socket on an ephemeral port of the other family if one of `addrs` is of
+    /// it. A machine without that family is warned about: the peers of that family stay
+    /// unreachable, the others are not.
+    async fn new(main: UdpSocket, addrs: &[SocketAddr]) -> io::Result<Sockets> {
+        let v4 = main.local_addr()?.is_ipv4();
+        let other = match addrs.iter().find(|a| a.is_ipv4() != v4) {
+            None => None,
+            Some(peer) => {
+                let any: SocketAddr = if v4 {
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+                } else {
+                    (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+                };
+                match UdpSocket::bind(any).await {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::warn!(
+                            "clock: no UDP socket at {any} to reach {peer} and the other addresses of its family: {e}"
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        Ok(Sockets { main, other })
+    }
+
+    /// The socket that sends to `to`.
+    fn to(&self, to: SocketAddr) -> &UdpSocket {
+        match &self.other {
+            Some(other)
+                if self
+                    .main
+                    .local_addr()
+                    .is_ok_and(|a| a.is_ipv4() != to.is_ipv4()) =>
+            {
+                other
+            }
+            _ => &self.main,
+        }
+    }
+
+    async fn send_to(&self, datagram: &[u8], to: SocketAddr) -> io::Result<usize> {
+        self.to(to).send_to(datagram, to).await
+    }
+
+    /// Asks the kernel to stamp what every socket receives (see [`crate::rxstamp`]).
+    fn enable_stamps(&self) -> io::Result<()> {
+        crate::rxstamp::enable(&self.main)?;
+        match &self.other {
+            Some(s) => crate::rxstamp::enable(s),
+            None => Ok(()),
+        }
+    }
+
+    async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<i128>)> {
+        match &self.other {
+            Some(other) => crate::rxstamp::recv_from_either(&self.main, other, buf).await,
+            None => crate::rxstamp::recv_from(&self.main, buf).await,
+        }
+    }
+}
+
 /// The algorithm parameters of a cluster's clocks: the cluster's timeouts, and Berkeley's
 /// master elected by the cluster's election algorithm.
 pub fn params(cluster: &Cluster) -> Params {
@@ -206,7 +278,8 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
         }
         None => UdpSocket::bind(addr).await?,
     };
-    if let Err(e) = crate::rxstamp::enable(&socket) {
+    let socket = Sockets::new(socket, &cluster.addrs).await?;
+    if let Err(e) = socket.enable_stamps() {
         tracing::warn!("clock: no kernel receive timestamps ({e}): reading the clock on wake-up");
     }
     let key = key(cluster.secret());
@@ -331,7 +404,7 @@ async fn node_loop<A: ClockSync + 'static>(r: Runner) -> io::Result<()> {
             .map_or(next_sync, |(_, at)| (*at).min(next_sync));
         let sleep = Duration::from_nanos(wake.saturating_sub(mono()));
         tokio::select! {
-            r = crate::rxstamp::recv_from(&socket, &mut buf) => {
+            r = socket.recv_from(&mut buf) => {
                 let Ok((n, from_addr, stamp)) = r else { continue };
                 let m = mono();
                 // The arrival time: the kernel's stamp carried over to the virtual clock (the
@@ -444,12 +517,18 @@ pub async fn status(
     samples: u32,
 ) -> io::Result<Vec<(NodeId, Result<Observed, String>)>> {
     let key = key(cluster.secret());
-    let socket = UdpSocket::bind("0.0.0.0:0").await?;
-    let kernel_stamps = crate::rxstamp::enable(&socket).is_ok();
+    // A socket of the family of the first address, and one of the other if the cluster has both.
+    let first: SocketAddr = match cluster.addrs.first() {
+        Some(a) if a.is_ipv6() => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+        _ => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = Sockets::new(UdpSocket::bind(first).await?, &cluster.addrs).await?;
+    let kernel_stamps = socket.enable_stamps().is_ok();
     let boot = system_now_ns() as i64;
     let mut best: HashMap<NodeId, Observed> = HashMap::new();
     let mut seq = 0;
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut unsent: HashMap<NodeId, String> = HashMap::new();
     for _ in 0..samples.max(1) {
         let mut sent: HashMap<SocketAddr, (NodeId, i64)> = HashMap::new();
         for (&id, &addr) in cluster.peers.ids().iter().zip(&cluster.addrs) {
@@ -461,14 +540,18 @@ pub async fn status(
                 seq,
                 body: Body::StatusRequest { t1 },
             };
-            socket.send_to(&seal(&key, &env), addr).await?;
+            // A node this machine cannot send to (no route, no socket of its family) is
+            // reported as such; the others are still asked.
+            if let Err(e) = socket.send_to(&seal(&key, &env), addr).await {
+                unsent.insert(id, format!("cannot send to {addr}: {e}"));
+                continue;
+            }
             sent.insert(addr, (id, t1));
         }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut answered = 0;
         while answered < sent.len() {
-            let r = tokio::time::timeout_at(deadline, crate::rxstamp::recv_from(&socket, &mut buf))
-                .await;
+            let r = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await;
             let Ok(Ok((n, from, stamp))) = r else {
                 if r.is_err() {
                     break;
@@ -509,8 +592,11 @@ pub async fn status(
         .map(|id| {
             (
                 *id,
-                best.remove(id)
-                    .ok_or_else(|| "no answer (down, or not started with [clock])".to_string()),
+                best.remove(id).ok_or_else(|| {
+                    unsent.remove(id).unwrap_or_else(|| {
+                        "no answer (down, or not started with [clock])".to_string()
+                    })
+                }),
             )
         })
         .collect())

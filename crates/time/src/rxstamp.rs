@@ -61,6 +61,25 @@ pub async fn recv_from(
     }
 }
 
+/// Receives one datagram from whichever of two sockets has one first, as [`recv_from`] does
+/// (a node or an asker with a socket per address family).
+pub async fn recv_from_either(
+    a: &UdpSocket,
+    b: &UdpSocket,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr, Option<i128>)> {
+    loop {
+        let ready = tokio::select! {
+            r = a.readable() => { r?; a }
+            r = b.readable() => { r?; b }
+        };
+        match ready.try_io(Interest::READABLE, || recvmsg(ready.as_raw_fd(), buf)) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
 fn recvmsg(fd: i32, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<i128>)> {
     // SAFETY: every pointer handed to recvmsg points into a live local of the stated size; the
     // control messages are walked with the CMSG_* macros within msg_controllen, and the data

@@ -274,6 +274,111 @@ impl Trace {
         parser.finish()
     }
 
+    /// Reads from a trace what the SVG drawing of the window `from_ns..=to_ns` (`None`: to the
+    /// end) needs, line by line, keeping in memory the events of the window and the few outside
+    /// it that the drawing uses: the send of each message delivered or dropped in the window (or
+    /// sent before it and delivered after it), the delivery or drop after the window of each
+    /// message sent in it, the `Enter` of a critical section open when the window starts and the
+    /// `Exit` or `crash` that closes one open when it ends, the `crash` of a process down when the
+    /// window starts and the `recover` after it, the first event of each message kind (the
+    /// drawing's colours follow their order) and the last event (the trace's end). Everything
+    /// else is read, checked as [`Trace::read`] checks it, and let go, so a window of a large
+    /// trace costs memory in proportion to the window. [`svg::render`](crate::svg::render) of
+    /// the returned trace with the same window draws the same bytes as of the whole trace.
+    ///
+    /// Every line is still read (a message kind first seen after the window, a late delivery, the
+    /// trace's end all change the drawing), and a malformed line anywhere is refused as by
+    /// [`Trace::read`]. The reading relies on message ids that rise with their sends, as the
+    /// simulator writes them; for a trace whose ids do not (written by hand, or by another
+    /// program) it reads the whole trace instead, so the drawing is the same either way. The
+    /// reader is read again from the start (`Seek`) in two cases: that one, and a duplicated copy
+    /// in the window of a message sent and first delivered before it (its send is looked up).
+    pub fn read_window<R: BufRead + std::io::Seek>(
+        mut reader: R,
+        origin: &str,
+        from_ns: u64,
+        to_ns: Option<u64>,
+    ) -> Result<Windowed, TraceError> {
+        let to_ns = to_ns.unwrap_or(u64::MAX);
+        let read_err = |line: usize, e: std::io::Error| TraceError {
+            origin: origin.to_string(),
+            line,
+            field: None,
+            message: format!("cannot read: {e}"),
+        };
+        let mut parser = Parser::new(origin);
+        let mut w = WindowState::new(from_ns, to_ns);
+        let mut count = 0usize;
+        let mut last: Option<Event> = None;
+        let mut line = String::new();
+        let mut n = 0usize;
+        loop {
+            line.clear();
+            if reader
+                .read_line(&mut line)
+                .map_err(|e| read_err(n + 1, e))?
+                == 0
+            {
+                break;
+            }
+            n += 1;
+            let text = line.strip_suffix('\n').unwrap_or(&line);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            let Some(ev) = parser.event_line(n, text)? else {
+                continue;
+            };
+            count += 1;
+            if w.rising {
+                w.see(&ev);
+            }
+            last = Some(ev);
+        }
+        let header = parser.finish()?.header;
+        let end_time_ns = last.as_ref().map_or(0, |e| e.time_ns);
+        if !w.rising {
+            // Message ids out of order: the whole trace, as `read` gives it.
+            reader.rewind().map_err(|e| read_err(1, e))?;
+            let trace = Trace::read(reader, origin)?;
+            return Ok(Windowed {
+                trace,
+                events: count,
+                end_time_ns,
+            });
+        }
+        if !w.missing.is_empty() {
+            // Sends resolved before the window whose duplicated copy comes in or after it.
+            reader.rewind().map_err(|e| read_err(1, e))?;
+            let mut again = Parser::new(origin);
+            for (i, text) in reader.lines().enumerate() {
+                let text = text.map_err(|e| read_err(i + 1, e))?;
+                let Some(ev) = again.event_line(i + 1, &text)? else {
+                    continue;
+                };
+                if ev.time_ns >= from_ns {
+                    break;
+                }
+                if let EventKind::Send { msg_id, .. } = &ev.kind {
+                    if w.missing.remove(msg_id) {
+                        w.kept.insert(ev.line, ev);
+                    }
+                }
+            }
+        }
+        if let Some(ev) = last {
+            w.kept.entry(ev.line).or_insert(ev);
+        }
+        let mut events: Vec<Event> = w.kept.into_values().collect();
+        events.extend(w.open_cs.into_values().flatten());
+        events.extend(w.down.into_values().flatten());
+        events.sort_by_key(|e| e.line);
+        events.dedup_by_key(|e| e.line);
+        Ok(Windowed {
+            trace: Trace { header, events },
+            events: count,
+            end_time_ns,
+        })
+    }
+
     /// The position of `node` in the header's `ids` (its lane, and its vector index).
     pub fn position(&self, node: NodeId) -> Option<usize> {
         self.header.ids.iter().position(|&id| id == node)
@@ -390,6 +495,196 @@ impl Trace {
     }
 }
 
+/// What [`Trace::read_window`] gives: the events a window's drawing needs, and what it learned
+/// of the whole trace on the way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Windowed {
+    /// The header, and the events the drawing needs, in file order.
+    pub trace: Trace,
+    /// How many events the whole trace has.
+    pub events: usize,
+    /// The time of the whole trace's last event (0 for none).
+    pub end_time_ns: u64,
+}
+
+/// The bookkeeping of [`Trace::read_window`] as it reads.
+struct WindowState {
+    from: u64,
+    to: u64,
+    /// The events kept so far, by line.
+    kept: std::collections::BTreeMap<usize, Event>,
+    /// Message kinds seen (the first event of each is kept).
+    kinds: std::collections::HashSet<String>,
+    /// Sends before the window not yet delivered or dropped.
+    pending: HashMap<u64, Event>,
+    /// Messages whose send is kept (sent in the window, or before it and resolved after its
+    /// start).
+    kept_sends: std::collections::HashSet<u64>,
+    /// Ids of messages delivered or dropped in or after the window whose send, before the
+    /// window, was let go (the first copy of a duplicated message came before the window).
+    missing: std::collections::HashSet<u64>,
+    /// The largest send id so far, and that before the window.
+    last_send: Option<u64>,
+    last_before: Option<u64>,
+    /// Per node with a critical section open: its `Enter` when that came before the window and
+    /// is kept, `None` when it is in the window; absent: the section opened after the window
+    /// (nothing of it is drawn).
+    open_cs: HashMap<NodeId, Option<Event>>,
+    /// Nodes with an open section that the drawing shows (opened up to the window's end).
+    cs_shown: std::collections::HashSet<NodeId>,
+    /// Per node down: its `crash` before the window (kept), or `None` for a crash in it.
+    down: HashMap<NodeId, Option<Event>>,
+    /// Nodes down whose stretch the drawing shows.
+    down_shown: std::collections::HashSet<NodeId>,
+    /// False once a send id does not rise or a message is resolved before its send: the
+    /// reading above does not hold and the whole trace is read instead.
+    rising: bool,
+}
+
+impl WindowState {
+    fn new(from: u64, to: u64) -> WindowState {
+        WindowState {
+            from,
+            to,
+            kept: Default::default(),
+            kinds: Default::default(),
+            pending: HashMap::new(),
+            kept_sends: Default::default(),
+            missing: Default::default(),
+            last_send: None,
+            last_before: None,
+            open_cs: HashMap::new(),
+            cs_shown: Default::default(),
+            down: HashMap::new(),
+            down_shown: Default::default(),
+            rising: true,
+        }
+    }
+
+    fn keep(&mut self, ev: &Event) {
+        self.kept.entry(ev.line).or_insert_with(|| ev.clone());
+    }
+
+    fn see(&mut self, ev: &Event) {
+        let t = ev.time_ns;
+        let before = t < self.from;
+        let inside = !before && t <= self.to;
+        if inside {
+            self.keep(ev);
+        }
+        if let EventKind::Send { kind, .. }
+        | EventKind::Deliver { kind, .. }
+        | EventKind::Drop { kind, .. } = &ev.kind
+        {
+            if !self.kinds.contains(kind) {
+                self.kinds.insert(kind.clone());
+                self.keep(ev);
+            }
+        }
+        match &ev.kind {
+            EventKind::Send { msg_id, .. } => {
+                if self.last_send.is_some_and(|l| *msg_id <= l) {
+                    self.rising = false;
+                    return;
+                }
+                self.last_send = Some(*msg_id);
+                if before {
+                    self.last_before = Some(*msg_id);
+                    self.pending.insert(*msg_id, ev.clone());
+                } else if inside {
+                    self.kept_sends.insert(*msg_id);
+                }
+            }
+            EventKind::Deliver { msg_id, .. } | EventKind::Drop { msg_id, .. } => {
+                let id = *msg_id;
+                if self.last_send.is_none_or(|l| id > l) {
+                    // Resolved before it was sent (or never sent): not the simulator's order.
+                    self.rising = false;
+                    return;
+                }
+                if before {
+                    self.pending.remove(&id);
+                } else if let Some(send) = self.pending.remove(&id) {
+                    self.kept_sends.insert(id);
+                    self.kept.insert(send.line, send);
+                    self.keep(ev);
+                } else if self.kept_sends.contains(&id) {
+                    self.keep(ev);
+                } else if self.last_before.is_some_and(|l| id <= l) {
+                    self.missing.insert(id);
+                    self.kept_sends.insert(id);
+                    self.keep(ev);
+                }
+                // Otherwise sent after the window (every send in it is in `kept_sends`), or
+                // never: not drawn.
+            }
+            _ => {}
+        }
+        // Critical sections and down stretches, of events at a node (as the drawing reads them).
+        let Some(node) = ev.node else { return };
+        match &ev.kind {
+            EventKind::Output(v) => match variant_name(v) {
+                Some("Enter") => {
+                    if let std::collections::hash_map::Entry::Vacant(slot) =
+                        self.open_cs.entry(node)
+                    {
+                        if before {
+                            slot.insert(Some(ev.clone()));
+                            self.cs_shown.insert(node);
+                        } else if inside {
+                            slot.insert(None);
+                            self.cs_shown.insert(node);
+                        } else {
+                            slot.insert(None);
+                        }
+                    }
+                }
+                Some("Exit") => self.close_cs(node, ev, before),
+                _ => {}
+            },
+            EventKind::Crash => {
+                self.close_cs(node, ev, before);
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.down.entry(node) {
+                    if before {
+                        slot.insert(Some(ev.clone()));
+                        self.down_shown.insert(node);
+                    } else if inside {
+                        slot.insert(None);
+                        self.down_shown.insert(node);
+                    } else {
+                        slot.insert(None);
+                    }
+                }
+            }
+            EventKind::Recover => {
+                if let Some(crash) = self.down.remove(&node) {
+                    if self.down_shown.remove(&node) && !before {
+                        // The stretch ends in or after the window: drawn, from its crash.
+                        if let Some(crash) = crash {
+                            self.kept.insert(crash.line, crash);
+                        }
+                        self.keep(ev);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The `Exit` or `crash` at `ev` closes `node`'s open section: kept when the drawing shows
+    /// that section and the event is not before the window (the section then ends in or after it).
+    fn close_cs(&mut self, node: NodeId, ev: &Event, before: bool) {
+        if let Some(enter) = self.open_cs.remove(&node) {
+            if self.cs_shown.remove(&node) && !before {
+                if let Some(enter) = enter {
+                    self.kept.insert(enter.line, enter);
+                }
+                self.keep(ev);
+            }
+        }
+    }
+}
+
 /// The variant name of a serde-JSON enum value: `"Enter"` for `"Enter"`, `"Leader"` for
 /// `{"Leader": 5}`; `None` for anything else.
 pub fn variant_name(value: &Value) -> Option<&str> {
@@ -412,6 +707,7 @@ struct Parser {
     origin: String,
     header: Option<Header>,
     events: Vec<Event>,
+    last_seq: Option<u64>,
     last_time: u64,
 }
 
@@ -421,6 +717,7 @@ impl Parser {
             origin: origin.to_string(),
             header: None,
             events: Vec::new(),
+            last_seq: None,
             last_time: 0,
         }
     }
@@ -435,8 +732,17 @@ impl Parser {
     }
 
     fn line(&mut self, n: usize, text: &str) -> Result<(), TraceError> {
+        if let Some(ev) = self.event_line(n, text)? {
+            self.events.push(ev);
+        }
+        Ok(())
+    }
+
+    /// Reads line `n`: the header (kept), or an event checked against the lines before it and
+    /// returned for the caller to keep or not; `None` for the header and blank lines.
+    fn event_line(&mut self, n: usize, text: &str) -> Result<Option<Event>, TraceError> {
         if text.trim().is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let value: Value = serde_json::from_str(text)
             .map_err(|e| self.err(n, None, format!("not a JSON object: {e}")))?;
@@ -459,13 +765,13 @@ impl Parser {
             }
             let header = fields.header()?;
             self.header = Some(header);
-            return Ok(());
+            return Ok(None);
         }
         if event == "header" {
             return Err(self.err(n, Some("event"), "a second header"));
         }
         let ev = fields.event(event)?;
-        let expected = self.events.last().map_or(0, |e| e.seq + 1);
+        let expected = self.last_seq.map_or(0, |seq| seq + 1);
         if ev.seq < expected {
             return Err(self.err(
                 n,
@@ -487,8 +793,8 @@ impl Parser {
             ));
         }
         self.last_time = ev.time_ns;
-        self.events.push(ev);
-        Ok(())
+        self.last_seq = Some(ev.seq);
+        Ok(Some(ev))
     }
 
     fn finish(self) -> Result<Trace, TraceError> {
@@ -781,6 +1087,102 @@ mod tests {
         } else {
             panic!("not an output");
         }
+    }
+
+    /// A trace with what straddles a window: a critical section entered before it and left
+    /// after it, a process down across it, a message sent before it and delivered after it, a
+    /// duplicated copy in it of a message first delivered before it, a message sent in it and
+    /// delivered after it, one sent in it and never delivered, and a message kind first seen
+    /// after it. `ids`: the msg ids of the two replies, in the order they are sent.
+    fn straddling(ids: [u64; 2]) -> String {
+        let [r1, r2] = ids;
+        let lines = [
+            HEADER.to_string(),
+            r#"{"seq":0,"time_ns":0,"event":"start","node":0}"#.into(),
+            r#"{"seq":1,"time_ns":0,"event":"start","node":1}"#.into(),
+            r#"{"seq":2,"time_ns":0,"event":"start","node":2}"#.into(),
+            r#"{"seq":3,"time_ns":10,"event":"send","node":1,"lamport":1,"vector":[0,1,0],"to":0,"msg_id":1,"kind":"Request","msg":"Request"}"#.into(),
+            r#"{"seq":4,"time_ns":12,"event":"send","node":1,"lamport":2,"vector":[0,2,0],"to":0,"msg_id":2,"kind":"Request","msg":"Request"}"#.into(),
+            r#"{"seq":5,"time_ns":20,"event":"deliver","node":0,"lamport":2,"vector":[1,1,0],"from":1,"msg_id":2,"kind":"Request","msg":"Request","duplicate":false}"#.into(),
+            r#"{"seq":6,"time_ns":22,"event":"output","node":0,"lamport":3,"vector":[2,1,0],"output":"Enter"}"#.into(),
+            r#"{"seq":7,"time_ns":25,"event":"crash","node":2}"#.into(),
+            r#"{"seq":8,"time_ns":45,"event":"deliver","node":0,"lamport":4,"vector":[3,1,0],"from":1,"msg_id":2,"kind":"Request","msg":"Request","duplicate":true}"#.into(),
+            format!(r#"{{"seq":9,"time_ns":50,"event":"send","node":0,"lamport":5,"vector":[4,1,0],"to":1,"msg_id":{r1},"kind":"Reply","msg":"Reply"}}"#),
+            format!(r#"{{"seq":10,"time_ns":55,"event":"send","node":0,"lamport":6,"vector":[5,1,0],"to":1,"msg_id":{r2},"kind":"Reply","msg":"Reply"}}"#),
+            r#"{"seq":11,"time_ns":60,"event":"timer","node":1,"lamport":3,"vector":[0,3,0],"timer":"T"}"#.into(),
+            r#"{"seq":12,"time_ns":80,"event":"deliver","node":1,"lamport":7,"vector":[5,4,0],"from":0,"msg_id":3,"kind":"Reply","msg":"Reply","duplicate":false}"#.into(),
+            r#"{"seq":13,"time_ns":85,"event":"output","node":0,"lamport":7,"vector":[6,1,0],"output":"Exit"}"#.into(),
+            r#"{"seq":14,"time_ns":90,"event":"recover","node":2}"#.into(),
+            r#"{"seq":15,"time_ns":95,"event":"deliver","node":0,"lamport":8,"vector":[7,2,0],"from":1,"msg_id":1,"kind":"Request","msg":"Request","duplicate":false}"#.into(),
+            r#"{"seq":16,"time_ns":100,"event":"send","node":2,"lamport":1,"vector":[0,0,1],"to":0,"msg_id":5,"kind":"Ack","msg":"Ack"}"#.into(),
+            r#"{"seq":17,"time_ns":110,"event":"drop","node":0,"from":2,"msg_id":5,"kind":"Ack","reason":"loss"}"#.into(),
+        ];
+        lines.join("\n") + "\n"
+    }
+
+    /// Every window of the trace above, read alone, draws the same bytes as from the whole
+    /// trace; with the ids rising, less is kept for a window inside it, the duplicated copy's
+    /// send (let go before the window) looked up again; with ids that do not rise, the whole
+    /// trace is read.
+    #[test]
+    fn a_window_read_alone_draws_what_the_whole_trace_draws() {
+        use crate::svg::{render, SvgOptions};
+        let times = [
+            0, 10, 12, 20, 22, 25, 40, 45, 50, 55, 70, 80, 85, 90, 95, 100, 110, 120,
+        ];
+        for ids in [[3, 4], [4, 3]] {
+            let text = straddling(ids);
+            let whole = Trace::parse(&text, "t.jsonl").unwrap();
+            for &from in &times {
+                let tos = times.iter().filter(|&&t| t >= from).map(|&t| Some(t));
+                for to in tos.chain([None]) {
+                    let reader = std::io::Cursor::new(text.as_bytes());
+                    let w = Trace::read_window(reader, "t.jsonl", from, to).unwrap();
+                    assert_eq!(w.events, whole.events.len());
+                    assert_eq!(w.end_time_ns, 110);
+                    let opts = SvgOptions {
+                        from_ns: Some(from),
+                        to_ns: to,
+                    };
+                    assert_eq!(
+                        render(&w.trace, &opts).unwrap(),
+                        render(&whole, &opts).unwrap(),
+                        "ids {ids:?}, window {from}..{to:?}"
+                    );
+                    if ids == [4, 3] {
+                        assert_eq!(w.trace, whole, "ids that do not rise: the whole trace");
+                    }
+                }
+            }
+        }
+        let text = straddling([3, 4]);
+        let w =
+            Trace::read_window(std::io::Cursor::new(text.as_bytes()), "t", 40, Some(70)).unwrap();
+        let seqs: Vec<u64> = w.trace.events.iter().map(|e| e.seq).collect();
+        // The sends of the message crossing the window (3) and of the duplicated copy (4), the
+        // section's Enter (6) and Exit (13), the crash (7) and recovery (14), the window (8-11),
+        // the late delivery (12) and the crossing one (15), the first Ack (16) and the last
+        // event (17); not the starts, nor the first copy's delivery.
+        assert_eq!(seqs, [3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
+    }
+
+    /// A malformed line anywhere, after the window too, is refused as `read` refuses it.
+    #[test]
+    fn a_window_refuses_a_malformed_tail() {
+        let mut text = straddling([3, 4]);
+        text.push_str("{\"seq\":18,\"time_ns\":120,\"event\":\"send\"\n");
+        let err = Trace::read_window(
+            std::io::Cursor::new(text.as_bytes()),
+            "t.jsonl",
+            0,
+            Some(30),
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 20, "{err}");
+        assert!(
+            err.to_string().starts_with("t.jsonl:20: not a JSON object"),
+            "{err}"
+        );
     }
 
     #[test]
