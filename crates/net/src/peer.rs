@@ -52,6 +52,10 @@ pub enum Event {
 /// For each peer, what wakes the dialer of the link to it when that peer connects to this node.
 pub type Pokes = Arc<HashMap<NodeId, Arc<Notify>>>;
 
+/// The nodes of the roster this node is at (its own id included): the only ids whose links
+/// [`serve`] accepts. The node replaces it when it adopts a new roster (a membership change).
+pub type Admitted = Arc<std::sync::RwLock<Vec<NodeId>>>;
+
 /// Starts the dialer of the link to `peer`, sending what arrives on `rx`; `poke` cuts a pause
 /// between attempts short.
 pub fn spawn_link(
@@ -254,6 +258,7 @@ pub async fn serve(
     me: NodeId,
     events: mpsc::Sender<Event>,
     pokes: Pokes,
+    admitted: Admitted,
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
     let secret: Arc<[u8]> = cluster.secret().into();
@@ -306,11 +311,11 @@ pub async fn serve(
             _ => None,
         };
         let pokes = pokes.clone();
-        let (events, secret, client_secret, cluster, next_client, refusals, closes) = (
+        let (events, secret, client_secret, admitted, next_client, refusals, closes) = (
             events.clone(),
             secret.clone(),
             client_secret.clone(),
-            cluster.clone(),
+            admitted.clone(),
             next_client.clone(),
             refusals.clone(),
             closes.clone(),
@@ -329,8 +334,14 @@ pub async fn serve(
                 }
             };
             match role {
-                Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
-                    warn!(%addr, "refused connection: node {id} is not a peer of node {me}");
+                Role::Peer(id)
+                    if id == me
+                        || !admitted
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .contains(&id) =>
+                {
+                    warn!(%addr, "refused connection: node {id} is not a peer of node {me} (not in its roster)");
                 }
                 Role::Peer(id) => {
                     debug!(%addr, peer = %id, "peer connected");
@@ -422,7 +433,8 @@ async fn client_session(
                 if req.admin_only() && !admin {
                     warn!(client = id, %addr, "refused an admin request from a client connection");
                     let reason = "only an admin connection (the cluster file's node key) may \
-                                  stop, restart or inspect a node; the client key cannot"
+                                  stop, restart or inspect a node, or change the membership; \
+                                  the client key cannot"
                         .to_string();
                     if refuse.send(ClientReply::Refused { reason }).await.is_err() {
                         break;

@@ -31,6 +31,10 @@ impl Node {
                 self.reply(c, ClientReply::Status(s));
             }
             ClientRequest::Lock { name } => {
+                if let Some(reason) = self.removed.clone() {
+                    self.reply(c, ClientReply::Refused { reason });
+                    return;
+                }
                 if name.is_empty() || name.len() > MAX_NAME {
                     self.reply(
                         c,
@@ -109,6 +113,7 @@ impl Node {
                 );
                 self.shutdown = Some(restart);
             }
+            ClientRequest::Membership(change) => self.on_member_request(c, change),
             ClientRequest::Process => self.reply(
                 c,
                 ClientReply::Process {
@@ -178,7 +183,7 @@ impl Node {
             max_token: self.locks.max_token,
             lease: self.leases.valid(),
             handoffs: self.locks.handoffs,
-            problem: self.wedged.clone(),
+            problem: self.wedged.clone().or_else(|| self.removed.clone()),
         }
     }
 }

@@ -1,0 +1,202 @@
+//! Adding and removing a member without a new cluster (issue 37): `cluster add --addr` and
+//! `cluster remove ID`, admin requests to the leader, which commits the new roster with a view
+//! change a majority of the current roster accepts. Fencing tokens rise across every change, a
+//! removed node is refused, and a change goes through while a node is down.
+
+mod lock_common;
+
+use lock_common::*;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// `lock` on `node` (through the cluster file of `dir`); the fencing token it was granted.
+fn token_via(dir: &Path, node: u32) -> u64 {
+    let out = Command::new(BIN)
+        .args([
+            "lock",
+            "--timeout",
+            "30s",
+            "--node",
+            &node.to_string(),
+            "--cluster",
+        ])
+        .arg(dir.join("cluster.toml"))
+        .args(["x", "-c", "echo $DISTSYNC_FENCING_TOKEN"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lock via node {node}: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {said:?}"))
+}
+
+/// Waits until every node of `ids` is in one open view whose members are `ids`.
+fn wait_for_members(dir: &Path, ids: &[u32]) -> String {
+    let members = format!("{ids:?}");
+    wait_for_status(
+        dir,
+        &format!("one open view of {members}"),
+        Duration::from_secs(30),
+        |s| {
+            ids.iter().all(|i| {
+                s.lines().any(|l| {
+                    l.starts_with(&format!("node {i}: "))
+                        && l.contains(", up; ")
+                        && l.contains(&format!(" {members}, holding"))
+                })
+            })
+        },
+    )
+}
+
+fn ok(out: &std::process::Output, what: &str) -> String {
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{what}: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
+#[test]
+fn a_cluster_grows_by_a_node_and_shrinks_back_with_tokens_rising() {
+    let _g = lock_guard();
+    let tmp = scratch("grow");
+    let dir = tmp.path().join("nodes");
+    fs::create_dir(&dir).unwrap();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let before = token_via(&dir, 0);
+
+    // Grown by node 3: the leader commits the roster, the files list it, the node starts and
+    // joins the view.
+    let port = free_ports(1)[0];
+    let addr = format!("127.0.0.1:{port}");
+    let said = ok(&cluster(&dir, &["add", "--addr", &addr]), "cluster add");
+    assert!(
+        said.contains(&format!("node 3 at {addr}: added to the roster")),
+        "{said}"
+    );
+    let file = fs::read_to_string(dir.join("cluster.toml")).unwrap();
+    assert!(file.contains(&addr), "{file}");
+    assert!(
+        fs::read_to_string(dir.join("client.toml"))
+            .unwrap()
+            .contains(&addr),
+        "the client file lists the new node"
+    );
+    let four = fs::copy(dir.join("cluster.toml"), tmp.path().join("four.toml"));
+    four.unwrap();
+    wait_for_members(&dir, &[0, 1, 2, 3]);
+    // A lock granted on the new roster, through the new node: its token is above every token
+    // granted before the change (a later view's epoch).
+    let grown = token_via(&dir, 3);
+    assert!(grown > before, "{grown} > {before}");
+    assert!(
+        grown >> 32 > before >> 32,
+        "a later view: {grown:x} {before:x}"
+    );
+    let again = token_via(&dir, 1);
+    assert!(again > grown, "{again} > {grown}");
+
+    // Shrunk back: node 3 stopped, then removed by the next leader.
+    let said = ok(&cluster(&dir, &["remove", "3"]), "cluster remove");
+    assert!(said.contains("node 3: removed from the roster"), "{said}");
+    assert!(!fs::read_to_string(dir.join("cluster.toml"))
+        .unwrap()
+        .contains(&addr));
+    wait_for_members(&dir, &[0, 1, 2]);
+    let shrunk = token_via(&dir, 0);
+    assert!(shrunk > again, "{shrunk} > {again}");
+
+    // The removed node started again from the old four-node file (another directory: it
+    // never heard of its removal) is refused by every node, and grants nothing.
+    let old = tmp.path().join("old");
+    fs::create_dir(&old).unwrap();
+    fs::copy(tmp.path().join("four.toml"), old.join("cluster.toml")).unwrap();
+    let mut removed = Command::new(BIN)
+        .args(["node", "--id", "3", "--cluster"])
+        .arg(old.join("cluster.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let refused = "refused connection: node 3 is not a peer of node 0";
+    wait_for("node 0 refuses node 3", Duration::from_secs(20), || {
+        fs::read_to_string(dir.join("node-0.log")).is_ok_and(|l| l.contains(refused))
+    });
+    let out = Command::new(BIN)
+        .args(["lock", "--timeout", "2s", "--node", "3", "--cluster"])
+        .arg(old.join("cluster.toml"))
+        .args(["y", "-c", "true"])
+        .output()
+        .unwrap();
+    let _ = removed.kill();
+    let _ = removed.wait();
+    // Node 3 answers its client but, refused by the others, forms no majority: no grant.
+    assert!(
+        !out.status.success(),
+        "a lock through the removed node: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for_members(&dir, &[0, 1, 2]);
+}
+
+#[test]
+fn a_node_is_added_while_another_is_down() {
+    let _g = lock_guard();
+    let tmp = scratch("add-down");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let before = token_via(&dir, 2);
+    ok(
+        &cluster(&dir, &["stop", "--id", "1"]),
+        "cluster stop --id 1",
+    );
+    // Nodes 0 and 2 are a majority of the roster of three: the change commits.
+    let port = free_ports(1)[0];
+    let addr = format!("127.0.0.1:{port}");
+    let said = ok(&cluster(&dir, &["add", "--addr", &addr]), "cluster add");
+    assert!(said.contains("added to the roster"), "{said}");
+    wait_for_members(&dir, &[0, 2, 3]);
+    let grown = token_via(&dir, 0);
+    assert!(grown >> 32 > before >> 32, "{grown:x} {before:x}");
+    // Node 1 back: it joins the roster of four.
+    ok(
+        &cluster(&dir, &["start", "--id", "1"]),
+        "cluster start --id 1",
+    );
+    wait_for_members(&dir, &[0, 1, 2, 3]);
+    let after = token_via(&dir, 1);
+    assert!(after > grown, "{after} > {grown}");
+}
