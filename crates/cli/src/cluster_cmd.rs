@@ -51,6 +51,10 @@ enum Action {
     /// Remove node ID from the running cluster: stop it, then the leader commits the roster
     /// without it (a majority of the current nodes must accept it); DIR's files follow.
     Remove(RemoveArgs),
+    /// Replace the node key and the client key of the running cluster, without a restart: every
+    /// node is given the new keys (an admin request) and accepts the old ones for --window
+    /// more, then only the new; DIR/cluster.toml and DIR/client.toml are rewritten with them.
+    Rekey(RekeyArgs),
     /// Take a Chandy-Lamport snapshot of the running cluster: every node's account and store
     /// replica, and the money in transit on every link; print it, check the money is conserved.
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
@@ -207,6 +211,15 @@ struct AddArgs {
 }
 
 #[derive(clap::Args)]
+struct RekeyArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// How long the nodes still accept the old keys (hand out the new files meanwhile).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration_arg)]
+    window: Duration,
+}
+
+#[derive(clap::Args)]
 struct RemoveArgs {
     #[command(flatten)]
     dir: DirArgs,
@@ -255,6 +268,7 @@ pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
         Action::Restart(a) => restart(a),
         Action::Add(a) => add(a),
         Action::Remove(a) => remove(a),
+        Action::Rekey(a) => rekey(a),
         Action::Snapshot(a) => {
             let dir = dir_of(a.dir.clone());
             crate::snapshot_cmd::snapshot(a, dir)
@@ -1057,6 +1071,69 @@ fn remove(a: RemoveArgs) -> Result<Outcome, InputError> {
         dir.join(local::CLUSTER_FILE).display(),
         dir.join(local::CLIENT_FILE).display()
     );
+    Ok(Outcome::Ok)
+}
+
+fn rekey(a: RekeyArgs) -> Result<Outcome, InputError> {
+    use distsync_net::wire::{ClientReply, ClientRequest};
+    let dir = dir_of(a.dir.dir.clone());
+    let cluster = load_admin(&dir)?;
+    let (secret, client_secret) = (local::random_secret(), local::random_secret());
+    let window_ms = u64::try_from(a.window.as_millis()).unwrap_or(u64::MAX);
+    let rt = distsync_net::runtime()?;
+    let answers = rt.block_on(distsync_net::client::admin(
+        &cluster,
+        cluster.peers.ids(),
+        ClientRequest::Rekey {
+            secret: secret.clone(),
+            client_secret: client_secret.clone(),
+            window_ms,
+        },
+        ADMIN_ANSWER,
+    ));
+    let mut missed = Vec::new();
+    for (id, answer) in answers {
+        match answer {
+            Ok(ClientReply::Rekeyed { .. }) => {
+                println!(
+                    "node {id}: new keys stored and accepted; the old ones for {:?} more",
+                    a.window
+                )
+            }
+            Ok(other) => {
+                println!("node {id}: unexpected answer {other:?}");
+                missed.push(id);
+            }
+            Err(e) => {
+                println!("node {id}: not rekeyed: {e}");
+                missed.push(id);
+            }
+        }
+    }
+    if missed.len() == cluster.peers.len() {
+        eprintln!("distsync: no node took the new keys; the files keep the old ones");
+        return Ok(Outcome::Code(1));
+    }
+    let file = distsync_net::ClusterFile {
+        secret,
+        client_secret: Some(client_secret),
+        ..cluster.file.clone()
+    };
+    local::write_cluster(&dir, &file)?;
+    local::write_client_file(&dir, &file)?;
+    println!(
+        "wrote {} and {} with the new keys: copy the cluster file to every node's machine and hand          the client file to the lock users within {:?}",
+        dir.join(local::CLUSTER_FILE).display(),
+        dir.join(local::CLIENT_FILE).display(),
+        a.window
+    );
+    if !missed.is_empty() {
+        eprintln!(
+            "distsync: nodes {missed:?} did not take the new keys: after {:?} the others refuse              them; give them the new cluster file and restart them",
+            a.window
+        );
+        return Ok(Outcome::Code(1));
+    }
     Ok(Outcome::Ok)
 }
 

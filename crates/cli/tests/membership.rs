@@ -206,3 +206,86 @@ fn a_node_is_added_while_another_is_down() {
     let after = token_via(&dir, 1);
     assert!(after > grown, "{after} > {grown}");
 }
+
+/// `cluster rekey`: new keys in every node with no restart; an old client file works during the
+/// window and is refused after it, the new one works.
+#[test]
+fn keys_are_rotated_without_a_restart() {
+    let _g = lock_guard();
+    let tmp = scratch("rekey");
+    let dir = tmp.path().join("nodes");
+    fs::create_dir(&dir).unwrap();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let pids: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
+    let old = tmp.path().join("old-client.toml");
+    fs::copy(dir.join("client.toml"), &old).unwrap();
+    let lock = |file: &Path| {
+        Command::new(BIN)
+            .args(["lock", "--timeout", "10s", "--cluster"])
+            .arg(file)
+            .args(["x", "-c", "true"])
+            .output()
+            .unwrap()
+    };
+    let said = ok(
+        &cluster(&dir, &["rekey", "--window", "3s"]),
+        "cluster rekey",
+    );
+    let window_end = std::time::Instant::now() + Duration::from_secs(3);
+    assert_eq!(
+        said.matches("new keys stored and accepted").count(),
+        3,
+        "{said}"
+    );
+    assert_ne!(
+        fs::read_to_string(&old).unwrap(),
+        fs::read_to_string(dir.join("client.toml")).unwrap(),
+        "a new client key"
+    );
+    // Within the window: the old client key and the new one both work.
+    ok(
+        &lock(&old),
+        "a lock with the old client file within the window",
+    );
+    assert!(
+        std::time::Instant::now() < window_end,
+        "the machine is too slow for this window"
+    );
+    ok(
+        &lock(&dir.join("client.toml")),
+        "a lock with the new client file",
+    );
+    // After it: the old one is refused, the new one works, and no node restarted.
+    std::thread::sleep(window_end.saturating_duration_since(std::time::Instant::now()));
+    let out = lock(&old);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the old client key after the window: {err}"
+    );
+    assert!(err.contains("secret") || err.contains("key"), "{err}");
+    ok(
+        &lock(&dir.join("client.toml")),
+        "a lock with the new client file",
+    );
+    let now: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
+    assert_eq!(now, pids, "no node restarted");
+    assert!(pids.iter().all(|&p| alive(p)));
+    // The nodes' links dial with the new node key now: a node restarted reconnects.
+    ok(
+        &cluster(&dir, &["restart", "--id", "1"]),
+        "cluster restart --id 1",
+    );
+    wait_for_members(&dir, &[0, 1, 2]);
+}

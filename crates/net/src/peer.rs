@@ -62,11 +62,11 @@ pub fn spawn_link(
     me: NodeId,
     peer: NodeId,
     cluster: Arc<Cluster>,
+    keys: crate::keys::KeyRing,
     poke: Arc<Notify>,
     mut rx: mpsc::Receiver<PeerMsg>,
 ) {
     let addr = cluster.addr_of(peer).expect("a peer of the cluster");
-    let secret: Arc<[u8]> = cluster.secret().into();
     let heartbeat = cluster.file.timeouts.heartbeat;
     // Waits `d`, or less if the peer connects to this node meanwhile (it is up).
     let pause = move |d: Duration| {
@@ -98,6 +98,11 @@ pub fn spawn_link(
                 }
             };
             let via = stream.via();
+            // The key of this attempt (a rotation may have replaced it since the last).
+            let secret = keys
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .dial(tokio::time::Instant::now());
             let (_reader, mut writer) =
                 match connection::initiate(stream, &secret, Role::Peer(me)).await {
                     Ok(halves) => halves,
@@ -259,10 +264,9 @@ pub async fn serve(
     events: mpsc::Sender<Event>,
     pokes: Pokes,
     admitted: Admitted,
+    keys: crate::keys::KeyRing,
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
-    let secret: Arc<[u8]> = cluster.secret().into();
-    let client_secret: Arc<[u8]> = cluster.client_secret().into();
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
     let refusals = Arc::new(std::sync::Mutex::new(Refusals::new("refused connection")));
     let closes = Arc::new(std::sync::Mutex::new(Refusals::new(
@@ -311,17 +315,23 @@ pub async fn serve(
             _ => None,
         };
         let pokes = pokes.clone();
-        let (events, secret, client_secret, admitted, next_client, refusals, closes) = (
+        // The keys accepted now: the current ones, and the previous ones while a rotation's
+        // window runs.
+        let (secret, client_secret) = keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .accepted(tokio::time::Instant::now());
+        let (events, admitted, next_client, refusals, closes) = (
             events.clone(),
-            secret.clone(),
-            client_secret.clone(),
             admitted.clone(),
             next_client.clone(),
             refusals.clone(),
             closes.clone(),
         );
         tokio::spawn(async move {
-            let handshake = connection::respond(stream, &secret, &client_secret).await;
+            let node_keys: Vec<&[u8]> = secret.iter().map(Vec::as_slice).collect();
+            let client_keys: Vec<&[u8]> = client_secret.iter().map(Vec::as_slice).collect();
+            let handshake = connection::respond_any(stream, &node_keys, &client_keys).await;
             drop(counted);
             let (role, mut reader, writer) = match handshake {
                 Ok(c) => c,

@@ -287,6 +287,17 @@ pub enum ClientRequest {
     /// commits it with a view change that a majority of the current roster accepts, and answers
     /// `Roster` once committed; any other node, or a change it cannot make, is `Refused`.
     Membership(MemberChange),
+    /// Admin only: replace this node's keys (`distsync cluster rekey`). The node stores them,
+    /// accepts the new keys at once and the current ones for `window_ms` more, then only the
+    /// new ones (`crate::keys`); answered by `Rekeyed`.
+    Rekey {
+        /// The new node key.
+        secret: String,
+        /// The new client key.
+        client_secret: String,
+        /// How long the current keys are still accepted, in milliseconds.
+        window_ms: u64,
+    },
 }
 
 /// A membership change an admin asks the leader for (`distsync cluster add|remove`).
@@ -311,7 +322,10 @@ impl ClientRequest {
     pub fn admin_only(&self) -> bool {
         matches!(
             self,
-            ClientRequest::Shutdown { .. } | ClientRequest::Process | ClientRequest::Membership(_)
+            ClientRequest::Shutdown { .. }
+                | ClientRequest::Process
+                | ClientRequest::Membership(_)
+                | ClientRequest::Rekey { .. }
         )
     }
 }
@@ -397,6 +411,12 @@ pub enum ClientReply {
         host: String,
         /// How long the process has served (since its last start or restart), in milliseconds.
         uptime_ms: u64,
+    },
+    /// Answer to `Rekey`: the new keys are stored and accepted; the old ones for `window_ms`
+    /// more.
+    Rekeyed {
+        /// How long the old keys are still accepted, in milliseconds.
+        window_ms: u64,
     },
     /// Answer to `Membership`: the roster the change committed, in view `epoch`.
     Roster {

@@ -114,6 +114,11 @@ impl Node {
                 self.shutdown = Some(restart);
             }
             ClientRequest::Membership(change) => self.on_member_request(c, change),
+            ClientRequest::Rekey {
+                secret,
+                client_secret,
+                window_ms,
+            } => self.on_rekey(c, secret, client_secret, window_ms),
             ClientRequest::Process => self.reply(
                 c,
                 ClientReply::Process {
@@ -127,6 +132,30 @@ impl Node {
             | ClientRequest::Update(_)
             | ClientRequest::Replica { .. }) => self.on_app_client(c, req),
         }
+    }
+
+    /// An admin gives this node new keys: stored first (a restart comes back with them), then
+    /// accepted, the current ones for `window_ms` more (`crate::keys`).
+    fn on_rekey(&mut self, c: u64, secret: String, client_secret: String, window_ms: u64) {
+        if let Err(reason) = crate::keys::check(&secret, &client_secret) {
+            self.reply(c, ClientReply::Refused { reason });
+            return;
+        }
+        if let Some(dir) = &self.cluster.state_dir {
+            if let Err(e) = crate::keys::store(dir, self.id, &secret, &client_secret) {
+                let reason = format!("node {}: cannot store the new keys: {e}", self.id);
+                tracing::warn!("{reason}");
+                self.reply(c, ClientReply::Refused { reason });
+                return;
+            }
+        }
+        self.keys.write().unwrap_or_else(|e| e.into_inner()).rotate(
+            secret.as_bytes(),
+            client_secret.as_bytes(),
+            std::time::Duration::from_millis(window_ms),
+        );
+        info!(node = %self.id, client = c, window_ms, "keys replaced; the old ones are accepted for the window");
+        self.reply(c, ClientReply::Rekeyed { window_ms });
     }
 
     /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.

@@ -163,7 +163,10 @@ pub async fn run_notify(
         Some((l, f)) => (Some(l), Some(f)),
         None => (None, None),
     };
-    // The roster a membership change committed since the file was written, if any.
+    // The keys a rotation gave this node, and the roster a membership change committed,
+    // since the file was written, if any.
+    let cluster =
+        crate::keys::stored(cluster, id).map_err(|e| NodeError(format!("node {id}: {e}")))?;
     let (cluster, roster_epoch) = roster::stored(cluster, id)?;
     if roster_epoch > 0 {
         info!(node = %id, epoch = roster_epoch, nodes = ?cluster.peers.ids(), "roster of a membership change (stored beside the epoch mark)");
@@ -189,6 +192,7 @@ pub async fn run_notify(
         events_tx,
         pokes.clone(),
         node.admitted.clone(),
+        node.keys.clone(),
     ));
     if let Some(dir) = &cluster.state_dir {
         let store = crate::persist::EpochStore::open_syncing(dir, id)
@@ -201,7 +205,14 @@ pub async fn run_notify(
         if p != id {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
             node.links.insert(p, tx);
-            peer::spawn_link(id, p, cluster.clone(), pokes[&p].clone(), rx);
+            peer::spawn_link(
+                id,
+                p,
+                cluster.clone(),
+                node.keys.clone(),
+                pokes[&p].clone(),
+                rx,
+            );
         }
     }
     node.start();
@@ -352,6 +363,8 @@ struct Node {
     election_due: bool,
     /// Why this node serves no more: a membership change removed it.
     removed: Option<String>,
+    /// The keys its connections accept and its links dial with (`crate::keys`).
+    keys: crate::keys::KeyRing,
     leases: Leases,
     todo: Vec<Todo>,
     /// Peer messages dropped, logged at a bounded rate.
@@ -404,6 +417,7 @@ impl Node {
             election_peers: cluster.peers.clone(),
             election_due: false,
             removed: None,
+            keys: crate::keys::Keys::ring(&cluster),
             marked: 0,
             shutdown: None,
             wedged: None,

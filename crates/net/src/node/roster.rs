@@ -348,6 +348,7 @@ impl Node {
                 me,
                 added,
                 cluster.clone(),
+                self.keys.clone(),
                 Arc::new(tokio::sync::Notify::new()),
                 rx,
             );
