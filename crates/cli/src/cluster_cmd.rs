@@ -699,19 +699,19 @@ fn started_here(dir: &Path) -> bool {
 }
 
 /// The cluster file of `dir` for admin requests: refused, saying why, when `dir` has only the
-/// client file (its key cannot stop a node).
+/// client file (its key cannot stop a node, nor change the membership or the keys).
 fn load_admin(dir: &Path) -> Result<Cluster, InputError> {
     let file = dir.join(local::CLUSTER_FILE);
     let client = dir.join(local::CLIENT_FILE);
     if !file.exists() && client.exists() {
         return Err(InputError(format!(
-            "{}: only the client file is here, whose key cannot stop or restart a node; run              this where the cluster file ({}) is (the admin file)",
+            "{}: only the client file is here, whose key cannot stop, restart, add, remove or rekey a node; run              this where the cluster file ({}) is (the admin file)",
             dir.display(),
             local::CLUSTER_FILE
         )));
     }
     let cluster = load_dir(dir)?;
-    cluster.node_key("stopping or restarting a node")?;
+    cluster.node_key("an admin request (stop, restart, add, remove, rekey)")?;
     Ok(cluster)
 }
 

@@ -1,7 +1,8 @@
 //! Adding and removing a member without a new cluster (issue 37): `cluster add --addr` and
 //! `cluster remove ID`, admin requests to the leader, which commits the new roster with a view
 //! change a majority of the current roster accepts. Fencing tokens rise across every change, a
-//! removed node is refused, and a change goes through while a node is down.
+//! removed node is refused, and a change goes through while a node is down. Key rotation
+//! without a restart: `cluster rekey`.
 
 mod lock_common;
 
@@ -274,7 +275,7 @@ fn keys_are_rotated_without_a_restart() {
         !out.status.success(),
         "the old client key after the window: {err}"
     );
-    assert!(err.contains("secret") || err.contains("key"), "{err}");
+    assert!(err.contains("does not accept this side's key"), "{err}");
     ok(
         &lock(&dir.join("client.toml")),
         "a lock with the new client file",
@@ -288,4 +289,52 @@ fn keys_are_rotated_without_a_restart() {
         "cluster restart --id 1",
     );
     wait_for_members(&dir, &[0, 1, 2]);
+}
+
+/// Bad input to `add` and `remove` is refused before anything is asked, naming the flag.
+#[test]
+fn add_and_remove_refuse_bad_input_naming_the_flag() {
+    let tmp = scratch("member-input");
+    let dir = tmp.path();
+    let out = Command::new(BIN)
+        .args(["cluster", "init", "--mutex", "ricart-agrawala"])
+        .args([
+            "--addr",
+            "127.0.0.1:7000",
+            "--addr",
+            "127.0.0.1:7001",
+            "--dir",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    ok(&out, "cluster init");
+    for (args, says) in [
+        (&["add", "--addr", "127.0.0.1"][..], "--addr: "),
+        (&["add", "--addr", "127.0.0.1:7001"], "also the address"),
+        (
+            &["add", "--addr", "127.0.0.1:7002", "--id", "1"],
+            "--id 1: ",
+        ),
+        (&["remove", "7"], "ID 7: "),
+    ] {
+        let out = cluster(dir, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Only the client file: no admin request.
+    let users = tmp.path().join("users");
+    fs::create_dir(&users).unwrap();
+    fs::copy(dir.join("client.toml"), users.join("client.toml")).unwrap();
+    for args in [
+        &["add", "--addr", "127.0.0.1:7002"][..],
+        &["remove", "1"],
+        &["rekey"],
+    ] {
+        let out = cluster(&users, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("only the client file is here"), "{err}");
+    }
 }

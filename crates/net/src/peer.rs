@@ -56,6 +56,14 @@ pub type Pokes = Arc<HashMap<NodeId, Arc<Notify>>>;
 /// [`serve`] accepts. The node replaces it when it adopts a new roster (a membership change).
 pub type Admitted = Arc<std::sync::RwLock<Vec<NodeId>>>;
 
+/// Who [`serve`] lets in, as the node changes it: the roster's ids and the keys accepted.
+pub struct Access {
+    /// The nodes whose links are accepted.
+    pub admitted: Admitted,
+    /// The keys a connection may prove (`crate::keys`).
+    pub keys: crate::keys::KeyRing,
+}
+
 /// Starts the dialer of the link to `peer`, sending what arrives on `rx`; `poke` cuts a pause
 /// between attempts short.
 pub fn spawn_link(
@@ -263,8 +271,7 @@ pub async fn serve(
     me: NodeId,
     events: mpsc::Sender<Event>,
     pokes: Pokes,
-    admitted: Admitted,
-    keys: crate::keys::KeyRing,
+    Access { admitted, keys }: Access,
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;

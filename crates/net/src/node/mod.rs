@@ -191,8 +191,10 @@ pub async fn run_notify(
         id,
         events_tx,
         pokes.clone(),
-        node.admitted.clone(),
-        node.keys.clone(),
+        peer::Access {
+            admitted: node.admitted.clone(),
+            keys: node.keys.clone(),
+        },
     ));
     if let Some(dir) = &cluster.state_dir {
         let store = crate::persist::EpochStore::open_syncing(dir, id)

@@ -389,3 +389,56 @@ impl Node {
         self.cluster.peers.contains(from)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster_in(dir: &Path) -> Cluster {
+        let mut text = "mutex = \"ricart-agrawala\"\nelection = \"bully\"\n\
+                        secret = \"0123456789abcdef0123\"\n"
+            .to_string();
+        for i in 0..3 {
+            text += &format!("[[node]]\nid = {i}\naddr = \"127.0.0.1:{}\"\n", 7000 + i);
+        }
+        let mut c = Cluster::from_toml(&text, "test.toml").unwrap();
+        c.state_dir = Some(dir.to_path_buf());
+        c
+    }
+
+    fn entry(id: u32) -> NodeEntry {
+        NodeEntry {
+            id: NodeId(id),
+            addr: format!("127.0.0.1:{}", 7000 + id),
+        }
+    }
+
+    /// A node starts from the roster it stored, not its file's; one the stored roster leaves
+    /// out does not start, saying why and which file; a corrupt roster file is named.
+    #[test]
+    fn a_stored_roster_replaces_the_files_and_a_removed_node_does_not_start() {
+        let tmp = tempfile::TempDir::with_prefix("distsync-roster-").unwrap();
+        let dir = tmp.path();
+        let (c, epoch) = stored(cluster_in(dir), NodeId(1)).unwrap();
+        assert_eq!(
+            (c.peers.len(), epoch),
+            (3, 0),
+            "no roster stored: the file's"
+        );
+        store(dir, NodeId(1), 5 << 10 | 2, &[entry(0), entry(1), entry(3)]).unwrap();
+        let (c, epoch) = stored(cluster_in(dir), NodeId(1)).unwrap();
+        assert_eq!(c.peers.ids(), &[NodeId(0), NodeId(1), NodeId(3)]);
+        assert_eq!(epoch, 5 << 10 | 2);
+        assert_eq!(c.origin, "test.toml");
+        assert_eq!(c.addr_of(NodeId(3)).unwrap().port(), 7003);
+        store(dir, NodeId(2), 6 << 10 | 1, &[entry(0), entry(1)]).unwrap();
+        let e = stored(cluster_in(dir), NodeId(2)).unwrap_err().0;
+        assert!(
+            e.contains("node 2 was removed") && e.contains("node-2.roster"),
+            "{e}"
+        );
+        std::fs::write(roster_path(dir, NodeId(0)), "epoch = \"x\"\n").unwrap();
+        let e = stored(cluster_in(dir), NodeId(0)).unwrap_err().0;
+        assert!(e.contains("not a roster file"), "{e}");
+    }
+}
