@@ -338,3 +338,139 @@ fn add_and_remove_refuse_bad_input_naming_the_flag() {
         assert!(err.contains("only the client file is here"), "{err}");
     }
 }
+
+/// The three-host walk-through of docs/net.md grown by a fourth host and operated from one
+/// admin machine: nodes 0-2 on hosts 10.77.0.1-3 (network namespaces), the operator on the
+/// clients' host with a copy of the cluster file; `cluster add --addr 10.77.0.4:7000` there,
+/// node 3 started on the fourth host as `add` prints, a lock through it, `cluster remove 3`,
+/// and `cluster stop` of every node from the admin machine. Skipped, with the reason, where
+/// namespaces cannot be made (they need root and iproute2).
+#[test]
+fn a_three_host_cluster_grows_by_a_host_and_is_stopped_from_the_admin_machine() {
+    let _g = lock_guard();
+    let ns = match Netns::create(4) {
+        Ok(ns) => ns,
+        Err(why) => {
+            println!("skipped: cannot make network namespaces: {why}");
+            return;
+        }
+    };
+    let tmp = scratch("grow-hosts");
+    let dir = tmp.path();
+    let mut init = vec!["init", "--mutex", "raymond"];
+    init.extend(["--heartbeat", "50ms", "--heartbeat-timeout", "500ms"]);
+    for a in ["10.77.0.1:7000", "10.77.0.2:7000", "10.77.0.3:7000"] {
+        init.extend(["--addr", a]);
+    }
+    ok(&cluster(dir, &init), "cluster init");
+    let admin = dir.join("admin");
+    fs::create_dir(&admin).unwrap();
+    fs::copy(dir.join("cluster.toml"), admin.join("cluster.toml")).unwrap();
+    let start = |i: u32, file: &Path| {
+        let log = fs::File::create(dir.join(format!("node-{i}.log"))).unwrap();
+        ns.bin(&i.to_string())
+            .args(["node", "--cluster"])
+            .arg(file)
+            .args(["--id", &i.to_string()])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let mut nodes: Vec<std::process::Child> = (0..3)
+        .map(|i| start(i, &dir.join("cluster.toml")))
+        .collect();
+    let on_admin = |args: &[&str]| {
+        ns.bin("c")
+            .arg("cluster")
+            .args(args)
+            .arg("--dir")
+            .arg(&admin)
+            .output()
+            .unwrap()
+    };
+    let one_view = |ids: &[u32]| {
+        let members = format!("{ids:?}");
+        let mut text = String::new();
+        wait_for(
+            &format!("one open view of {members}"),
+            Duration::from_secs(30),
+            || {
+                text = String::from_utf8_lossy(&on_admin(&["status"]).stdout).to_string();
+                ids.iter().all(|i| {
+                    text.lines().any(|l| {
+                        l.starts_with(&format!("node {i}: "))
+                            && l.contains(&format!(" {members}, holding"))
+                    })
+                })
+            },
+        );
+    };
+    let token = |node: u32| -> u64 {
+        let out = ns
+            .bin("c")
+            .args(["lock", "-w", "30", "--node", &node.to_string(), "--cluster"])
+            .arg(admin.join("client.toml"))
+            .args(["x", "-c", "echo $DISTSYNC_FENCING_TOKEN"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        said.trim().parse().unwrap()
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        one_view(&[0, 1, 2]);
+        fs::copy(dir.join("client.toml"), admin.join("client.toml")).unwrap();
+        let before = token(0);
+        let said = ok(
+            &on_admin(&["add", "--addr", "10.77.0.4:7000"]),
+            "cluster add from the admin machine",
+        );
+        assert!(
+            said.contains("start it on its machine")
+                && said.contains("distsync node --cluster cluster.toml --id 3"),
+            "{said}"
+        );
+        // The fourth host, with a copy of the admin's new cluster file.
+        let host4 = dir.join("host4");
+        fs::create_dir(&host4).unwrap();
+        fs::copy(admin.join("cluster.toml"), host4.join("cluster.toml")).unwrap();
+        nodes.push(start(3, &host4.join("cluster.toml")));
+        one_view(&[0, 1, 2, 3]);
+        let grown = token(3);
+        assert!(grown >> 32 > before >> 32, "{grown:x} {before:x}");
+        let said = ok(&on_admin(&["remove", "3"]), "cluster remove 3");
+        assert!(said.contains("removed from the roster"), "{said}");
+        one_view(&[0, 1, 2]);
+        assert!(token(1) > grown);
+        ok(&on_admin(&["stop"]), "cluster stop from the admin machine");
+    }));
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let mut exited = Vec::new();
+    for n in &mut nodes {
+        while std::time::Instant::now() < until {
+            if let Some(s) = n.try_wait().unwrap() {
+                exited.push(s.success());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = n.kill();
+        let _ = n.wait();
+    }
+    if let Err(e) = result {
+        let logs: Vec<String> = (0..4)
+            .map(|i| fs::read_to_string(dir.join(format!("node-{i}.log"))).unwrap_or_default())
+            .collect();
+        eprintln!("{}", logs.join("\n---\n"));
+        std::panic::resume_unwind(e);
+    }
+    assert_eq!(
+        exited, [true; 4],
+        "every node exited 0 (node 3 stopped by remove)"
+    );
+}

@@ -240,7 +240,7 @@ impl Node {
         let Some(proposal) = self.proposal.take() else {
             return false;
         };
-        let (k, need) = self.roster_majority(answered.into_iter());
+        let (k, need) = self.roster_majority(answered.iter().copied());
         if k < need {
             let reason = format!(
                 "only {k} of the {} nodes of the roster answered the view change; a membership \
@@ -252,6 +252,22 @@ impl Node {
             return false;
         }
         let wire: Vec<(NodeId, String)> = nodes.iter().map(|n| (n.id, n.addr.clone())).collect();
+        // A removed node that is still up (it could not be stopped) is told, on its link before
+        // `adopt` drops it, so that it stops serving and stores the roster that removed it.
+        let removed: Vec<NodeId> = answered
+            .iter()
+            .copied()
+            .filter(|&p| p != self.id && !wire.iter().any(|(id, _)| *id == p))
+            .collect();
+        for p in removed {
+            self.send(
+                p,
+                PeerMsg::Roster {
+                    epoch,
+                    nodes: wire.clone(),
+                },
+            );
+        }
         if !self.adopt(epoch, nodes) {
             self.reply(
                 proposal.client,
