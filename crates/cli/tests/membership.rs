@@ -474,3 +474,43 @@ fn a_three_host_cluster_grows_by_a_host_and_is_stopped_from_the_admin_machine() 
         "every node exited 0 (node 3 stopped by remove)"
     );
 }
+
+/// A change that no majority of the current roster accepts is refused, and nothing changes: with
+/// two of three nodes down, the last one leads alone and cannot add a node.
+#[test]
+fn a_change_without_a_majority_of_the_roster_is_refused() {
+    let _g = lock_guard();
+    let tmp = scratch("no-majority");
+    let dir = tmp.path().to_path_buf();
+    let _down = Down(dir.clone());
+    cluster_up_ok(
+        &dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    );
+    let file = fs::read_to_string(dir.join("cluster.toml")).unwrap();
+    for i in ["1", "2"] {
+        ok(&cluster(&dir, &["stop", "--id", i]), "cluster stop");
+    }
+    let port = free_ports(1)[0];
+    let out = cluster(&dir, &["add", "--addr", &format!("127.0.0.1:{port}")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("only 1 of the 3 nodes of the roster answered")
+            && err.contains("needs a majority (2): nothing changed"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("cluster.toml")).unwrap(),
+        file,
+        "the files are unchanged"
+    );
+    assert!(!dir.join("node-0.roster").exists(), "no roster stored");
+}
