@@ -141,8 +141,14 @@ impl Node {
             self.reply(c, ClientReply::Refused { reason });
             return;
         }
+        let window = std::time::Duration::from_millis(window_ms);
         if let Some(dir) = &self.cluster.state_dir {
-            if let Err(e) = crate::keys::store(dir, self.id, &secret, &client_secret) {
+            let previous = self
+                .keys
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .replaced(window);
+            if let Err(e) = crate::keys::store(dir, self.id, &secret, &client_secret, previous) {
                 let reason = format!("node {}: cannot store the new keys: {e}", self.id);
                 tracing::warn!("{reason}");
                 self.reply(c, ClientReply::Refused { reason });
@@ -152,7 +158,7 @@ impl Node {
         self.keys.write().unwrap_or_else(|e| e.into_inner()).rotate(
             secret.as_bytes(),
             client_secret.as_bytes(),
-            std::time::Duration::from_millis(window_ms),
+            window,
         );
         info!(node = %self.id, client = c, window_ms, "keys replaced; the old ones are accepted for the window");
         self.reply(c, ClientReply::Rekeyed { window_ms });

@@ -165,7 +165,7 @@ pub async fn run_notify(
     };
     // The keys a rotation gave this node, and the roster a membership change committed,
     // since the file was written, if any.
-    let cluster =
+    let (cluster, previous_keys) =
         crate::keys::stored(cluster, id).map_err(|e| NodeError(format!("node {id}: {e}")))?;
     let (cluster, roster_epoch) = roster::stored(cluster, id)?;
     if roster_epoch > 0 {
@@ -174,6 +174,13 @@ pub async fn run_notify(
     let cluster = Arc::new(cluster);
     let mut node = Node::new(cluster.clone(), id);
     node.roster_epoch = roster_epoch;
+    if let Some(p) = previous_keys {
+        // Restarted within a rotation's window: the old keys still hold until it ends.
+        node.keys
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .restore(p);
+    }
     let (events_tx, events) = mpsc::channel(8192);
     let pokes: peer::Pokes = Arc::new(
         cluster
