@@ -221,7 +221,8 @@ impl Node {
         Ok(nodes)
     }
 
-    /// Whether the nodes of the current roster among `answered` are a majority of it.
+    /// How many nodes of the current roster are among `answered`, and how many are a majority
+    /// of it.
     pub(super) fn roster_majority(&self, answered: impl Iterator<Item = NodeId>) -> (usize, usize) {
         let n = self.cluster.peers.len();
         let k = answered.filter(|&p| self.cluster.peers.contains(p)).count();
