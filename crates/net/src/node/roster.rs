@@ -22,7 +22,11 @@
 //! token granted before the change.
 //!
 //! Every node sends its roster to a peer whose link comes up, so a node that was down during a
-//! change learns it from the first node it hears (a roster of a higher epoch replaces its own).
+//! change learns it from the first node it hears (a roster of a higher epoch replaces its own),
+//! and ahead of its `State` to a leader's `Prepare`: a view commits with a majority of answers,
+//! and any majority holds a node of the majority that accepted the last change, so a leader
+//! that missed it (two leaders for a while) adopts it before it commits; a change it was asked
+//! for on the older roster is then refused ("ask again").
 //! A removed node that starts again from its old file is refused by every node of the new roster
 //! (not a peer), so it forms no majority and grants nothing; one that stored the roster that
 //! removed it does not start.
@@ -63,6 +67,8 @@ pub(super) struct Proposal {
     pub nodes: Vec<NodeEntry>,
     /// The change, for the logs and the answers.
     what: String,
+    /// The roster it changes (its view's epoch): one adopted meanwhile voids it.
+    base: Epoch,
 }
 
 /// `cluster` with the roster node `id` stored in its state directory, if it stored one, and the
@@ -155,6 +161,7 @@ impl Node {
                     client: c,
                     nodes,
                     what,
+                    base: self.roster_epoch,
                 });
                 self.force_change = true;
                 self.lead();
@@ -241,6 +248,16 @@ impl Node {
         let Some(proposal) = self.proposal.take() else {
             return false;
         };
+        if proposal.base != self.roster_epoch {
+            // A member told this leader of a roster committed by another leader meanwhile
+            // (its answer to the Prepare): the change was asked of an older roster.
+            let reason = format!(
+                "a roster was committed in view {} meanwhile: nothing changed; ask again",
+                self.roster_epoch
+            );
+            self.reply(proposal.client, ClientReply::Refused { reason });
+            return false;
+        }
         let (k, need) = self.roster_majority(answered.iter().copied());
         if k < need {
             let reason = format!(

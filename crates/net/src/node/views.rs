@@ -440,6 +440,10 @@ impl Node {
         self.epochs.store();
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
+        // This node's roster ahead of its answer (the same FIFO link): a leader that missed a
+        // membership change another leader committed learns it before it commits its view.
+        let roster = self.roster_msg();
+        self.send(from, roster);
         self.send(
             from,
             PeerMsg::State {
