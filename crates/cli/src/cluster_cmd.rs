@@ -1,5 +1,5 @@
-//! `distsync cluster up|down|status|start|stop|restart|snapshot`: a cluster of node processes
-//! on this machine.
+//! `distsync cluster up|down|status|start|stop|restart|add|remove|snapshot`: a cluster of node
+//! processes on this machine, or operated from an admin directory wherever its nodes run.
 
 use crate::{InputError, Outcome};
 use distsync_core::{parse_duration, NodeId};
@@ -43,6 +43,18 @@ enum Action {
     /// answers: a node started in DIR is stopped and started again; any other is asked by an
     /// admin request to execute itself again in place (same pid).
     Restart(SomeIdArgs),
+    /// Add a node to the running cluster: the leader commits the new roster with a view change
+    /// that a majority of the current nodes accepts (an admin request); then DIR/cluster.toml
+    /// and DIR/client.toml list it, and the new node is started (in a directory where `cluster
+    /// up` started the nodes) or the command that starts it on its machine is printed.
+    Add(AddArgs),
+    /// Remove node ID from the running cluster: stop it, then the leader commits the roster
+    /// without it (a majority of the current nodes must accept it); DIR's files follow.
+    Remove(RemoveArgs),
+    /// Replace the node key and the client key of the running cluster, without a restart: every
+    /// node is given the new keys (an admin request) and accepts the old ones for --window
+    /// more, then only the new; DIR/cluster.toml and DIR/client.toml are rewritten with them.
+    Rekey(RekeyArgs),
     /// Take a Chandy-Lamport snapshot of the running cluster: every node's account and store
     /// replica, and the money in transit on every link; print it, check the money is conserved.
     Snapshot(crate::snapshot_cmd::SnapshotArgs),
@@ -184,6 +196,39 @@ struct IdArgs {
 }
 
 #[derive(clap::Args)]
+struct AddArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// The new node's address, HOST:PORT (an IPv4 address, [IPv6] or a host name).
+    #[arg(long, value_name = "HOST:PORT")]
+    addr: String,
+    /// The new node's id (default: one above the highest id of the cluster file).
+    #[arg(long, value_name = "N")]
+    id: Option<u32>,
+    /// The new node's RUST_LOG (a node started here).
+    #[arg(long, default_value = "info")]
+    log: String,
+}
+
+#[derive(clap::Args)]
+struct RekeyArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// How long the nodes still accept the old keys (hand out the new files meanwhile).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration_arg)]
+    window: Duration,
+}
+
+#[derive(clap::Args)]
+struct RemoveArgs {
+    #[command(flatten)]
+    dir: DirArgs,
+    /// The node to remove.
+    #[arg(value_name = "ID")]
+    id: u32,
+}
+
+#[derive(clap::Args)]
 struct SomeIdArgs {
     #[command(flatten)]
     dir: DirArgs,
@@ -221,6 +266,9 @@ pub fn cluster(args: ClusterArgs) -> Result<Outcome, InputError> {
         Action::Start(a) => start(a),
         Action::Stop(a) => stop(a),
         Action::Restart(a) => restart(a),
+        Action::Add(a) => add(a),
+        Action::Remove(a) => remove(a),
+        Action::Rekey(a) => rekey(a),
         Action::Snapshot(a) => {
             let dir = dir_of(a.dir.clone());
             crate::snapshot_cmd::snapshot(a, dir)
@@ -651,19 +699,19 @@ fn started_here(dir: &Path) -> bool {
 }
 
 /// The cluster file of `dir` for admin requests: refused, saying why, when `dir` has only the
-/// client file (its key cannot stop a node).
+/// client file (its key cannot stop a node, nor change the membership or the keys).
 fn load_admin(dir: &Path) -> Result<Cluster, InputError> {
     let file = dir.join(local::CLUSTER_FILE);
     let client = dir.join(local::CLIENT_FILE);
     if !file.exists() && client.exists() {
         return Err(InputError(format!(
-            "{}: only the client file is here, whose key cannot stop or restart a node; run              this where the cluster file ({}) is (the admin file)",
+            "{}: only the client file is here, whose key cannot stop, restart, add, remove or rekey a node; run              this where the cluster file ({}) is (the admin file)",
             dir.display(),
             local::CLUSTER_FILE
         )));
     }
     let cluster = load_dir(dir)?;
-    cluster.node_key("stopping or restarting a node")?;
+    cluster.node_key("an admin request (stop, restart, add, remove, rekey)")?;
     Ok(cluster)
 }
 
@@ -815,6 +863,276 @@ fn remote_restart(dir: &Path, id: Option<u32>) -> Result<Outcome, InputError> {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// How long `add` and `remove` keep asking for a leader that takes the change (an election
+/// after the removed node stopped, a view change under way).
+const MEMBERSHIP_WAIT: Duration = Duration::from_secs(30);
+
+/// Asks the leader among `ids` for `change`, by an admin request to each of them at once (only
+/// the leader takes it; the others say they are not), again while none is the leader, for up
+/// to [`MEMBERSHIP_WAIT`]. Returns the roster committed and its view, or why not.
+fn ask_leader(
+    cluster: &Cluster,
+    ids: &[NodeId],
+    change: distsync_net::wire::MemberChange,
+) -> Result<(u32, Vec<distsync_net::config::NodeEntry>), String> {
+    use distsync_net::wire::{ClientReply, ClientRequest};
+    let rt = distsync_net::runtime().map_err(|e| e.to_string())?;
+    let until = Instant::now() + MEMBERSHIP_WAIT;
+    loop {
+        let answers = rt.block_on(distsync_net::client::admin(
+            cluster,
+            ids,
+            ClientRequest::Membership(change.clone()),
+            // The leader answers once the view change that carries the roster commits.
+            cluster.file.timeouts.heartbeat_timeout * 4 + ADMIN_ANSWER,
+        ));
+        let mut why = Vec::new();
+        for (id, answer) in answers {
+            match answer {
+                Ok(ClientReply::Roster { epoch, nodes }) => {
+                    let nodes = nodes
+                        .into_iter()
+                        .map(|(id, addr)| distsync_net::config::NodeEntry { id, addr })
+                        .collect();
+                    return Ok((epoch, nodes));
+                }
+                Ok(other) => why.push(format!("node {id}: unexpected answer {other:?}")),
+                // Not the leader, no leader yet, or a leader that lost its place: ask again.
+                Err(e) if e.contains("not the leader") || e.contains("no longer the leader") => {
+                    why.push(e)
+                }
+                // The leader's own refusal (the change is wrong, or no majority answered).
+                Err(e) if e.starts_with(&format!("node {id} refused: ")) => return Err(e),
+                Err(e) => why.push(e),
+            }
+        }
+        if Instant::now() >= until {
+            return Err(format!(
+                "no leader took the change within {MEMBERSHIP_WAIT:?}: {}",
+                why.join("; ")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Rewrites DIR's cluster file and client file with the roster `nodes` (same keys).
+fn write_roster(
+    dir: &Path,
+    cluster: &Cluster,
+    nodes: Vec<distsync_net::config::NodeEntry>,
+) -> Result<(), InputError> {
+    let file = distsync_net::ClusterFile {
+        nodes,
+        ..cluster.file.clone()
+    };
+    local::write_cluster(dir, &file)?;
+    local::write_client_file(dir, &file)?;
+    Ok(())
+}
+
+fn add(a: AddArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir.clone());
+    let here = started_here(&dir);
+    // In a directory of `cluster up`, held until the new node answers, as `start` holds it.
+    let _lock = if here {
+        Some(local::lock_dir(&dir, "cluster add", true).map_err(|e| InputError(e.to_string()))?)
+    } else {
+        None
+    };
+    let cluster = load_admin(&dir)?;
+    let ids = cluster.peers.ids().to_vec();
+    let id = NodeId(match a.id {
+        Some(id) => id,
+        None => ids.iter().map(|i| i.0).max().unwrap_or(0) + 1,
+    });
+    if ids.contains(&id) {
+        return Err(InputError(format!(
+            "--id {id}: {} has a node with that id already (ids: {ids:?})",
+            cluster.origin
+        )));
+    }
+    // The new roster checked as `cluster init` checks its file, before anything is asked.
+    let mut nodes = cluster.file.nodes.clone();
+    nodes.push(distsync_net::config::NodeEntry {
+        id,
+        addr: a.addr.clone(),
+    });
+    let file = distsync_net::ClusterFile {
+        nodes,
+        ..cluster.file.clone()
+    };
+    Cluster::check_offline(&file, "cluster add").map_err(|e| {
+        let flag = if e.field.ends_with(".id") {
+            "id"
+        } else {
+            "addr"
+        };
+        InputError(format!("--{flag}: {}", e.message))
+    })?;
+    let change = distsync_net::wire::MemberChange::Add {
+        id,
+        addr: a.addr.clone(),
+    };
+    let (epoch, nodes) = match ask_leader(&cluster, &ids, change) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("distsync: node {id} not added: {e}");
+            return Ok(Outcome::Code(1));
+        }
+    };
+    println!(
+        "node {id} at {}: added to the roster (view {epoch}: nodes {:?})",
+        a.addr,
+        nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()
+    );
+    write_roster(&dir, &cluster, nodes)?;
+    println!(
+        "wrote {} and {} with node {id}",
+        dir.join(local::CLUSTER_FILE).display(),
+        dir.join(local::CLIENT_FILE).display()
+    );
+    if !here {
+        println!(
+            "start it on its machine with a copy of {}: distsync node --cluster cluster.toml --id {id}",
+            dir.join(local::CLUSTER_FILE).display()
+        );
+        return Ok(Outcome::Ok);
+    }
+    // A node of this id removed before stored the roster that removed it: it would not start.
+    let stale = distsync_net::node::roster_path(&dir, id);
+    if stale.exists() {
+        std::fs::remove_file(&stale)
+            .map_err(|e| InputError(format!("{}: {e}", stale.display())))?;
+    }
+    start_locked(IdArgs {
+        dir: DirArgs {
+            dir: Some(dir.clone()),
+        },
+        id: id.0,
+        log: a.log,
+    })
+}
+
+fn remove(a: RemoveArgs) -> Result<Outcome, InputError> {
+    let dir = dir_of(a.dir.dir.clone());
+    let here = started_here(&dir);
+    let cluster = load_admin(&dir)?;
+    let id = NodeId(a.id);
+    if !cluster.peers.contains(id) {
+        return Err(InputError(format!(
+            "ID {id}: {} has no node with that id (ids: {:?})",
+            cluster.origin,
+            cluster.peers.ids()
+        )));
+    }
+    if cluster.peers.len() == 1 {
+        return Err(InputError(format!(
+            "ID {id}: the only node of {}; a cluster keeps at least one (stop it with `cluster down`)",
+            cluster.origin
+        )));
+    }
+    // Stopped first: a node does not remove itself, and the leader may be the one to go.
+    if here {
+        let _lock =
+            local::lock_dir(&dir, "cluster remove", true).map_err(|e| InputError(e.to_string()))?;
+        stop_one(&dir, id.0)?;
+    } else {
+        // A node that cannot be asked (down, unreachable) is removed all the same: the
+        // change needs a majority of the roster, not every node.
+        let _ = remote_stop(&dir, Some(id.0))?;
+    }
+    let rest: Vec<NodeId> = cluster
+        .peers
+        .ids()
+        .iter()
+        .copied()
+        .filter(|&p| p != id)
+        .collect();
+    let change = distsync_net::wire::MemberChange::Remove { id };
+    let (epoch, nodes) = match ask_leader(&cluster, &rest, change) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("distsync: node {id} not removed: {e}");
+            return Ok(Outcome::Code(1));
+        }
+    };
+    println!(
+        "node {id}: removed from the roster (view {epoch}: nodes {:?})",
+        nodes.iter().map(|n| n.id.0).collect::<Vec<_>>()
+    );
+    write_roster(&dir, &cluster, nodes)?;
+    println!(
+        "wrote {} and {} without node {id}",
+        dir.join(local::CLUSTER_FILE).display(),
+        dir.join(local::CLIENT_FILE).display()
+    );
+    Ok(Outcome::Ok)
+}
+
+fn rekey(a: RekeyArgs) -> Result<Outcome, InputError> {
+    use distsync_net::wire::{ClientReply, ClientRequest};
+    let dir = dir_of(a.dir.dir.clone());
+    let cluster = load_admin(&dir)?;
+    let (secret, client_secret) = (local::random_secret(), local::random_secret());
+    let window_ms = u64::try_from(a.window.as_millis()).unwrap_or(u64::MAX);
+    let rt = distsync_net::runtime()?;
+    let answers = rt.block_on(distsync_net::client::admin(
+        &cluster,
+        cluster.peers.ids(),
+        ClientRequest::Rekey {
+            secret: secret.clone(),
+            client_secret: client_secret.clone(),
+            window_ms,
+        },
+        ADMIN_ANSWER,
+    ));
+    let mut missed = Vec::new();
+    for (id, answer) in answers {
+        match answer {
+            Ok(ClientReply::Rekeyed { .. }) => {
+                println!(
+                    "node {id}: new keys stored and accepted; the old ones for {:?} more",
+                    a.window
+                )
+            }
+            Ok(other) => {
+                println!("node {id}: unexpected answer {other:?}");
+                missed.push(id);
+            }
+            Err(e) => {
+                println!("node {id}: not rekeyed: {e}");
+                missed.push(id);
+            }
+        }
+    }
+    if missed.len() == cluster.peers.len() {
+        eprintln!("distsync: no node took the new keys; the files keep the old ones");
+        return Ok(Outcome::Code(1));
+    }
+    let file = distsync_net::ClusterFile {
+        secret,
+        client_secret: Some(client_secret),
+        ..cluster.file.clone()
+    };
+    local::write_cluster(&dir, &file)?;
+    local::write_client_file(&dir, &file)?;
+    println!(
+        "wrote {} and {} with the new keys: copy the cluster file to every node's machine and hand          the client file to the lock users within {:?}",
+        dir.join(local::CLUSTER_FILE).display(),
+        dir.join(local::CLIENT_FILE).display(),
+        a.window
+    );
+    if !missed.is_empty() {
+        eprintln!(
+            "distsync: nodes {missed:?} did not take the new keys: after {:?} the others refuse              them; give them the new cluster file and restart them",
+            a.window
+        );
+        return Ok(Outcome::Code(1));
     }
     Ok(Outcome::Ok)
 }

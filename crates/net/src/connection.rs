@@ -406,17 +406,29 @@ pub async fn respond(
     node_secret: &[u8],
     client_secret: &[u8],
 ) -> Result<(Role, Reader, Writer), ConnError> {
-    respond_speaking(stream, node_secret, client_secret, auth::versions()).await
+    respond_speaking(stream, &[node_secret], &[client_secret], auth::versions()).await
+}
+
+/// [`respond`], accepting any of several keys per role: during a key rotation (`distsync
+/// cluster rekey`) a node accepts the new keys and, for a stated window, the old ones too. The
+/// first Noise message decrypts under one key at most; each is tried in turn.
+pub async fn respond_any(
+    stream: impl Into<Stream>,
+    node_secrets: &[&[u8]],
+    client_secrets: &[&[u8]],
+) -> Result<(Role, Reader, Writer), ConnError> {
+    respond_speaking(stream, node_secrets, client_secrets, auth::versions()).await
 }
 
 /// [`respond`], speaking the protocol versions `mine` (min, max).
 async fn respond_speaking(
     stream: impl Into<Stream>,
-    node_secret: &[u8],
-    client_secret: &[u8],
+    node_secrets: &[&[u8]],
+    client_secrets: &[&[u8]],
     mine: (u16, u16),
 ) -> Result<(Role, Reader, Writer), ConnError> {
-    let (node_secret, client_secret) = (node_secret.to_vec(), client_secret.to_vec());
+    let node_secrets: Vec<Vec<u8>> = node_secrets.iter().map(|k| k.to_vec()).collect();
+    let client_secrets: Vec<Vec<u8>> = client_secrets.iter().map(|k| k.to_vec()).collect();
     let stream: Stream = stream.into();
     tokio::time::timeout(HANDSHAKE_TIMEOUT, async move {
         let (r, mut w) = stream.into_split()?;
@@ -464,27 +476,34 @@ async fn respond_speaking(
             )));
         };
         let agreed = agreed.expect("checked");
-        let secret = match hello.role {
-            Role::Peer(_) | Role::Admin => &node_secret,
-            Role::Client => &client_secret,
+        let secrets = match hello.role {
+            Role::Peer(_) | Role::Admin => &node_secrets,
+            Role::Client => &client_secrets,
         };
-        // The prologue is the Hello as received: one altered on the way is not the one the
-        // initiator's state began with, and its Noise message fails below.
-        let mut hs = auth::handshake(secret, &payload, Side::Responder)
-            .map_err(|e| noise("the Noise handshake", e))?;
         let first = frames
             .next(MAX_HANDSHAKE_FRAME)
             .await?
             .ok_or(ConnError::Truncated)?;
         let mut scratch = [0u8; MAX_HANDSHAKE_FRAME];
-        if hs.read_message(&first, &mut scratch).is_err() {
+        // The prologue is the Hello as received: one altered on the way is not the one the
+        // initiator's state began with, and its Noise message fails below (under every key).
+        let mut decrypted = None;
+        for secret in secrets {
+            let mut hs = auth::handshake(secret, &payload, Side::Responder)
+                .map_err(|e| noise("the Noise handshake", e))?;
+            if hs.read_message(&first, &mut scratch).is_ok() {
+                decrypted = Some(hs);
+                break;
+            }
+        }
+        let Some(mut hs) = decrypted else {
             let _ = send_plain(&mut w, &Answer::Denied).await;
             return Err(ConnError::Auth(format!(
                 "{} does not know the cluster secret ({}), or its hello was altered on the way",
                 hello.role,
                 key_of(hello.role)
             )));
-        }
+        };
         let mut msg = [0u8; MAX_HANDSHAKE_FRAME];
         let n = hs
             .write_message(
@@ -595,7 +614,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (s, _) = listener.accept().await.unwrap();
-            respond_speaking(s, b"k", b"k", responder).await
+            respond_speaking(s, &[&b"k"[..]], &[&b"k"[..]], responder).await
         });
         let s = TcpStream::connect(addr).await.unwrap();
         let client = initiate_speaking(s, b"k", Role::Client, initiator).await;
@@ -715,7 +734,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
             let (s, _) = listener.accept().await.unwrap();
-            respond_speaking(s, NODE_KEY, CLIENT_KEY, range).await
+            respond_speaking(s, &[NODE_KEY], &[CLIENT_KEY], range).await
         });
         (addr, task)
     }

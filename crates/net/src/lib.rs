@@ -29,6 +29,7 @@ pub mod config;
 pub mod connection;
 pub mod files;
 pub mod frame;
+pub mod keys;
 pub mod lease;
 pub mod local;
 pub mod lock_client;

@@ -52,17 +52,29 @@ pub enum Event {
 /// For each peer, what wakes the dialer of the link to it when that peer connects to this node.
 pub type Pokes = Arc<HashMap<NodeId, Arc<Notify>>>;
 
+/// The nodes of the roster this node is at (its own id included): the only ids whose links
+/// [`serve`] accepts. The node replaces it when it adopts a new roster (a membership change).
+pub type Admitted = Arc<std::sync::RwLock<Vec<NodeId>>>;
+
+/// Who [`serve`] lets in, as the node changes it: the roster's ids and the keys accepted.
+pub struct Access {
+    /// The nodes whose links are accepted.
+    pub admitted: Admitted,
+    /// The keys a connection may prove (`crate::keys`).
+    pub keys: crate::keys::KeyRing,
+}
+
 /// Starts the dialer of the link to `peer`, sending what arrives on `rx`; `poke` cuts a pause
 /// between attempts short.
 pub fn spawn_link(
     me: NodeId,
     peer: NodeId,
     cluster: Arc<Cluster>,
+    keys: crate::keys::KeyRing,
     poke: Arc<Notify>,
     mut rx: mpsc::Receiver<PeerMsg>,
 ) {
     let addr = cluster.addr_of(peer).expect("a peer of the cluster");
-    let secret: Arc<[u8]> = cluster.secret().into();
     let heartbeat = cluster.file.timeouts.heartbeat;
     // Waits `d`, or less if the peer connects to this node meanwhile (it is up).
     let pause = move |d: Duration| {
@@ -94,6 +106,11 @@ pub fn spawn_link(
                 }
             };
             let via = stream.via();
+            // The key of this attempt (a rotation may have replaced it since the last).
+            let secret = keys
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .dial(tokio::time::Instant::now());
             let (_reader, mut writer) =
                 match connection::initiate(stream, &secret, Role::Peer(me)).await {
                     Ok(halves) => halves,
@@ -254,10 +271,9 @@ pub async fn serve(
     me: NodeId,
     events: mpsc::Sender<Event>,
     pokes: Pokes,
+    Access { admitted, keys }: Access,
 ) {
     let next_client = Arc::new(AtomicU64::new(1));
-    let secret: Arc<[u8]> = cluster.secret().into();
-    let client_secret: Arc<[u8]> = cluster.client_secret().into();
     let client_timeout = cluster.file.timeouts.heartbeat_timeout * 3;
     let refusals = Arc::new(std::sync::Mutex::new(Refusals::new("refused connection")));
     let closes = Arc::new(std::sync::Mutex::new(Refusals::new(
@@ -306,17 +322,23 @@ pub async fn serve(
             _ => None,
         };
         let pokes = pokes.clone();
-        let (events, secret, client_secret, cluster, next_client, refusals, closes) = (
+        // The keys accepted now: the current ones, and the previous ones while a rotation's
+        // window runs.
+        let (secret, client_secret) = keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .accepted(tokio::time::Instant::now());
+        let (events, admitted, next_client, refusals, closes) = (
             events.clone(),
-            secret.clone(),
-            client_secret.clone(),
-            cluster.clone(),
+            admitted.clone(),
             next_client.clone(),
             refusals.clone(),
             closes.clone(),
         );
         tokio::spawn(async move {
-            let handshake = connection::respond(stream, &secret, &client_secret).await;
+            let node_keys: Vec<&[u8]> = secret.iter().map(Vec::as_slice).collect();
+            let client_keys: Vec<&[u8]> = client_secret.iter().map(Vec::as_slice).collect();
+            let handshake = connection::respond_any(stream, &node_keys, &client_keys).await;
             drop(counted);
             let (role, mut reader, writer) = match handshake {
                 Ok(c) => c,
@@ -329,8 +351,14 @@ pub async fn serve(
                 }
             };
             match role {
-                Role::Peer(id) if id == me || !cluster.peers.contains(id) => {
-                    warn!(%addr, "refused connection: node {id} is not a peer of node {me}");
+                Role::Peer(id)
+                    if id == me
+                        || !admitted
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .contains(&id) =>
+                {
+                    warn!(%addr, "refused connection: node {id} is not a peer of node {me} (not in its roster)");
                 }
                 Role::Peer(id) => {
                     debug!(%addr, peer = %id, "peer connected");
@@ -422,7 +450,8 @@ async fn client_session(
                 if req.admin_only() && !admin {
                     warn!(client = id, %addr, "refused an admin request from a client connection");
                     let reason = "only an admin connection (the cluster file's node key) may \
-                                  stop, restart or inspect a node; the client key cannot"
+                                  stop, restart or inspect a node, or change the membership; \
+                                  the client key cannot"
                         .to_string();
                     if refuse.send(ClientReply::Refused { reason }).await.is_err() {
                         break;

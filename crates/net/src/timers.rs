@@ -52,6 +52,12 @@ impl Timers {
             .retain(|k, _| matches!(k, TimerKey::Election(_)));
     }
 
+    /// Forgets every timer of the election instance (rebuilt over a new roster).
+    pub fn cancel_election(&mut self) {
+        self.current
+            .retain(|k, _| !matches!(k, TimerKey::Election(_)));
+    }
+
     /// The earliest queued deadline (possibly stale: popping it then yields nothing).
     pub fn next_deadline(&self) -> Option<Instant> {
         self.queue.keys().next().map(|(at, _)| *at)

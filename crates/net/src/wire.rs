@@ -151,6 +151,16 @@ pub enum PeerMsg {
         /// The nodes whose marker has not arrived.
         on: Vec<NodeId>,
     },
+    /// The cluster's roster (its nodes and their addresses) as committed in view `epoch` (0:
+    /// the cluster file's). A leader sends it before each `Commit` (a membership change is
+    /// committed with the view that carries it), and every node to a peer whose link comes up;
+    /// a node adopts a roster of a higher epoch than its own (see `node::roster`).
+    Roster {
+        /// The view that committed it.
+        epoch: Epoch,
+        /// Every node of the cluster, in roster order: (id, "HOST:PORT").
+        nodes: Vec<(NodeId, String)>,
+    },
 }
 
 /// One node's part of a snapshot: what the Chandy-Lamport file recorded (its account's balance
@@ -273,6 +283,38 @@ pub enum ClientRequest {
     },
     /// Admin only: which process serves as this node; answered by `Process`.
     Process,
+    /// Admin only, to the leader: change the cluster's roster (add or remove a node). The leader
+    /// commits it with a view change that a majority of the current roster accepts, and answers
+    /// `Roster` once committed; any other node, or a change it cannot make, is `Refused`.
+    Membership(MemberChange),
+    /// Admin only: replace this node's keys (`distsync cluster rekey`). The node stores them,
+    /// accepts the new keys at once and the current ones for `window_ms` more, then only the
+    /// new ones (`crate::keys`); answered by `Rekeyed`.
+    Rekey {
+        /// The new node key.
+        secret: String,
+        /// The new client key.
+        client_secret: String,
+        /// How long the current keys are still accepted, in milliseconds.
+        window_ms: u64,
+    },
+}
+
+/// A membership change an admin asks the leader for (`distsync cluster add|remove`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemberChange {
+    /// Add node `id`, listening at `addr` ("HOST:PORT").
+    Add {
+        /// The new node's id (not in the roster).
+        id: NodeId,
+        /// Its address.
+        addr: String,
+    },
+    /// Remove node `id` from the roster.
+    Remove {
+        /// The node.
+        id: NodeId,
+    },
 }
 
 impl ClientRequest {
@@ -280,7 +322,10 @@ impl ClientRequest {
     pub fn admin_only(&self) -> bool {
         matches!(
             self,
-            ClientRequest::Shutdown { .. } | ClientRequest::Process
+            ClientRequest::Shutdown { .. }
+                | ClientRequest::Process
+                | ClientRequest::Membership(_)
+                | ClientRequest::Rekey { .. }
         )
     }
 }
@@ -366,6 +411,19 @@ pub enum ClientReply {
         host: String,
         /// How long the process has served (since its last start or restart), in milliseconds.
         uptime_ms: u64,
+    },
+    /// Answer to `Rekey`: the new keys are stored and accepted; the old ones for `window_ms`
+    /// more.
+    Rekeyed {
+        /// How long the old keys are still accepted, in milliseconds.
+        window_ms: u64,
+    },
+    /// Answer to `Membership`: the roster the change committed, in view `epoch`.
+    Roster {
+        /// The view that committed it.
+        epoch: Epoch,
+        /// Every node of the cluster: (id, "HOST:PORT").
+        nodes: Vec<(NodeId, String)>,
     },
 }
 

@@ -2,7 +2,7 @@
 //! registry, unchanged, driven like the election instance.
 //!
 //! - The **store**: one instance of the cluster file's multicast algorithm (`[store]
-//!   multicast`) over every node of the file. A client's update gets a payload id
+//!   multicast`) over every node of the roster the node started with (`roster`). A client's update gets a payload id
 //!   ([`crate::store::payload_id`]); its body goes to every other node ahead of the algorithm's
 //!   messages on the same links (TCP keeps a link's order, so the body is there before any
 //!   message that can make the update deliverable), then the algorithm multicasts the id.
@@ -63,6 +63,9 @@ const MAX_WATCHED: usize = 1024;
 
 /// The two instances and what the node keeps around them.
 pub(super) struct Apps {
+    /// The nodes both instances run over: the roster the node started with (a membership
+    /// change reaches them at the node's next restart, `roster`).
+    peers: distsync_core::Peers,
     bank: Box<dyn SnapshotMachine>,
     /// Snapshots started here (the algorithm numbers its snapshots the same way: 1, 2, ...).
     started: u64,
@@ -139,6 +142,7 @@ impl Apps {
         let mut r = [0u8; 4];
         getrandom::getrandom(&mut r).expect("the operating system has no randomness source");
         Apps {
+            peers: cluster.peers.clone(),
             bank: (sk.new)(id, &cluster.peers, &bank_params),
             started: 0,
             gathering: BTreeMap::new(),
@@ -201,7 +205,7 @@ impl Node {
         let mut out = Vec::new();
         let env = Env {
             id: self.id,
-            peers: &self.cluster.peers,
+            peers: &self.apps.peers,
             now: self.now(),
             recovered: false,
             rng: &mut self.rng,
@@ -258,7 +262,7 @@ impl Node {
         let mut out = Vec::new();
         let env = Env {
             id: self.id,
-            peers: &self.cluster.peers,
+            peers: &self.apps.peers,
             now: self.now(),
             recovered: false,
             rng: &mut self.rng,
@@ -344,7 +348,7 @@ impl Node {
 
     /// The other nodes whose marker is not among `markers`.
     fn missing_markers(&self, markers: &BTreeSet<NodeId>) -> Vec<NodeId> {
-        self.cluster
+        self.apps
             .peers
             .ids()
             .iter()
@@ -381,7 +385,7 @@ impl Node {
 
     fn on_part(&mut self, part: Part) {
         let id = part.local.id;
-        let n = self.cluster.peers.len();
+        let n = self.apps.peers.len();
         let Some(g) = self.apps.gathering.get_mut(&id) else {
             debug!(node = %self.id, snapshot = ?id, from = %part.node, "a part of a snapshot nobody waits for (it timed out)");
             return;
@@ -392,7 +396,7 @@ impl Node {
         }
         let g = self.apps.gathering.remove(&id).expect("present");
         let mut parts: Vec<Part> = g.parts.into_values().collect();
-        parts.sort_by_key(|p| self.cluster.peers.position(p.node));
+        parts.sort_by_key(|p| self.apps.peers.position(p.node));
         let state = GlobalState {
             id,
             parts,
@@ -409,7 +413,7 @@ impl Node {
                 let balance = self.apps.bank.balance();
                 let refuse = if to == self.id {
                     Some(format!("node {to} is this node"))
-                } else if !self.cluster.peers.contains(to) {
+                } else if !self.apps.peers.contains(to) {
                     Some(format!("no node has id {to}"))
                 } else if amount == 0 {
                     Some("the amount must be more than zero".to_string())
@@ -466,8 +470,8 @@ impl Node {
                 self.apps.seq = self.apps.seq.wrapping_add(1);
                 let payload = payload_id(self.id.0, self.apps.incarnation, self.apps.seq);
                 // The body first on every link, then the algorithm's messages behind it.
-                let cluster = self.cluster.clone();
-                for &p in cluster.peers.ids() {
+                let peers = self.apps.peers.clone();
+                for &p in peers.ids() {
                     if p != self.id {
                         self.send(
                             p,
@@ -538,7 +542,7 @@ impl Node {
         for id in expired {
             let g = self.apps.gathering.remove(&id).expect("listed");
             let others: Vec<NodeId> = self
-                .cluster
+                .apps
                 .peers
                 .ids()
                 .iter()
@@ -569,7 +573,7 @@ impl Node {
                     .join(", ")
             };
             let no_part: Vec<String> = self
-                .cluster
+                .apps
                 .peers
                 .ids()
                 .iter()

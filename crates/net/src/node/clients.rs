@@ -31,6 +31,10 @@ impl Node {
                 self.reply(c, ClientReply::Status(s));
             }
             ClientRequest::Lock { name } => {
+                if let Some(reason) = self.removed.clone() {
+                    self.reply(c, ClientReply::Refused { reason });
+                    return;
+                }
                 if name.is_empty() || name.len() > MAX_NAME {
                     self.reply(
                         c,
@@ -109,6 +113,12 @@ impl Node {
                 );
                 self.shutdown = Some(restart);
             }
+            ClientRequest::Membership(change) => self.on_member_request(c, change),
+            ClientRequest::Rekey {
+                secret,
+                client_secret,
+                window_ms,
+            } => self.on_rekey(c, secret, client_secret, window_ms),
             ClientRequest::Process => self.reply(
                 c,
                 ClientReply::Process {
@@ -122,6 +132,36 @@ impl Node {
             | ClientRequest::Update(_)
             | ClientRequest::Replica { .. }) => self.on_app_client(c, req),
         }
+    }
+
+    /// An admin gives this node new keys: stored first (a restart comes back with them), then
+    /// accepted, the current ones for `window_ms` more (`crate::keys`).
+    fn on_rekey(&mut self, c: u64, secret: String, client_secret: String, window_ms: u64) {
+        if let Err(reason) = crate::keys::check(&secret, &client_secret) {
+            self.reply(c, ClientReply::Refused { reason });
+            return;
+        }
+        let window = std::time::Duration::from_millis(window_ms);
+        if let Some(dir) = &self.cluster.state_dir {
+            let previous = self
+                .keys
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .replaced(window);
+            if let Err(e) = crate::keys::store(dir, self.id, &secret, &client_secret, previous) {
+                let reason = format!("node {}: cannot store the new keys: {e}", self.id);
+                tracing::warn!("{reason}");
+                self.reply(c, ClientReply::Refused { reason });
+                return;
+            }
+        }
+        self.keys.write().unwrap_or_else(|e| e.into_inner()).rotate(
+            secret.as_bytes(),
+            client_secret.as_bytes(),
+            window,
+        );
+        info!(node = %self.id, client = c, window_ms, "keys replaced; the old ones are accepted for the window");
+        self.reply(c, ClientReply::Rekeyed { window_ms });
     }
 
     /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.
@@ -178,7 +218,7 @@ impl Node {
             max_token: self.locks.max_token,
             lease: self.leases.valid(),
             handoffs: self.locks.handoffs,
-            problem: self.wedged.clone(),
+            problem: self.wedged.clone().or_else(|| self.removed.clone()),
         }
     }
 }

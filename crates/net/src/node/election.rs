@@ -22,7 +22,7 @@ impl Node {
         let mut out = Vec::new();
         let env = Env {
             id: self.id,
-            peers: &self.cluster.peers,
+            peers: &self.election_peers,
             now,
             recovered,
             rng: &mut self.rng,

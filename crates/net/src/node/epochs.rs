@@ -158,6 +158,17 @@ impl EpochMark {
         Some((was, to))
     }
 
+    /// The cluster's roster now has `nodes` nodes (a membership change): majorities of marks
+    /// are counted over it.
+    pub fn resize(&mut self, nodes: usize) {
+        self.nodes = nodes;
+    }
+
+    /// Node `node` left the roster: its mark no longer counts.
+    pub fn forget(&mut self, node: NodeId) {
+        self.claims.remove(&node);
+    }
+
     /// Keeps the mark in `store` from now on, starting from the epoch stored there.
     pub fn attach(&mut self, store: EpochStore) {
         self.seen = store.stored();

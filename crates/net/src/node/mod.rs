@@ -32,11 +32,13 @@ mod epochs;
 mod leases;
 mod locks;
 mod process;
+mod roster;
 mod views;
 
 pub use apps::{bank_path, store_path};
 pub use locks::{next_token, HARD_MAX_LOCKS, MAX_LOCKS};
 pub use process::restart_requested;
+pub use roster::roster_path;
 pub use views::next_epoch;
 
 use crate::config::Cluster;
@@ -161,7 +163,24 @@ pub async fn run_notify(
         Some((l, f)) => (Some(l), Some(f)),
         None => (None, None),
     };
+    // The keys a rotation gave this node, and the roster a membership change committed,
+    // since the file was written, if any.
+    let (cluster, previous_keys) =
+        crate::keys::stored(cluster, id).map_err(|e| NodeError(format!("node {id}: {e}")))?;
+    let (cluster, roster_epoch) = roster::stored(cluster, id)?;
+    if roster_epoch > 0 {
+        info!(node = %id, epoch = roster_epoch, nodes = ?cluster.peers.ids(), "roster of a membership change (stored beside the epoch mark)");
+    }
     let cluster = Arc::new(cluster);
+    let mut node = Node::new(cluster.clone(), id);
+    node.roster_epoch = roster_epoch;
+    if let Some(p) = previous_keys {
+        // Restarted within a rotation's window: the old keys still hold until it ends.
+        node.keys
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .restore(p);
+    }
     let (events_tx, events) = mpsc::channel(8192);
     let pokes: peer::Pokes = Arc::new(
         cluster
@@ -179,8 +198,11 @@ pub async fn run_notify(
         id,
         events_tx,
         pokes.clone(),
+        peer::Access {
+            admitted: node.admitted.clone(),
+            keys: node.keys.clone(),
+        },
     ));
-    let mut node = Node::new(cluster.clone(), id);
     if let Some(dir) = &cluster.state_dir {
         let store = crate::persist::EpochStore::open_syncing(dir, id)
             .map_err(|e| NodeError(format!("node {id}: cannot read its epoch mark: {e}")))?;
@@ -192,7 +214,14 @@ pub async fn run_notify(
         if p != id {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
             node.links.insert(p, tx);
-            peer::spawn_link(id, p, cluster.clone(), pokes[&p].clone(), rx);
+            peer::spawn_link(
+                id,
+                p,
+                cluster.clone(),
+                node.keys.clone(),
+                pokes[&p].clone(),
+                rx,
+            );
         }
     }
     node.start();
@@ -330,6 +359,21 @@ struct Node {
     /// When it last asked to join.
     last_join: Option<Instant>,
     epochs: EpochMark,
+    /// The view that committed the roster (`cluster`'s nodes; 0: the cluster file's).
+    roster_epoch: Epoch,
+    /// The ids of the roster, for the connections `peer::serve` accepts.
+    admitted: peer::Admitted,
+    /// The membership change an admin asked this leader for, until its view commits.
+    proposal: Option<roster::Proposal>,
+    /// The roster the election instance runs over (the roster changes under it until it is
+    /// rebuilt, `election_due`).
+    election_peers: distsync_core::Peers,
+    /// A roster was adopted since the election instance was built.
+    election_due: bool,
+    /// Why this node serves no more: a membership change removed it.
+    removed: Option<String>,
+    /// The keys its connections accept and its links dial with (`crate::keys`).
+    keys: crate::keys::KeyRing,
     leases: Leases,
     todo: Vec<Todo>,
     /// Peer messages dropped, logged at a bounded rate.
@@ -376,6 +420,13 @@ impl Node {
             no_view_since: None,
             last_join: None,
             epochs: EpochMark::new(id, cluster.peers.len()),
+            roster_epoch: 0,
+            admitted: Arc::new(std::sync::RwLock::new(cluster.peers.ids().to_vec())),
+            proposal: None,
+            election_peers: cluster.peers.clone(),
+            election_due: false,
+            removed: None,
+            keys: crate::keys::Keys::ring(&cluster),
             marked: 0,
             shutdown: None,
             wedged: None,
@@ -427,6 +478,14 @@ impl Node {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Peer(from, msg) => {
+                if !self.in_roster(from) {
+                    // A node removed from the roster (its link from before the change), or one
+                    // added by a change this node has not heard of yet: only its roster counts.
+                    if let PeerMsg::Roster { epoch, nodes } = msg {
+                        self.on_roster(from, epoch, nodes);
+                    }
+                    return;
+                }
                 let now = Instant::now();
                 let limit = self.timeouts().heartbeat_timeout;
                 let was_live = self
@@ -434,9 +493,12 @@ impl Node {
                     .insert(from, now)
                     .is_some_and(|t| now.duration_since(t) < limit);
                 if !was_live {
-                    // A node came (back) up: tell it this node's mark.
+                    // A node came (back) up: tell it this node's mark and roster (it may have
+                    // missed a membership change).
                     let seen = self.epochs.seen;
                     self.send(from, PeerMsg::Mark { seen });
+                    let roster = self.roster_msg();
+                    self.send(from, roster);
                 }
                 self.on_peer(from, msg);
                 if !was_live {
@@ -502,6 +564,7 @@ impl Node {
         }
         self.grant_pending();
         self.maybe_open();
+        self.rebuild_election();
         if self.view.is_some() || self.change.is_some() {
             self.no_view_since = None;
         } else {
@@ -564,6 +627,7 @@ impl Node {
                 self.check_mark();
             }
             PeerMsg::Join => self.on_join(from),
+            PeerMsg::Roster { epoch, nodes } => self.on_roster(from, epoch, nodes),
             PeerMsg::Renew { epoch, seq } => self.on_renew(from, epoch, seq),
             PeerMsg::Renewed { epoch, seq, ms } => self.on_renewed(from, epoch, seq, ms),
             PeerMsg::Confirm { epoch, seq } => self.on_confirm(from, epoch, seq),

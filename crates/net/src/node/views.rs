@@ -101,6 +101,8 @@ pub(super) struct Change {
     pub awaiting: Option<BTreeSet<String>>,
     members: Vec<NodeId>,
     deadline: Instant,
+    /// The roster this view change carries (a membership change an admin asked for), if any.
+    roster: Option<Vec<crate::config::NodeEntry>>,
 }
 
 /// The mutual-exclusion parameters of a view: the cluster's, with the view's leader as the
@@ -142,6 +144,10 @@ impl Node {
             if let Some(c) = self.change.take() {
                 info!(node = %me, epoch = c.epoch, "no longer leader; view change abandoned");
             }
+            self.abandon_proposal(&format!("node {me} is no longer the leader"));
+            return;
+        }
+        if self.removed.is_some() {
             return;
         }
         let now = Instant::now();
@@ -208,6 +214,7 @@ impl Node {
             awaiting: None,
             members: Vec::new(),
             deadline: Instant::now() + self.timeouts().heartbeat_timeout,
+            roster: self.proposal.as_ref().map(|p| p.nodes.clone()),
         });
         self.maybe_commit();
     }
@@ -267,6 +274,16 @@ impl Node {
         }
         // The view's epoch is on disk here before anyone is told to commit it.
         self.epochs.store();
+        // A membership change commits with this view if a majority of the current roster
+        // answered: the members below are then counted over the new roster (`roster`).
+        let carried = self.change.as_mut().and_then(|c| {
+            c.roster
+                .take()
+                .map(|nodes| (c.epoch, nodes, c.states.keys().copied().collect()))
+        });
+        if let Some((epoch, nodes, answered)) = carried {
+            self.commit_roster(epoch, nodes, answered);
+        }
         let Some(change) = self.change.as_mut() else {
             return;
         };
@@ -337,7 +354,11 @@ impl Node {
             members: members.clone(),
             holders: holders.clone(),
         };
+        // The roster travels ahead of the commit on each (FIFO) link: a member adopts a new
+        // one before it commits the view counted over it.
+        let roster = self.roster_msg();
         for &p in &members {
+            self.send(p, roster.clone());
             self.send(p, msg.clone());
         }
         self.on_commit(self.id, epoch, members, holders);
@@ -419,6 +440,10 @@ impl Node {
         self.epochs.store();
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
+        // This node's roster ahead of its answer (the same FIFO link): a leader that missed a
+        // membership change another leader committed learns it before it commits its view.
+        let roster = self.roster_msg();
+        self.send(from, roster);
         self.send(
             from,
             PeerMsg::State {
