@@ -274,3 +274,33 @@ fn every_familys_report_section_reads_back_from_its_json() {
         assert_eq!(back.sections.clock.is_some(), key == "clock");
     }
 }
+
+#[test]
+fn an_edge_of_tree_is_two_ids() {
+    // `[NodeId; 2]` read alone took the first two ids of `[0, 1, 2]` and dropped the third
+    // without a word; an edge of three ids, or of one, is refused naming the field.
+    for (text, expected) in [
+        (
+            "tree = [[0, 1], [0, 1, 2]]",
+            "t.toml: TOML parse error at line 3, column 17\n  |\n3 | tree = [[0, 1], [0, 1, 2]]\n  |                 ^^^^^^^^^\n`tree`: an edge is two ids, like [0, 1], and this one has 3",
+        ),
+        (
+            "tree = [[0]]",
+            "t.toml: TOML parse error at line 3, column 9\n  |\n3 | tree = [[0]]\n  |         ^^^\n`tree`: an edge is two ids, like [0, 1], and this one has 1",
+        ),
+    ] {
+        assert_eq!(toml_error(&format!("{HEAD}{text}\n")), expected, "{text}");
+    }
+    let json = "{\"algorithm\":\"raymond\",\"nodes\":3,\"tree\":[[0,1,2]]}";
+    assert_eq!(
+        serde_json::from_str::<Scenario>(json)
+            .unwrap_err()
+            .to_string(),
+        "`tree`: an edge is two ids, like [0, 1], and this one has 3 at line 1 column 48"
+    );
+    // Two ids still read, and write back the same.
+    let s = Scenario::from_toml(&format!("{HEAD}tree = [[0, 1], [1, 2]]\n"), "t.toml").unwrap();
+    assert!(toml::to_string(&s)
+        .unwrap()
+        .contains("tree = [[0, 1], [1, 2]]"));
+}

@@ -11,11 +11,9 @@
 //! - `deadlock` and `starvation` (requests that wait for ever): for each waiting node, whom it
 //!   asked and who has not answered (a message of another kind back), and the cycle of waits
 //!   when there is one;
-//! - `one-leader` and `agreement` (two leaders named): two COORDINATOR messages that crossed,
-//!   each sent without knowing of the other (concurrent by their vector timestamps), and the
-//!   process that received them in the order that left it with the other leader;
-//! - any other property: the event that made each event of the violation happen (the delivery,
-//!   timer or input that the same step applied).
+//! - any other property, two leaders named (`one-leader`, `agreement`) among them: the event
+//!   that made each event of the violation happen (the delivery, timer or input that the same
+//!   step applied).
 //!
 //! "Just before" is the step before the cause's decisive event (the overtaking delivery, the
 //! duplicate, the event that made the violation happen, or the first of the waiting requests).
@@ -102,9 +100,6 @@ pub fn explain_all(violations: &[Violation], log: &[LogEntry]) -> Vec<Option<Cau
         .map(|v| match v.property.as_str() {
             "mutual-exclusion" => mutual_exclusion(v, &evs, &ix).or_else(|| triggers(v, &evs, &ix)),
             "deadlock" | "starvation" => waits(&evs).or_else(|| triggers(v, &evs, &ix)),
-            "one-leader" | "agreement" => {
-                crossed_coordinators(&evs, &ix).or_else(|| triggers(v, &evs, &ix))
-            }
             _ => triggers(v, &evs, &ix),
         })
         .collect()
@@ -248,21 +243,13 @@ fn overtaken<'a, 'b>(
     ix: &Index,
     d: &Ev<'a>,
 ) -> Vec<(&'b Ev<'a>, Option<usize>)> {
-    let vector = |e: &Ev<'_>| -> Option<Vec<u64>> {
-        e.line
-            .get("vector")?
-            .as_array()?
-            .iter()
-            .map(Value::as_u64)
-            .collect()
-    };
     let (Some(id), Some(to)) = (d.msg_id, d.node) else {
         return Vec::new();
     };
     let Some(&s) = ix.send.get(&id) else {
         return Vec::new();
     };
-    let Some(vs) = vector(&evs[s]) else {
+    let Some(vs) = vector_of(&evs[s]) else {
         return Vec::new();
     };
     let Some(di) = at(evs, d.seq) else {
@@ -278,7 +265,7 @@ fn overtaken<'a, 'b>(
             if end.is_some_and(|e| e < di || evs[e].event == "drop") {
                 continue;
             }
-            let before = vector(&evs[k])
+            let before = vector_of(&evs[k])
                 .is_some_and(|vk| vk.len() == vs.len() && vk.iter().zip(&vs).all(|(a, b)| a <= b));
             if before {
                 found.push((&evs[k], end));
@@ -298,66 +285,6 @@ fn vector_of(e: &Ev<'_>) -> Option<Vec<u64>> {
         .iter()
         .map(Value::as_u64)
         .collect()
-}
-
-/// Whether two vector timestamps are concurrent (neither happened before the other).
-fn concurrent(a: &[u64], b: &[u64]) -> bool {
-    let le = |x: &[u64], y: &[u64]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p <= q);
-    !le(a, b) && !le(b, a)
-}
-
-/// Two leaders named: the latest process that received COORDINATOR messages from two senders
-/// that announced themselves concurrently (the messages crossed), the earlier-sent one last or
-/// in the order that left it with a leader the other side does not name.
-fn crossed_coordinators(evs: &[Ev<'_>], ix: &Index) -> Option<Cause> {
-    let coordinator = |e: &Ev<'_>| e.event == "deliver" && e.kind() == "Coordinator";
-    // The latest delivery that has an earlier crossing one at the same process.
-    for j in (0..evs.len()).rev() {
-        let d2 = &evs[j];
-        if !coordinator(d2) {
-            continue;
-        }
-        let s2 = &evs[*ix.send.get(&d2.msg_id?)?];
-        let v2 = vector_of(s2)?;
-        let found = evs[..j].iter().rev().find(|d1| {
-            coordinator(d1)
-                && d1.node == d2.node
-                && d1.from != d2.from
-                && d1
-                    .msg_id
-                    .and_then(|m| ix.send.get(&m))
-                    .and_then(|&i| vector_of(&evs[i]))
-                    .is_some_and(|v1| concurrent(&v1, &v2))
-        });
-        let Some(d1) = found else { continue };
-        let s1 = &evs[*ix.send.get(&d1.msg_id?)?];
-        let (a, b) = (d1.from?, d2.from?);
-        let r = d2.node?;
-        // The announcements in the order they were made.
-        let ((x, sx), (y, sy)) = if s1.seq < s2.seq {
-            ((a, s1), (b, s2))
-        } else {
-            ((b, s2), (a, s1))
-        };
-        let text = format!(
-            "Two COORDINATOR messages crossed: P{x} announced itself at step {} and P{y} at step \
-             {}, neither knowing of the other's announcement (the sends are concurrent). P{r} \
-             received P{a}'s at step {}, then P{b}'s at step {}, and took P{b} for its leader.",
-            sx.step, sy.step, d1.step, d2.step,
-        );
-        let second_sent = sy;
-        let mut events = vec![s1.seq, s2.seq, d1.seq, d2.seq];
-        events.sort_unstable();
-        let mut messages: Vec<u64> = [d1.msg_id, d2.msg_id].into_iter().flatten().collect();
-        messages.sort_unstable();
-        return Some(Cause {
-            text,
-            events,
-            messages,
-            back_to: Some(second_sent.step.saturating_sub(1)),
-        });
-    }
-    None
 }
 
 /// The latest `Request` input of `node` before position `before`.
