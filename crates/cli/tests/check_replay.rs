@@ -243,3 +243,65 @@ fn every_checker_counterexample_loads_in_the_page_with_the_same_violation() {
         failures.join("\n")
     );
 }
+
+/// What `distsync run --replay` refuses, each with the flag or file and what was expected: a
+/// missing trace, a trace of another algorithm, a file that is no trace, and `--seed` or
+/// `--svg` beside it (a replay makes no random choice).
+#[test]
+fn a_replay_of_the_wrong_file_or_with_a_seed_is_refused_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_distsync");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let lamport = write(
+        "lamport.toml",
+        "algorithm = \"lamport-mutex\"\nnodes = 2\n[network]\nfifo = false\n",
+    );
+    let central = write("central.toml", "algorithm = \"central\"\nnodes = 2\n");
+    let trace = dir.path().join("cex.jsonl").display().to_string();
+    let check = Command::new(bin)
+        .args(["check", &lamport, "--trace", &trace])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    let not_a_trace = write("notes.txt", "hello\n");
+    let missing = dir.path().join("missing.jsonl").display().to_string();
+    for (args, says) in [
+        (
+            vec![central.as_str(), "--replay", &trace],
+            "the counterexample is of `lamport-mutex`, the scenario runs `central`",
+        ),
+        (
+            vec![lamport.as_str(), "--replay", &missing],
+            "--replay: cannot read",
+        ),
+        (
+            vec![lamport.as_str(), "--replay", &not_a_trace],
+            "line 1: not JSON",
+        ),
+        (
+            vec![lamport.as_str(), "--replay", &trace, "--seed", "3"],
+            "--seed: not with --replay",
+        ),
+    ] {
+        let o = Command::new(bin).arg("run").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The right one replays: the violation, the step, exit 1.
+    let o = Command::new(bin)
+        .args(["run", &lamport, "--replay", &trace])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("replay: mutual-exclusion broke at the checker's step "),
+        "{err}"
+    );
+}

@@ -417,3 +417,33 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
     }
     Ok(Json(answer))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use distsync_check::Action;
+
+    /// A step the session cannot follow is an error that names the step and its number.
+    #[test]
+    fn a_step_nothing_pending_matches_is_named() {
+        let scenario = Scenario::from_toml(
+            "algorithm = \"lamport-mutex\"\nnodes = 2\n[workload]\nkind = \"none\"\n",
+            "test.toml",
+        )
+        .unwrap();
+        let step = |number: usize, transition: &str| Step {
+            number,
+            action: Action::Start,
+            transition: transition.to_string(),
+            outputs: Vec::new(),
+            sent: Vec::new(),
+            effects: Vec::new(),
+        };
+        let steps = [step(0, "start"), step(1, "deliver Nothing 0->1")];
+        let Err(why) = follow_counterexample(&stepping_scenario(&scenario), &steps) else {
+            panic!("a message nobody sent was followed");
+        };
+        assert!(why.starts_with("step 1: "), "{why}");
+        assert!(why.contains("`deliver Nothing 0->1`"), "{why}");
+    }
+}
