@@ -1,7 +1,8 @@
 //! Every counterexample the checker finds replays: for every algorithm the checker covers, with
 //! each fault option that refutes it (links that are not FIFO, a duplicate, a loss, a
-//! partition and its heal, a crash, a crash and a recovery), the page's "prove or refute" (`POST /api/check`) loads the
-//! counterexample into a stepped session, which shows the same violation (a property judged at
+//! partition and its heal, a crash, a crash and a recovery), the page's "prove or refute"
+//! (`POST /api/check`) loads the counterexample into a stepped session, which shows the same
+//! violation (a property judged at
 //! the end, such as deadlock, once the session is run on to its end; a property the simulator's
 //! monitors name otherwise by that name, see `monitor_names`). Before the session read crash,
 //! recover, lose and duplicate steps and messages by their exact text, 53 of the 57
