@@ -72,6 +72,8 @@ pub struct SnapshotHarness {
     /// By position: the transfers received before that (message id, sender's position,
     /// amount).
     earlier: Vec<Vec<(u64, usize, u64)>>,
+    /// Snapshots started and not yet complete.
+    open: usize,
 }
 
 impl SnapshotHarness {
@@ -185,6 +187,7 @@ impl SnapshotHarness {
             order: Vec::new(),
             log: vec![Vec::new(); peers.len()],
             earlier: vec![Vec::new(); peers.len()],
+            open: 0,
         })
     }
 
@@ -281,7 +284,8 @@ impl SnapshotHarness {
                     ),
                 );
             }
-            if self.snapshots.values().all(|t| t.completed.is_some()) {
+            self.open -= 1;
+            if self.open == 0 {
                 // No snapshot is being taken: keep each process's latest entry only.
                 for (log, earlier) in self.log.iter_mut().zip(&mut self.earlier) {
                     let keep = log.len().saturating_sub(1);
@@ -394,7 +398,7 @@ impl SnapshotHarness {
         };
         let (pos, before) = (ctl.peers().index_of(node), p.balance());
         let log = &mut self.log[pos];
-        if self.snapshots.values().all(|t| t.completed.is_some()) {
+        if self.open == 0 {
             // No snapshot is being taken: only the latest entry is kept, a transfer it
             // received is remembered.
             if let Some(Seen {
@@ -486,6 +490,7 @@ impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
                     log_from: self.log.iter().map(Vec::len).collect(),
                 },
             );
+            self.open += 1;
             self.order.push(id);
             let now = ctl.now();
             ctl.input_at(now, node, Input::Snapshot);
