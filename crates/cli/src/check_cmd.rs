@@ -88,7 +88,7 @@ pub struct CheckArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Write the shortest counterexample to FILE in the trace format (JSON Lines), for
-    /// `distsync trace render` and `distsync clocks`.
+    /// `distsync trace render`, `distsync clocks` and `distsync run SCENARIO --replay FILE`.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// The central algorithm's coordinator (default: the highest id).

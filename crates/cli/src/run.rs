@@ -39,6 +39,14 @@ pub struct RunArgs {
     /// Replace the scenario's simulated-time horizon.
     #[arg(long, value_parser = parse_duration_arg, allow_hyphen_values = true)]
     until: Option<Duration>,
+    /// Replay a counterexample of the checker: FILE is the trace `distsync check SCENARIO
+    /// --trace FILE` wrote, SCENARIO the same scenario file. Every step of the counterexample
+    /// is made in turn (the delivery, timer, input, crash, loss, duplication or partition it
+    /// names; no workload, loss or scripted event of the scenario's own), then the run goes on
+    /// to its end; the report names the checker's step at which each property broke, and the
+    /// exit code is 1 when one did.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
 }
 
 /// Arguments of `distsync simulate`.
@@ -172,6 +180,19 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
             distsync_core::format_duration(until)
         ));
     }
+    if let Some(path) = &args.replay {
+        for (given, flag) in [
+            (args.seed.is_some(), "--seed"),
+            (args.svg.is_some(), "--svg"),
+        ] {
+            if given {
+                return Err(InputError(format!(
+                    "{flag}: not with --replay (a replay makes the checker's choices, none at random; draw its trace with `distsync trace render`)"
+                )));
+            }
+        }
+        return replay(&scenario, path, args.json, args.trace.as_deref());
+    }
     execute(
         &scenario,
         &origin,
@@ -181,6 +202,76 @@ pub fn run_file(args: RunArgs) -> Result<Outcome, InputError> {
         args.json,
         Some(&again),
     )
+}
+
+/// Most events a replayed counterexample runs on for after its last step.
+const REPLAY_RUN_ON: u64 = 1_000_000;
+
+/// `distsync run SCENARIO --replay FILE`: the checker's counterexample in FILE, step by step in
+/// a stepped session of the scenario, then on to the run's end.
+fn replay(
+    scenario: &Scenario,
+    path: &Path,
+    json: bool,
+    trace: Option<&Path>,
+) -> Result<Outcome, InputError> {
+    use distsync_sim::session::RunStop;
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError(format!("--replay: cannot read {shown}: {e}")))?;
+    let stepping = distsync_web::check_api::stepping_scenario(scenario);
+    let replayed = distsync_web::check_api::follow_trace(&stepping, &text, &shown)
+        .map_err(|e| InputError(format!("--replay: {e}")))?;
+    let mut session = replayed.session;
+    let last = replayed.steps.last().map_or(0, |s| s.0);
+    // A property of the end (deadlock, agreement, completion) is judged when the run ends.
+    loop {
+        match session.run(REPLAY_RUN_ON, None) {
+            Ok(RunStop::Violation) => continue,
+            Ok(_) => break,
+            Err(e) => return Err(InputError(format!("--replay: after the last step: {e}"))),
+        }
+    }
+    let report = session.report();
+    if let Some(out) = trace {
+        std::fs::write(out, session.trace_jsonl())
+            .map_err(|e| InputError(format!("--trace: cannot write {}: {e}", out.display())))?;
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    let text = if json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        output::summary(&report)
+    };
+    output::write_stdout(&text)?;
+    let mut said = Vec::new();
+    for (number, words, broken) in &replayed.steps {
+        for property in broken {
+            if !said.contains(property) {
+                eprintln!("replay: {property} broke at the checker's step {number} ({words})");
+                said.push(property.clone());
+            }
+        }
+    }
+    for v in &report.violations {
+        if !said.contains(&v.property) {
+            eprintln!(
+                "replay: {} found when the run ended, after the checker's last step ({last}) of {shown}",
+                v.property
+            );
+            said.push(v.property.clone());
+        }
+    }
+    if report.violations.is_empty() {
+        crate::output::note(format!(
+            "note: the {last} steps of {shown} replayed, and no property broke"
+        ));
+        Ok(Outcome::Ok)
+    } else {
+        Ok(Outcome::Violation)
+    }
 }
 
 /// The scenario file at `path`; when no such file exists and `path` is a bare name of a

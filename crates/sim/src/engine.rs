@@ -46,6 +46,11 @@ pub trait Harness<P: Process> {
     fn on_action(&mut self, action: &Action, ctl: &mut Control<'_, P>) {
         let _ = (action, ctl);
     }
+    /// A message (`msg_id`, shared by a duplicate's copies) from `from` is about to be delivered
+    /// to the live process of `to`.
+    fn on_deliver(&mut self, from: NodeId, to: NodeId, msg_id: u64, ctl: &mut Control<'_, P>) {
+        let _ = (from, to, msg_id, ctl);
+    }
     /// An input is about to be given to the live process of `node` (it was pending until now).
     fn on_input(&mut self, node: NodeId, input: &P::Input, ctl: &mut Control<'_, P>) {
         let _ = (node, input, ctl);
@@ -1250,6 +1255,14 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         },
                     );
                 }
+                self.harness.on_deliver(
+                    from_id,
+                    self.core.peers.ids()[to],
+                    msg_id,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
                 let slot = &mut self.core.slots[to];
                 slot.chain = slot.chain.max(u64::from(chain));
                 self.call(to, false, |p, ctx| p.on_message(from_id, msg, ctx));

@@ -958,7 +958,8 @@ impl Session {
 
     /// Follows one step of a checker counterexample, as `distsync check` writes it
     /// (`deliver Reply { ts: 3 } 1->0`, `input Request at 2`, `timer T fires at 1`, `crash 2`,
-    /// `recover 2`, `lose Token 0->1`, `duplicate Token 0->1`, `heal`): applies the pending
+    /// `recover 2`, `lose Token 0->1`, `duplicate Token 0->1`, `partition [0] | [1, 2]`,
+    /// `heal`): applies the pending
     /// event it names, after the input's choice ([`Choice::Request`], [`Choice::Elect`],
     /// [`Choice::Snapshot`]) when no workload or script made it, or the fault's choice. An
     /// input that carries the checker's own choice (`Multicast(2)`, `Transfer { to: 0, amount:
@@ -974,6 +975,19 @@ impl Session {
             Some(Choice::Recover { node: n })
         } else if text == "heal" {
             Some(Choice::Heal)
+        } else if let Some(groups) = text.strip_prefix("partition ") {
+            // "[0] | [1, 2]": the two sides, as lists of ids.
+            let groups: Option<Vec<Vec<NodeId>>> = groups
+                .split('|')
+                .map(|g| {
+                    let list = g.trim().strip_prefix('[')?.strip_suffix(']')?;
+                    list.split(',')
+                        .filter(|x| !x.trim().is_empty())
+                        .map(&node)
+                        .collect()
+                })
+                .collect();
+            groups.map(|groups| Choice::Partition { groups })
         } else if let Some(msg) = text.strip_prefix("lose ") {
             let id = self.live.find_checker_step(&format!("deliver {msg}"));
             id.map(|id| Choice::Drop { id })

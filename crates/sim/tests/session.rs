@@ -757,3 +757,87 @@ fn going_back_from_a_checkpoint_is_a_replay_from_the_start() {
     assert_eq!(shown(&session), shown(&fresh));
     assert_eq!(session.trace_jsonl(), fresh.trace_jsonl());
 }
+
+/// Chandy-Lamport's part of a snapshot that records one transfer twice in transit (a message
+/// and its duplicate, both arriving between the process's recording and the sender's marker)
+/// breaks `snapshot-consistency`, the checker's property of that name, at the step that
+/// completes the part; two different transfers of the same amount recorded the same way do
+/// not (the monitor tells transfers apart by their message, not by their amount).
+#[test]
+fn a_snapshot_that_counts_a_duplicated_transfer_twice_breaks_snapshot_consistency() {
+    let toml = "algorithm = \"chandy-lamport\"\nnodes = 3\n[network]\ndelay = \"1ms\"\n[app]\nkind = \"bank\"\n";
+    let marker = |from: u32, to: u32| {
+        format!(
+            "deliver Marker {{ snapshot: SnapshotId {{ initiator: 0, number: 1 }} }} {from}->{to}"
+        )
+    };
+    let transfer = "input Transfer { to: 1, amount: 4 } at 2".to_string();
+    for (second, breaks) in [
+        ("duplicate Transfer { amount: 4 } 2->1".to_string(), true),
+        (transfer.clone(), false),
+    ] {
+        let steps = [
+            "input Snapshot at 0".to_string(),
+            marker(0, 1),
+            transfer.clone(),
+            second.clone(),
+            marker(0, 2),
+            "deliver Transfer { amount: 4 } 2->1".to_string(),
+            "deliver Transfer { amount: 4 } 2->1".to_string(),
+        ];
+        let mut session = Session::new(&scenario(toml), "test.toml").unwrap();
+        for step in &steps {
+            session
+                .follow_checker_step(step)
+                .unwrap_or_else(|e| panic!("{step}: {e}"));
+        }
+        assert!(session.view().violations.is_empty());
+        let last = session.follow_checker_step(&marker(2, 1)).unwrap();
+        assert_eq!(last.len(), 1);
+        let shown: Vec<String> = session
+            .view()
+            .violations
+            .iter()
+            .map(|v| format!("{}: {}", v.property, v.detail))
+            .collect();
+        let consistency = shown
+            .iter()
+            .any(|v| v.starts_with("snapshot-consistency: node 1's part of snapshot (0, 1) counts the transfer of 4 from 2 twice"));
+        assert_eq!(consistency, breaks, "{second}: {shown:?}");
+    }
+}
+
+/// Ricart-Agrawala's token algorithm taking a duplicated token for a new one leaves the
+/// critical section without an Exit: the checker's output-contract, found by the simulator's
+/// `contract` monitor when the application releases the process.
+#[test]
+fn a_duplicated_token_breaks_the_contract_at_the_release() {
+    use distsync_check::{check_named, Config, FaultBounds};
+    let config = Config {
+        nodes: 3,
+        faults: FaultBounds {
+            duplicate: 1,
+            ..FaultBounds::default()
+        },
+        ..Config::default()
+    };
+    let outcome = check_named("ricart-agrawala-token", &config, &mut |_| {}).unwrap();
+    let violation = outcome.violation.expect("a counterexample");
+    assert_eq!(violation.property.name(), "output-contract");
+    let toml = "algorithm = \"ricart-agrawala-token\"\nnodes = 3\n[network]\ndelay = \"1ms\"\n[workload]\nkind = \"none\"\n";
+    let mut session = Session::new(&scenario(toml), "test.toml").unwrap();
+    for step in violation.steps.iter().filter(|s| s.number > 0) {
+        session
+            .follow_checker_step(&step.transition)
+            .unwrap_or_else(|e| panic!("{}: {e}", step.transition));
+    }
+    assert!(session.view().violations.is_empty());
+    session.run(1_000, None).unwrap();
+    let shown: Vec<String> = session
+        .view()
+        .violations
+        .iter()
+        .map(|v| v.property.clone())
+        .collect();
+    assert!(shown.contains(&"contract".to_string()), "{shown:?}");
+}

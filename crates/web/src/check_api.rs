@@ -7,6 +7,7 @@ use crate::check_config::{bounds_in_words, check_setup, properties_explored, Che
 use crate::session_api::{store, view_json, Window};
 use distsync_check::{check_named, NamedViolation, Step};
 use distsync_core::NodeId;
+use distsync_sim::session::label_of;
 use distsync_sim::session::{Choice, Session};
 use distsync_sim::{Scenario, WorkloadKind, WorkloadSpec};
 use serde::Deserialize;
@@ -70,45 +71,21 @@ pub fn stepping_scenario(scenario: &Scenario) -> Scenario {
     s
 }
 
-/// The numbers in a text, in order ("Reply { ts: 3, from: 1 }" -> [3, 1]).
-fn numbers(text: &str) -> Vec<i64> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for c in text.chars().chain(std::iter::once(' ')) {
-        if c.is_ascii_digit() || (c == '-' && cur.is_empty()) {
-            cur.push(c);
-        } else {
-            if let Ok(n) = cur.parse() {
-                out.push(n);
-            }
-            cur.clear();
-        }
-    }
-    out
-}
-
-fn json_numbers(v: &Value, out: &mut Vec<i64>) {
-    match v {
-        Value::Number(n) => out.extend(n.as_i64()),
-        Value::Array(a) => a.iter().for_each(|x| json_numbers(x, out)),
-        Value::Object(m) => m.values().for_each(|x| json_numbers(x, out)),
-        _ => {}
-    }
-}
-
 /// The checker's crash loses the messages on their way to the crashed process ("dropped:
-/// crashed"), where the simulator's would deliver them after a recovery: drops them in
-/// `session` as the checker's step does, keeping the drops among `choices`.
+/// crashed"), and its partition those between the two sides ("dropped: partition"), where the
+/// simulator's would deliver them after a recovery or a heal: drops them in `session` as the
+/// checker's step does, keeping the drops among `choices`.
 fn lose_in_flight(
     session: &mut Session,
-    node: NodeId,
+    lost: impl Fn(u32, u32) -> bool,
     choices: &mut Vec<Choice>,
 ) -> Result<(), String> {
     let lost: Vec<u64> = session
         .view()
         .pending
         .iter()
-        .filter(|p| p.kind == "deliver" && p.to == Some(node.0))
+        .filter(|p| p.kind == "deliver")
+        .filter(|p| p.from.zip(p.to).is_some_and(|(from, to)| lost(from, to)))
         .map(|p| p.id)
         .collect();
     for id in lost {
@@ -119,118 +96,264 @@ fn lose_in_flight(
     Ok(())
 }
 
-/// The choice that makes checker step `step` happen in `session`, from its pending events.
-pub fn choice_for(step: &Step, session: &Session) -> Result<Option<Choice>, String> {
-    let t = step.transition.as_str();
-    if t == "start" || step.number == 0 {
-        return Ok(None);
-    }
-    let view = serde_json::to_value(session.view()).expect("plain data");
-    let pending = view["pending"].as_array().cloned().unwrap_or_default();
-    if let Some(rest) = t.strip_prefix("input ") {
-        // "input Request at 2" / "input Release at 2"
-        let (what, node) = rest
-            .rsplit_once(" at ")
-            .ok_or_else(|| format!("cannot read checker step `{t}`"))?;
-        let node: u32 = node
-            .trim()
-            .parse()
-            .map_err(|_| format!("cannot read the node of checker step `{t}`"))?;
-        if what.starts_with("Request") {
-            return Ok(Some(Choice::Request {
-                node: distsync_core::NodeId(node),
-            }));
+/// Walks the checker's counterexample `steps` in a new session of `stepping` (see
+/// [`stepping_scenario`]), each step by [`Session::follow_checker_step`], with the messages the
+/// checker's crashes and partitions drop dropped too; returns the session and the choices made.
+pub fn follow_counterexample(
+    stepping: &Scenario,
+    steps: &[Step],
+) -> Result<(Session, Vec<Choice>), String> {
+    let mut session = Session::new(stepping, "counterexample").map_err(|e| e.to_string())?;
+    let mut choices = Vec::new();
+    for step in steps {
+        if step.number == 0 {
+            continue; // every process's start, which the session made
         }
-        if what.starts_with("Start") {
-            // An election's start: the same input the page's "start an election" gives.
-            return Ok(Some(Choice::Elect {
-                node: distsync_core::NodeId(node),
-            }));
+        let applied = session
+            .follow_checker_step(&step.transition)
+            .map_err(|e| format!("step {}: {e}", step.number))?;
+        let mut drops: Vec<Box<dyn Fn(u32, u32) -> bool>> = Vec::new();
+        for c in &applied {
+            match c {
+                Choice::Crash { node } => {
+                    let node = node.0;
+                    drops.push(Box::new(move |_, to| to == node));
+                }
+                Choice::Partition { groups } => {
+                    let side = |n: u32| groups.iter().position(|g| g.iter().any(|x| x.0 == n));
+                    let sides: Vec<(u32, Option<usize>)> =
+                        groups.iter().flatten().map(|n| (n.0, side(n.0))).collect();
+                    let of = move |n: u32| sides.iter().find(|s| s.0 == n).and_then(|s| s.1);
+                    drops.push(Box::new(move |from, to| of(from) != of(to)));
+                }
+                _ => {}
+            }
         }
-        // A release: the session schedules it when the process enters; take that pending event.
-        let found = pending.iter().find(|p| {
-            p["kind"] != "deliver"
-                && p["node"].as_u64() == Some(node as u64)
-                && p["label"]
-                    .as_str()
-                    .is_some_and(|l| l.to_lowercase().contains(&what.to_lowercase()))
-        });
-        let found = found.or_else(|| {
-            pending.iter().find(|p| {
-                p["kind"] != "deliver"
-                    && p["kind"] != "timer"
-                    && p["node"].as_u64() == Some(node as u64)
-            })
-        });
-        return found
-            .and_then(|p| p["id"].as_u64())
-            .map(|id| Some(Choice::Event { id }))
-            .ok_or_else(|| format!("no pending {what} at {node} for checker step `{t}`"));
+        choices.extend(applied);
+        for lost in drops {
+            lose_in_flight(&mut session, lost, &mut choices)?;
+        }
     }
-    if let Some(rest) = t.strip_prefix("deliver ") {
-        // "deliver Reply { ts: 3 } 1->0"
-        let (msg, link) = rest
-            .rsplit_once(' ')
-            .ok_or_else(|| format!("cannot read checker step `{t}`"))?;
-        let (from, to) = link
-            .split_once("->")
-            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-            .ok_or_else(|| format!("cannot read the link of checker step `{t}`"))?;
-        let kind = msg
-            .split(|c: char| !c.is_alphanumeric() && c != '_')
-            .next()
-            .unwrap_or("");
-        let want = numbers(msg);
-        let candidates: Vec<&Value> = pending
-            .iter()
-            .filter(|p| {
-                p["kind"] == "deliver"
-                    && p["from"].as_u64() == Some(from)
-                    && p["to"].as_u64() == Some(to)
-                    && p["msg_kind"]
-                        .as_str()
-                        .is_none_or(|k| k.eq_ignore_ascii_case(kind))
-            })
-            .collect();
-        let exact = candidates.iter().find(|p| {
-            let mut got = Vec::new();
-            json_numbers(&p["msg"], &mut got);
-            got == want
-        });
-        return exact
-            .or(candidates.first())
-            .and_then(|p| p["id"].as_u64())
-            .map(|id| Some(Choice::Event { id }))
-            .ok_or_else(|| format!("no message in flight matches checker step `{t}`"));
+    Ok((session, choices))
+}
+
+/// A counterexample replayed from its trace: the session, and for each step of the checker
+/// (1-based, as `distsync check` numbers them) what it was and the properties the session's
+/// monitors found broken by it.
+pub struct Replayed {
+    /// The session, after the last step.
+    pub session: Session,
+    /// The choices made, in order.
+    pub choices: Vec<Choice>,
+    /// Per checker step replayed: its number, the trace's words for it, the properties first
+    /// found broken at it.
+    pub steps: Vec<(u64, String, Vec<String>)>,
+}
+
+/// The variant name of an input as the trace writes it (`"Request"`, `{"Multicast":2}`).
+fn variant(input: &Value) -> Option<&str> {
+    match input {
+        Value::String(s) => Some(s),
+        Value::Object(m) if m.len() == 1 => m.keys().next().map(String::as_str),
+        _ => None,
     }
-    if let Some(rest) = t.strip_prefix("timer ") {
-        let node: u64 = rest
-            .rsplit_once(" at ")
-            .and_then(|(_, n)| n.trim().parse().ok())
-            .ok_or_else(|| format!("cannot read checker step `{t}`"))?;
-        return pending
-            .iter()
-            .find(|p| p["kind"] == "timer" && p["node"].as_u64() == Some(node))
-            .and_then(|p| p["id"].as_u64())
-            .map(|id| Some(Choice::Event { id }))
-            .ok_or_else(|| format!("no pending timer at {node} for checker step `{t}`"));
+}
+
+/// Walks a counterexample as `distsync check --trace` writes it (docs/trace-format.md) in a
+/// new session of `stepping` (the scenario the check was of, through [`stepping_scenario`]):
+/// each delivery, timer, input, crash, recovery, loss, partition and heal of the trace as the
+/// pending event or the fault it names. A duplication writes no line of its own: a message
+/// the trace delivers twice (`duplicate: true` on the copy) is duplicated when it is sent.
+/// `origin` names the trace in errors.
+pub fn follow_trace(stepping: &Scenario, trace: &str, origin: &str) -> Result<Replayed, String> {
+    let mut lines = Vec::new();
+    for (i, text) in trace.lines().enumerate() {
+        if text.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| format!("{origin}: line {}: not JSON: {e}", i + 1))?;
+        lines.push((i + 1, v));
     }
-    // A crash or a recovery the checker chose ("crash 2", "recover 2"): the same fault now.
-    for (prefix, crash) in [("crash ", true), ("recover ", false)] {
-        if let Some(rest) = t.strip_prefix(prefix) {
-            let node = distsync_core::NodeId(
-                rest.trim()
-                    .parse()
-                    .map_err(|_| format!("cannot read the node of checker step `{t}`"))?,
+    let Some((_, header)) = lines.first() else {
+        return Err(format!(
+            "{origin}: empty, expected a trace written by `distsync check --trace`"
+        ));
+    };
+    if header["event"] != "header" {
+        return Err(format!("{origin}: line 1: expected the trace's header"));
+    }
+    if header["algorithm"] != stepping.algorithm.as_str() {
+        return Err(format!(
+            "{origin}: the counterexample is of `{}`, the scenario runs `{}`",
+            header["algorithm"].as_str().unwrap_or("?"),
+            stepping.algorithm
+        ));
+    }
+    // Every message sent, by id, and those the trace delivers twice.
+    let mut sent = std::collections::HashMap::new();
+    let mut twice = std::collections::HashSet::new();
+    for (_, v) in &lines {
+        match v["event"].as_str() {
+            Some("send") => {
+                sent.insert(
+                    v["msg_id"].as_u64(),
+                    (v["node"].clone(), v["to"].clone(), v["msg"].clone()),
+                );
+            }
+            Some("deliver") if v["duplicate"] == true => {
+                twice.insert(v["msg_id"].as_u64());
+            }
+            _ => {}
+        }
+    }
+    let mut session = Session::new(stepping, "counterexample").map_err(|e| e.to_string())?;
+    let mut choices: Vec<Choice> = Vec::new();
+    let mut steps: Vec<(u64, String, Vec<String>)> = Vec::new();
+    let id_of = |v: &Value, what: &str, line: usize| -> Result<NodeId, String> {
+        v.as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(NodeId)
+            .ok_or_else(|| format!("{origin}: line {line}: expected a node id in `{what}`"))
+    };
+    for (line, v) in &lines[1..] {
+        let line = *line;
+        let event = v["event"].as_str().unwrap_or("");
+        if event == "send" && twice.contains(&v["msg_id"].as_u64()) {
+            // A message the trace delivers twice is duplicated as soon as it is sent, so that
+            // on a FIFO link the copy comes before what is sent after it.
+            let (from, to) = (
+                id_of(&v["node"], "node", line)?,
+                id_of(&v["to"], "to", line)?,
             );
-            return Ok(Some(if crash {
-                Choice::Crash { node }
-            } else {
-                Choice::Recover { node }
-            }));
+            let id = session
+                .find_pending_delivery(from, to, &v["msg"])
+                .ok_or_else(|| format!("{origin}: line {line}: the message sent is not pending"))?;
+            session
+                .apply(Choice::Duplicate { id })
+                .map_err(|e| format!("{origin}: line {line}: {e}"))?;
+            choices.push(Choice::Duplicate { id });
+            continue;
+        }
+        if matches!(event, "start" | "send" | "output") {
+            continue; // what a step did, which the session does again
+        }
+        let step = v["time_ns"].as_u64().unwrap_or(0) / 1_000_000;
+        let mut broken: Vec<String> = Vec::new();
+        let mut apply = |session: &mut Session, choices: &mut Vec<Choice>, c: Choice| {
+            let done = session
+                .apply(c.clone())
+                .map_err(|e| format!("{origin}: line {line} (step {step}): {e}"))?;
+            broken.extend(done.violations.into_iter().map(|v| v.property));
+            choices.push(c);
+            Ok::<(), String>(())
+        };
+        let missing = |what: &str| {
+            format!("{origin}: line {line} (step {step}): no pending {what} matches it")
+        };
+        let words;
+        match event {
+            "deliver" | "drop" => {
+                let msg_id = v["msg_id"].as_u64();
+                let (from, to, msg) = match event {
+                    "deliver" => (v["from"].clone(), v["node"].clone(), v["msg"].clone()),
+                    _ => match sent.get(&msg_id) {
+                        Some(m) => m.clone(),
+                        None => return Err(format!("{origin}: line {line}: a drop of message {msg_id:?}, which no line sent")),
+                    },
+                };
+                let (from, to) = (id_of(&from, "from", line)?, id_of(&to, "node", line)?);
+                let reason = v["reason"].as_str().unwrap_or("");
+                let id = session.find_pending_delivery(from, to, &msg);
+                match (event, reason, id) {
+                    ("deliver", _, Some(id)) => apply(&mut session, &mut choices, Choice::Event { id })?,
+                    ("deliver", _, None) => return Err(missing("delivery")),
+                    (_, "loss", Some(id)) => apply(&mut session, &mut choices, Choice::Drop { id })?,
+                    (_, "loss", None) => return Err(missing("message to lose")),
+                    // Lost to a crash or a partition: dropped now if still on its way.
+                    (_, _, Some(id)) => apply(&mut session, &mut choices, Choice::Drop { id })?,
+                    (_, _, None) => {}
+                }
+                words = match event {
+                    "deliver" => format!("deliver {} {}->{}", label_of(&msg), from, to),
+                    _ => format!("lose {} {}->{} ({reason})", label_of(&msg), from, to),
+                };
+            }
+            "timer" => {
+                let node = id_of(&v["node"], "node", line)?;
+                let id = session
+                    .find_pending_timer(node, &v["timer"])
+                    .ok_or_else(|| missing("timer"))?;
+                apply(&mut session, &mut choices, Choice::Event { id })?;
+                words = format!("timer {} fires at {node}", label_of(&v["timer"]));
+            }
+            "input" => {
+                let node = id_of(&v["node"], "node", line)?;
+                let input = &v["input"];
+                let pending = |session: &Session| {
+                    session
+                        .view()
+                        .pending
+                        .iter()
+                        .find(|p| p.kind == "input" && p.node == Some(node.0) && p.input.as_ref() == Some(input))
+                        .map(|p| p.id)
+                };
+                if pending(&session).is_none() {
+                    let ask = match variant(input) {
+                        Some("Request") => Some(Choice::Request { node }),
+                        Some("Start") => Some(Choice::Elect { node }),
+                        Some("Snapshot") => Some(Choice::Snapshot { node }),
+                        _ => None,
+                    };
+                    match ask {
+                        Some(c) => apply(&mut session, &mut choices, c)?,
+                        // An input with the checker's own choice in it (a multicast's payload,
+                        // a transfer's receiver and amount), given as it is.
+                        None => apply(&mut session, &mut choices, Choice::Input { node, input: input.clone() })?,
+                    }
+                }
+                if let Some(id) = pending(&session) {
+                    apply(&mut session, &mut choices, Choice::Event { id })?;
+                } else if !matches!(choices.last(), Some(Choice::Input { .. })) {
+                    return Err(missing("input"));
+                }
+                words = format!("input {} at {node}", label_of(input));
+            }
+            "crash" | "recover" => {
+                let node = id_of(&v["node"], "node", line)?;
+                let c = if event == "crash" { Choice::Crash { node } } else { Choice::Recover { node } };
+                apply(&mut session, &mut choices, c)?;
+                words = format!("{event} {node}");
+            }
+            "partition" => {
+                let groups: Vec<Vec<NodeId>> = serde_json::from_value(v["groups"].clone())
+                    .map_err(|e| format!("{origin}: line {line}: `groups`: expected lists of node ids: {e}"))?;
+                apply(&mut session, &mut choices, Choice::Partition { groups })?;
+                words = format!("partition {}", v["groups"]);
+            }
+            "heal" => {
+                apply(&mut session, &mut choices, Choice::Heal)?;
+                words = "heal".to_string();
+            }
+            other => {
+                return Err(format!(
+                    "{origin}: line {line}: cannot replay a `{other}` event (a trace written by `distsync check --trace` is expected)"
+                ))
+            }
+        }
+        match steps.last_mut() {
+            Some(last) if last.0 == step => {
+                last.1.push_str(&format!(", {words}"));
+                last.2.extend(broken);
+            }
+            _ => steps.push((step, words, broken)),
         }
     }
-    Err(format!("cannot read checker step `{t}`"))
+    Ok(Replayed {
+        session,
+        choices,
+        steps,
+    })
 }
 
 pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, ApiError> {
@@ -273,68 +396,12 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
         "steps": steps.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         "final_states": final_states,
     });
-    // Load the counterexample: walk it in a session, mapping each checker step to the pending
-    // event it names, and keep the choices made.
+    // Load the counterexample: walk it in a session, each checker step applied as the pending
+    // event (or the fault) it names, and keep the choices made.
     let stepping = stepping_scenario(&scenario);
     let toml_text = toml::to_string(&stepping)
         .map_err(|e| ApiError::bad("toml", format!("cannot be written back: {e}")))?;
-    let loaded = (move || -> Result<(Session, Vec<Choice>), String> {
-        let mut session = Session::new(&stepping, "counterexample").map_err(|e| e.to_string())?;
-        let mut choices = Vec::new();
-        for step in &steps {
-            // The session's own reading of the step first (every kind of step, messages by
-            // their exact text); then the looser reading by numbers.
-            if step.number > 0 {
-                if let Ok(applied) = session.follow_checker_step(&step.transition) {
-                    let crashed: Vec<NodeId> = applied
-                        .iter()
-                        .filter_map(|c| match c {
-                            Choice::Crash { node } => Some(*node),
-                            _ => None,
-                        })
-                        .collect();
-                    choices.extend(applied);
-                    for node in crashed {
-                        lose_in_flight(&mut session, node, &mut choices)?;
-                    }
-                    continue;
-                }
-            }
-            if let Some(choice) = choice_for(step, &session)? {
-                let request = match choice {
-                    Choice::Request { node } | Choice::Elect { node } => Some(node),
-                    _ => None,
-                };
-                let crashed = match choice {
-                    Choice::Crash { node } => Some(node),
-                    _ => None,
-                };
-                session.apply(choice.clone()).map_err(|e| e.to_string())?;
-                choices.push(choice);
-                // The checker's crash loses the messages on their way to the crashed process
-                // ("dropped: crashed"); the simulator's would deliver them after a recovery:
-                // drop them, as the checker's step says.
-                if let Some(node) = crashed {
-                    lose_in_flight(&mut session, node, &mut choices)?;
-                }
-                // A request or an election's start reaches the process as an input event: take
-                // it now, as the checker's step does.
-                if let Some(node) = request {
-                    let input = session
-                        .view()
-                        .pending
-                        .iter()
-                        .find(|p| p.kind == "input" && p.node == Some(node.0))
-                        .map(|p| p.id)
-                        .ok_or_else(|| format!("the request at {} is not pending", node.0))?;
-                    let take = Choice::Event { id: input };
-                    session.apply(take.clone()).map_err(|e| e.to_string())?;
-                    choices.push(take);
-                }
-            }
-        }
-        Ok((session, choices))
-    })();
+    let loaded = follow_counterexample(&stepping, &steps);
     match loaded {
         Ok((session, choices)) => {
             answer["view"] = view_json(&session, Window::default());
@@ -349,4 +416,34 @@ pub(crate) fn check(State(state): State, body: &[u8]) -> Result<Json<Value>, Api
         }
     }
     Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use distsync_check::Action;
+
+    /// A step the session cannot follow is an error that names the step and its number.
+    #[test]
+    fn a_step_nothing_pending_matches_is_named() {
+        let scenario = Scenario::from_toml(
+            "algorithm = \"lamport-mutex\"\nnodes = 2\n[workload]\nkind = \"none\"\n",
+            "test.toml",
+        )
+        .unwrap();
+        let step = |number: usize, transition: &str| Step {
+            number,
+            action: Action::Start,
+            transition: transition.to_string(),
+            outputs: Vec::new(),
+            sent: Vec::new(),
+            effects: Vec::new(),
+        };
+        let steps = [step(0, "start"), step(1, "deliver Nothing 0->1")];
+        let Err(why) = follow_counterexample(&stepping_scenario(&scenario), &steps) else {
+            panic!("a message nobody sent was followed");
+        };
+        assert!(why.starts_with("step 1: "), "{why}");
+        assert!(why.contains("`deliver Nothing 0->1`"), "{why}");
+    }
 }

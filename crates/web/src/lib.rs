@@ -21,7 +21,7 @@
 mod api;
 mod assets;
 pub mod cause;
-mod check_api;
+pub mod check_api;
 pub mod check_config;
 pub mod compare;
 pub mod examples;

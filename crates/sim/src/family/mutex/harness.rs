@@ -8,7 +8,8 @@
 //!
 //! Monitors: mutual exclusion (never two nodes between Enter and Exit), deadlock (nothing left
 //! that could happen while requests wait), starvation (requests of a finite workload unserved at
-//! the end), and the contract between outputs and `in_critical_section()`.
+//! the end), and the contract between outputs and `in_critical_section()` (at each Enter, and
+//! at each Release: a process stays in the critical section from its Enter to its Release).
 //!
 //! Metrics follow ORACLES.md: all messages of the run per entry; synchronization delay from an
 //! Exit to the next Enter, counted only when some other request was waiting at that Exit;
@@ -328,10 +329,25 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
     }
 
     fn on_input(&mut self, node: NodeId, input: &Input, ctl: &mut Control<'_, A>) {
+        let pos = ctl.peers().index_of(node);
         if *input == Input::Request {
-            if let State::Waiting(rec) = self.load[ctl.peers().index_of(node)].state {
+            if let State::Waiting(rec) = self.load[pos].state {
                 self.records[rec].given = true;
             }
+        }
+        // Between Enter and Release the process is in the critical section (the checker's
+        // output-contract): one that left it on its own (a duplicated token taken for a new
+        // one) is found when the application releases it.
+        if *input == Input::Release
+            && matches!(self.load[pos].state, State::InCs(_))
+            && ctl.process(node).is_some_and(|p| !p.in_critical_section())
+        {
+            ctl.violation(
+                "contract",
+                format!(
+                    "node {node} is released from the critical section it entered, but in_critical_section() is false"
+                ),
+            );
         }
     }
 

@@ -10,6 +10,13 @@
 //! each channel's recorded transfers. Monitors:
 //! - `snapshot-total`: a complete snapshot's recorded money (states plus channels) equals the
 //!   money in the system;
+//! - `snapshot-consistency` (the checker's property of the same name): a process's part of a
+//!   snapshot counts no transfer twice. Each process's recorded state is explained by a moment of its
+//!   own run since the snapshot began (its balance then, the transfers from each sender that it
+//!   received after that moment in the order they came): the transfers it had received by then
+//!   and those recorded in transit must all be different messages. A message delivered twice (a
+//!   duplicate) and counted both times breaks it; the transfers are told apart by the message,
+//!   not by the amount, so two transfers of the same amount are never taken for one;
 //! - `markers`: every process received exactly one marker of each snapshot from every other
 //!   process and sent one to each, and the run sent N(N-1) markers per snapshot;
 //! - `snapshot-incomplete`: every snapshot completes (unless the run reached its horizon);
@@ -35,6 +42,16 @@ struct Taking {
     started: Time,
     completed: Option<Time>,
     parts: BTreeMap<NodeId, LocalSnapshot>,
+    /// Where each process's [`Seen`] log stood when the snapshot began.
+    log_from: Vec<usize>,
+}
+
+/// One thing a process did while a snapshot was being taken: a delivery (its sender's position
+/// and message id) or an input, with the process's balance just before it.
+#[derive(Clone, Copy)]
+struct Seen {
+    before: u64,
+    msg: Option<(usize, u64)>,
 }
 
 /// The harness of snapshot runs.
@@ -49,6 +66,14 @@ pub struct SnapshotHarness {
     started: Vec<u64>,
     snapshots: BTreeMap<SnapshotId, Taking>,
     order: Vec<SnapshotId>,
+    /// By position: the deliveries and inputs since the oldest snapshot still being taken
+    /// began (only the latest while none is), for `snapshot-consistency`.
+    log: Vec<Vec<Seen>>,
+    /// By position: the transfers received before that (message id, sender's position,
+    /// amount).
+    earlier: Vec<Vec<(u64, usize, u64)>>,
+    /// Snapshots started and not yet complete.
+    open: usize,
 }
 
 impl SnapshotHarness {
@@ -160,6 +185,9 @@ impl SnapshotHarness {
             started: vec![0; peers.len()],
             snapshots: BTreeMap::new(),
             order: Vec::new(),
+            log: vec![Vec::new(); peers.len()],
+            earlier: vec![Vec::new(); peers.len()],
+            open: 0,
         })
     }
 
@@ -218,6 +246,23 @@ impl SnapshotHarness {
             );
             return;
         };
+        let pos = ctl.peers().index_of(node);
+        if let Some(process) = ctl.process(node) {
+            let run = Run {
+                earlier: &self.earlier[pos],
+                log: &self.log[pos],
+                now: process.balance(),
+            };
+            if let Some(why) = run.counted_twice(taking.log_from[pos], local, ctl.peers()) {
+                ctl.violation(
+                    "snapshot-consistency",
+                    format!(
+                        "node {node}'s part of snapshot ({}, {}) {why}",
+                        id.initiator, id.number
+                    ),
+                );
+            }
+        }
         if taking.parts.insert(node, local.clone()).is_some() {
             ctl.violation(
                 "contract",
@@ -239,7 +284,135 @@ impl SnapshotHarness {
                     ),
                 );
             }
+            self.open -= 1;
+            if self.open == 0 {
+                // No snapshot is being taken: keep each process's latest entry only.
+                for (log, earlier) in self.log.iter_mut().zip(&mut self.earlier) {
+                    let keep = log.len().saturating_sub(1);
+                    for k in 0..keep {
+                        if let Some((sender, msg)) = log[k].msg {
+                            let amount = log[k + 1].before.saturating_sub(log[k].before);
+                            if amount > 0 {
+                                earlier.push((msg, sender, amount));
+                            }
+                        }
+                    }
+                    log.drain(..keep);
+                }
+            }
         }
+    }
+}
+
+/// What one process did, for `snapshot-consistency`.
+struct Run<'a> {
+    /// The transfers it received before its log begins.
+    earlier: &'a [(u64, usize, u64)],
+    /// Its deliveries and inputs since then.
+    log: &'a [Seen],
+    /// Its balance now.
+    now: u64,
+}
+
+impl Run<'_> {
+    /// Why the process's part `part` counts some transfer twice, at every moment of its log
+    /// since `from` that explains the part (a moment where its balance was the recorded one,
+    /// followed by the transfers recorded in transit from each sender in the order they came);
+    /// `None` when one such moment counts each transfer once, or when none explains the part
+    /// (the markers and snapshot-total monitors judge such a part).
+    fn counted_twice(
+        &self,
+        from: usize,
+        part: &LocalSnapshot,
+        peers: &distsync_core::Peers,
+    ) -> Option<String> {
+        let log = self.log;
+        // The transfers received: deliveries that raised the balance, with the amount.
+        let after = |k: usize| log.get(k + 1).map_or(self.now, |s| s.before);
+        let received: Vec<(usize, usize, u64, u64)> = log
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| {
+                let (sender, msg) = s.msg?;
+                let amount = after(k).checked_sub(s.before).filter(|&a| a > 0)?;
+                Some((k, sender, msg, amount))
+            })
+            .collect();
+        let mut why = None;
+        for cut in (from..log.len()).filter(|&k| log[k].before == part.balance) {
+            let mut counted: Vec<(u64, usize, u64)> = self.earlier.to_vec();
+            counted.extend(
+                received
+                    .iter()
+                    .filter(|r| r.0 < cut)
+                    .map(|&(_, sender, msg, amount)| (msg, sender, amount)),
+            );
+            let mut explained = true;
+            for c in &part.channels {
+                let Some(sender) = peers.position(c.from) else {
+                    continue;
+                };
+                let later: Vec<(u64, usize, u64)> = received
+                    .iter()
+                    .filter(|r| r.0 >= cut && r.1 == sender)
+                    .take(c.amounts.len())
+                    .map(|&(_, sender, msg, amount)| (msg, sender, amount))
+                    .collect();
+                if later.iter().map(|l| l.2).ne(c.amounts.iter().copied()) {
+                    explained = false;
+                    break;
+                }
+                counted.extend(later);
+            }
+            if !explained {
+                continue;
+            }
+            counted.sort_unstable();
+            match counted.windows(2).find(|w| w[0].0 == w[1].0) {
+                None => return None,
+                Some(w) => {
+                    why.get_or_insert_with(|| {
+                        format!(
+                            "counts the transfer of {} from {} twice (a message and its duplicate)",
+                            w[0].2,
+                            peers.ids()[w[0].1]
+                        )
+                    });
+                }
+            }
+        }
+        why
+    }
+}
+
+impl SnapshotHarness {
+    /// Logs a delivery or an input at `node` while a snapshot is being taken.
+    fn seen<A: GlobalSnapshot>(
+        &mut self,
+        node: NodeId,
+        msg: Option<(usize, u64)>,
+        ctl: &Control<'_, A>,
+    ) {
+        let Some(p) = ctl.process(node) else {
+            return;
+        };
+        let (pos, before) = (ctl.peers().index_of(node), p.balance());
+        let log = &mut self.log[pos];
+        if self.open == 0 {
+            // No snapshot is being taken: only the latest entry is kept, a transfer it
+            // received is remembered.
+            if let Some(Seen {
+                before: then,
+                msg: Some((sender, id)),
+            }) = log.pop()
+            {
+                if before > then {
+                    self.earlier[pos].push((id, sender, before - then));
+                }
+            }
+            log.clear();
+        }
+        log.push(Seen { before, msg });
     }
 }
 
@@ -264,6 +437,15 @@ impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
         for pos in 0..self.issued.len() {
             self.schedule(pos, ctl);
         }
+    }
+
+    fn on_input(&mut self, node: NodeId, _input: &Input, ctl: &mut Control<'_, A>) {
+        self.seen(node, None, ctl);
+    }
+
+    fn on_deliver(&mut self, from: NodeId, to: NodeId, msg_id: u64, ctl: &mut Control<'_, A>) {
+        let sender = ctl.peers().index_of(from);
+        self.seen(to, Some((sender, msg_id)), ctl);
     }
 
     fn on_output(&mut self, node: NodeId, output: &Output, ctl: &mut Control<'_, A>) {
@@ -305,8 +487,10 @@ impl<A: GlobalSnapshot> Harness<A> for SnapshotHarness {
                     started: ctl.now(),
                     completed: None,
                     parts: BTreeMap::new(),
+                    log_from: self.log.iter().map(Vec::len).collect(),
                 },
             );
+            self.open += 1;
             self.order.push(id);
             let now = ctl.now();
             ctl.input_at(now, node, Input::Snapshot);
