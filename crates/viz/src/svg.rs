@@ -1186,12 +1186,12 @@ impl<'a> Diagram<'a> {
     }
 }
 
-/// A monitor's property name as a phrase for the picture.
 /// Whether boxes `[left, top, right, bottom]` share more than an edge.
 fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
     a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
 }
 
+/// A monitor's property name as a phrase for the picture.
 fn property_in_words(property: &str) -> &str {
     match property {
         "mutual-exclusion" => "mutual exclusion broken",
@@ -1203,6 +1203,7 @@ fn property_in_words(property: &str) -> &str {
         "fifo-order" => "FIFO order broken",
         "total-order" => "total order broken",
         "snapshot-total" => "snapshot total wrong",
+        "snapshot-consistency" => "snapshot inconsistent",
         other => other,
     }
 }
