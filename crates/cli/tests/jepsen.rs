@@ -962,7 +962,7 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
                 let (ev, script, client_file) = (&ev, &script, &client_file);
                 s.spawn(move || {
                     let mut out = Vec::new();
-                    for _ in 0..TERMS {
+                    for round in 0..TERMS {
                         let o = c
                             .client_bin()
                             .args(["elect", "-w", "30s", "--grace", "1s", "--cluster"])
@@ -975,6 +975,17 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
                             .output()
                             .unwrap();
                         let token = String::from_utf8_lossy(&o.stdout).trim().parse().ok();
+                        // What the candidate said (elected, lost and why), kept with the case's
+                        // events for DISTSYNC_JEPSEN_KEEP.
+                        let said = format!(
+                            "exit {:?}, token {token:?}\n{}",
+                            o.status.code(),
+                            String::from_utf8_lossy(&o.stderr)
+                        );
+                        let _ = fs::write(
+                            ev.with_file_name(format!("candidate-{k}-{round}.err")),
+                            said,
+                        );
                         out.push((o.status.code(), token));
                     }
                     out
