@@ -468,6 +468,65 @@ async fn a_change_that_drops_its_own_views_hold_waits_for_its_former_lease() {
     panic!("client 2 was never granted (client 1 revoked: {revoked}): {st:?}");
 }
 
+/// A view led by a new leader waits for the leases its members gave as leaders of their
+/// earlier views. Five nodes split {0,1,2} / {3,4}; client 1 holds through node 0 in the
+/// majority's view (leader 2), client 2 waits through node 3 in the minority's (leader 4, which
+/// grants nothing). The split heals between node 2 and nodes 3 and 4 first: node 4 leads a view
+/// of {2,3,4}, a majority, so it grants, and node 0 is not in it, while its lease from leader 2
+/// still runs. Client 2 must not be granted before that lease has run out. (Node 2 answered
+/// node 4's Prepare with no wait: it counted the leases it had confirmed to other leaders, none,
+/// and not those it had given as the leader. The Jepsen-style suite saw an `elect` leader's
+/// command run 20 and 214 ms into its successor's, raymond and lamport-mutex, a split healing.)
+#[tokio::test(start_paused = true)]
+async fn a_new_leaders_view_waits_for_the_leases_a_former_leader_among_its_members_gave() {
+    let mut h = Harness::with(&five_nodes("ricart-agrawala"));
+    h.run(1000).await;
+    assert!(h.open_everywhere(4, 5));
+    h.partition(&[0, 1, 2], &[3, 4]);
+    h.run(2000).await;
+    h.client(0, 1, lock());
+    h.run(100).await;
+    let t1 = granted(&h.replies(1)).expect("the majority side grants client 1");
+    h.client(3, 2, lock());
+    h.run(50).await;
+    assert_eq!(
+        granted(&h.replies(2)),
+        None,
+        "client 2 waits on the minority side"
+    );
+    let old_view = h.nodes[0].status().epoch;
+    let mut lease0 = h.nodes[0].leases.until.expect("node 0 holds a lease");
+    h.cut
+        .retain(|&(a, b)| !matches!((a, b), (2, 3) | (2, 4) | (3, 2) | (4, 2)));
+    for _ in 0..500 {
+        // Node 0's lease on the view client 1 was granted in.
+        if let Some(u) = h.nodes[0].leases.until {
+            if h.nodes[0].status().epoch == old_view {
+                lease0 = lease0.max(u);
+            }
+        }
+        h.run(10).await;
+        if let Some(t2) = granted(&h.replies(2)) {
+            let now = tokio::time::Instant::now();
+            assert!(
+                now >= lease0,
+                "client 2 was granted {:?} before node 0's lease (client 1's) ran out: {:?}",
+                lease0 - now,
+                h.nodes.iter().map(|n| n.status()).collect::<Vec<_>>()
+            );
+            assert!(t2 > t1);
+            assert_eq!(
+                h.nodes[3].status().members,
+                [2, 3, 4].map(NodeId).to_vec(),
+                "granted in the view of {{2,3,4}}"
+            );
+            return;
+        }
+    }
+    let st: Vec<_> = h.nodes.iter().map(|n| n.status()).collect();
+    panic!("client 2 was never granted: {st:?}");
+}
+
 /// The reproduction, deterministically: client 1 holds the lock through node 0 and
 /// client 2 waits there; node 0 is paused (it runs nothing, what is sent to it waits); the
 /// others form a view without it and client 3 is granted through node 1; node 0 resumes
