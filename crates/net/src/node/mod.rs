@@ -192,7 +192,14 @@ pub async fn run_notify(
         if p != id {
             let (tx, rx) = mpsc::channel(LINK_QUEUE);
             node.links.insert(p, tx);
-            peer::spawn_link(id, p, cluster.clone(), pokes[&p].clone(), rx);
+            peer::spawn_link(
+                id,
+                p,
+                cluster.clone(),
+                pokes[&p].clone(),
+                node.epochs.silent.clone(),
+                rx,
+            );
         }
     }
     node.start();
@@ -262,11 +269,12 @@ async fn serve(
             _ = tick.tick() => node.on_tick(),
             _ = &mut stop => break,
         }
-        if node.epochs.unstored {
+        if node.epochs.unstored && node.epochs.disk.is_none() {
             // A leader's new epoch: its Prepares go out (the link tasks run while this one
-            // yields), then it stores the mark while the members store theirs.
+            // yields), then it stores the mark while the members store theirs. (If that fails
+            // it sits out: its `commit` stores again, fails and commits nothing.)
             tokio::task::yield_now().await;
-            node.epochs.store();
+            let _ = node.epochs.store();
         }
         if let Some(restart) = node.shutdown {
             info!(node = %node.id, restart, "stopping: an admin asked");
@@ -396,7 +404,8 @@ impl Node {
     }
 
     fn send(&mut self, to: NodeId, msg: PeerMsg) {
-        if to == self.id {
+        if to == self.id || self.epochs.disk.is_some() {
+            // (A node that sits out says nothing to its peers: epochs.)
             return;
         }
         if let Some(link) = self.links.get(&to) {
@@ -470,6 +479,8 @@ impl Node {
     fn on_tick(&mut self) {
         let now = Instant::now();
         self.dropped.flush(now);
+        let every = self.timeouts().heartbeat_timeout;
+        self.epochs.retry(now, every);
         self.check_mark();
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {
