@@ -1192,10 +1192,10 @@ struct NodeReport {
     holding: Vec<String>,
     max_token: Option<u64>,
     error: Option<String>,
-    /// For a node whose process has exited: the last line of its log (why it stopped: a full
-    /// disk, say).
+    /// For a node whose process has exited: the last line of its log (why it stopped).
     last_log: Option<String>,
-    /// What keeps an answering node from serving (no epoch left for a view).
+    /// What keeps an answering node from serving (no epoch left for a view; its epoch mark
+    /// cannot be stored: a full disk).
     problem: Option<String>,
 }
 

@@ -44,7 +44,9 @@
 //! independent checker compares every pair of terms and finds any overlap of their commands
 //! longer than the bound docs/net.md states (none, for commands that end on SIGTERM), a
 //! command that never ended, a lower token that started after a higher one, and a candidate
-//! that exited 0 although its command was stopped.
+//! that exited 0 although its command was stopped. When a candidate exits the test notes `gone
+//! T TIME`: a command killed before it could stamp its end (SIGKILL after the grace) ends there
+//! at the latest, since it dies with its candidate; such terms are counted apart.
 
 mod lock_common;
 
@@ -731,8 +733,12 @@ struct Terms {
     max_overlap_ms: f64,
     /// Overlaps longer than the bound.
     beyond: usize,
-    /// Terms whose command started and has no end (neither `end` nor `term`).
+    /// Terms whose command started and has no end (neither `end` nor `term`, nor `gone`).
     unended: usize,
+    /// Terms whose command left no end stamp of its own (killed: SIGKILL after the grace, or
+    /// with its candidate): their end is taken as their candidate's exit (`gone`), which is
+    /// no earlier than the command's.
+    unstamped: usize,
     /// Terms that started after a term with a higher token had started.
     backwards: usize,
     /// Invocations that exited 0 though their command was stopped (`term`).
@@ -744,12 +750,14 @@ struct Terms {
 
 /// The checker, independent of the service: `events` are the lines `start T TIME`, `end T
 /// TIME`, `term T TIME` (TIME in seconds); a term runs from its `start` to its first `end` or
-/// `term`. Every pair of terms is compared (not only successive ones). `results` are the
+/// `term`, or, with neither, to `gone T TIME`, which the test writes when the term's candidate
+/// has exited (its command cannot outlive it). Every pair of terms is compared (not only successive ones). `results` are the
 /// invocations' (exit status, token).
 fn check_terms(events: &[String], bound_ms: f64, results: &[(Option<i32>, Option<u64>)]) -> Terms {
     let mut starts: BTreeMap<u64, f64> = BTreeMap::new();
     let mut ends: BTreeMap<u64, f64> = BTreeMap::new();
     let mut stopped: BTreeSet<u64> = BTreeSet::new();
+    let mut gone: BTreeMap<u64, f64> = BTreeMap::new();
     for l in events {
         let w: Vec<&str> = l.split_whitespace().collect();
         let (Some(what), Some(t), Some(at)) = (w.first(), w.get(1), w.get(2)) else {
@@ -767,6 +775,9 @@ fn check_terms(events: &[String], bound_ms: f64, results: &[(Option<i32>, Option
                     stopped.insert(t);
                 }
             }
+            "gone" => {
+                gone.entry(t).or_insert(at);
+            }
             other => panic!("a bad event {other:?} in {l:?}"),
         }
     }
@@ -774,10 +785,19 @@ fn check_terms(events: &[String], bound_ms: f64, results: &[(Option<i32>, Option
     let terms: Vec<(u64, f64, f64)> = starts
         .iter()
         .map(|(&t, &s)| {
-            let e = ends.get(&t).copied().unwrap_or_else(|| {
-                h.unended += 1;
-                eprintln!("term {t}: its command started and never ended");
-                f64::INFINITY
+            let e = ends.get(&t).copied().unwrap_or_else(|| match gone.get(&t) {
+                Some(&g) => {
+                    h.unstamped += 1;
+                    eprintln!(
+                        "term {t}: its command left no end stamp; its candidate exited at {g:.6}"
+                    );
+                    g
+                }
+                None => {
+                    h.unended += 1;
+                    eprintln!("term {t}: its command started and never ended");
+                    f64::INFINITY
+                }
             });
             (t, s, e)
         })
@@ -875,6 +895,20 @@ fn the_term_checker_catches_each_violation() {
         &[(Some(0), Some(1))],
     );
     assert_eq!(h.stopped_ok, 1);
+    // A command killed without a stamp ends at its candidate's exit: an overlap up to there
+    // counts; its own stamp, when there is one, comes first.
+    let killed = ev(&[
+        "start 1 10.0",
+        "start 2 10.5",
+        "gone 1 10.6",
+        "end 2 10.8",
+        "gone 2 10.9",
+    ]);
+    let h = check_terms(&killed, 0.0, &[]);
+    assert_eq!((h.unended, h.unstamped, h.beyond), (0, 1, 1), "{h:?}");
+    assert!((h.max_overlap_ms - 100.0).abs() < 1e-6, "{h:?}");
+    let h = check_terms(&ev(&["start 1 10.0", "gone 1 10.4"]), 0.0, &[]);
+    assert_eq!((h.unended, h.unstamped, h.beyond), (0, 1, 0), "{h:?}");
 }
 
 /// The `elect` candidate whose command runs right now: (candidate pid, command pid, token,
@@ -962,7 +996,7 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
                 let (ev, script, client_file) = (&ev, &script, &client_file);
                 s.spawn(move || {
                     let mut out = Vec::new();
-                    for _ in 0..TERMS {
+                    for round in 0..TERMS {
                         let o = c
                             .client_bin()
                             .args(["elect", "-w", "30s", "--grace", "1s", "--cluster"])
@@ -975,6 +1009,31 @@ fn elect_case(c: &TestCluster, name: &str, fault: &str) -> ElectRow {
                             .output()
                             .unwrap();
                         let token = String::from_utf8_lossy(&o.stdout).trim().parse().ok();
+                        if let Some(t) = token {
+                            // The candidate has exited, so its command has ended (it dies with
+                            // its candidate): `gone` bounds a command killed before it could
+                            // stamp its own end (the checker takes the earliest end).
+                            use std::io::Write;
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .unwrap()
+                                .as_secs_f64();
+                            // One write: the commands append to the same file.
+                            let mut f = fs::OpenOptions::new().append(true).open(ev).unwrap();
+                            f.write_all(format!("gone {t} {now:.6}\n").as_bytes())
+                                .unwrap();
+                        }
+                        // What the candidate said (elected, lost and why), kept with the case's
+                        // events for DISTSYNC_JEPSEN_KEEP.
+                        let said = format!(
+                            "exit {:?}, token {token:?}\n{}",
+                            o.status.code(),
+                            String::from_utf8_lossy(&o.stderr)
+                        );
+                        let _ = fs::write(
+                            ev.with_file_name(format!("candidate-{k}-{round}.err")),
+                            said,
+                        );
                         out.push((o.status.code(), token));
                     }
                     out
@@ -1037,11 +1096,11 @@ fn keep_if_failed(c: &TestCluster, name: &str, passed: bool) {
 
 fn print_elect_table(rows: &[ElectRow], skipped: &[(String, String)]) {
     println!();
-    println!("| case | invocations | exit 0 | lost (123) | other exits | terms | commands stopped | overlapping pairs | longest overlap (ms) | bound (ms) | beyond the bound | closest start after a stop (ms) | never ended | tokens out of order | exit 0 though stopped | result |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("| case | invocations | exit 0 | lost (123) | other exits | terms | commands stopped | overlapping pairs | longest overlap (ms) | bound (ms) | beyond the bound | closest start after a stop (ms) | never ended | ended without a stamp | tokens out of order | exit 0 though stopped | result |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for r in rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.case,
             r.invocations,
             r.ok,
@@ -1056,6 +1115,7 @@ fn print_elect_table(rows: &[ElectRow], skipped: &[(String, String)]) {
             r.h.closest_after_stop_ms
                 .map_or("-".to_string(), |g| format!("{g:.0}")),
             r.h.unended,
+            r.h.unstamped,
             r.h.backwards,
             r.h.stopped_ok,
             if r.passed() { "ok" } else { "FAILED" }

@@ -2,9 +2,10 @@
 //! (`DISTSYNC_TEST_FSYNC_DELAY_MS`, `DISTSYNC_TEST_FULL_DISK_NODE`):
 //! - every sync of a mark slower than `heartbeat_timeout`: view changes still finish and locks
 //!   are granted (they livelocked when every view change waited for the disk at every node);
-//! - one node's disk full: it says so once, naming the file and `ENOSPC`, and stops (it never
-//!   serves without its mark on disk); `cluster status` shows it (and exits non-zero), while the
-//!   others serve; once space returns, `cluster start` brings it back and it serves again.
+//! - one node's disk full: it stays up and sits out (it never serves without its mark on disk):
+//!   it says so once in its log, naming the file and `ENOSPC`; a lock asked of it is refused
+//!   with that error; `cluster status` shows it (and exits non-zero), while the others serve;
+//!   once space returns it stores its mark at its next try and serves again, tokens rising.
 
 mod lock_common;
 
@@ -78,15 +79,44 @@ fn view_changes_finish_and_locks_are_granted_when_every_sync_outlasts_the_failur
     }
 }
 
+/// `distsync lock --node NODE` on the cluster's client file, its command printing its token.
+fn lock_via(dir: &Path, node: u32) -> Output {
+    Command::new(BIN)
+        .args([
+            "lock",
+            "--timeout",
+            "20s",
+            "--node",
+            &node.to_string(),
+            "--cluster",
+        ])
+        .arg(dir.join("client.toml"))
+        .args(["full", "--", "sh", "-c", "echo $DISTSYNC_FENCING_TOKEN"])
+        .output()
+        .unwrap()
+}
+
+/// The token a successful `lock_via` printed.
+fn token_of(out: &Output, what: &str) -> u64 {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
 #[test]
-fn a_full_disk_is_logged_once_naming_the_file_and_shown_by_cluster_status() {
+fn a_node_on_a_full_disk_stays_up_refusing_locks_naming_the_file_and_serves_again_when_space_returns(
+) {
     let _g = lock_guard();
     let tmp = scratch("full-disk");
     let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
-    // The cluster starts on good disks (a node that stopped before every node answered would
-    // make `up` fail and stop them all); then node 1 comes back on a full disk: its store of the
-    // epoch of the view that takes it in fails.
+    // Node 1's disk is full while the file `disk-full` exists (the injection's `ID:PATH`).
+    let full = dir.join("disk-full");
+    let injected = format!("1:{}", full.display());
     let out = up_with(
         &dir,
         &[
@@ -97,27 +127,69 @@ fn a_full_disk_is_logged_once_naming_the_file_and_shown_by_cluster_status() {
             "--base-port",
             "0",
         ],
-        ("DISTSYNC_TEST_FULL_DISK_NODE", "none"),
+        ("DISTSYNC_TEST_FULL_DISK_NODE", &injected),
     );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stop = cluster(&dir, &["stop", "--id", "1"]);
-    assert!(
-        stop.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stop.stderr)
-    );
-    // Node 1 exits once the view takes it in: `start` may see it answer first, or not.
-    let _ = Command::new(BIN)
-        .args(["cluster", "start", "--id", "1", "--dir"])
+    let t1 = token_of(&lock_via(&dir, 1), "a lock through node 1");
+    // The disk fills, and node 1 restarts (with the injection: `restart` starts a new
+    // process): the view that takes it back in is numbered above its mark, which it must
+    // store first.
+    std::fs::write(&full, "").unwrap();
+    let restart = Command::new(BIN)
+        .args(["cluster", "restart", "--id", "1", "--dir"])
         .arg(&dir)
-        .env("DISTSYNC_TEST_FULL_DISK_NODE", "1")
+        .env("DISTSYNC_TEST_FULL_DISK_NODE", &injected)
         .output()
         .unwrap();
-    wait_for_status_code(&dir, 1);
+    assert!(
+        restart.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
+    let pid = pid_of(&dir, 1);
+    let not_serving = || {
+        let status = cluster(&dir, &["status"]);
+        let text = String::from_utf8_lossy(&status.stdout).into_owned();
+        let said = text
+            .lines()
+            .any(|l| l.starts_with("node 1: NOT SERVING") && l.contains("node-1.epoch"));
+        (said, status.status.code(), text)
+    };
+    wait_for(
+        "cluster status shows node 1's disk",
+        Duration::from_secs(20),
+        || not_serving().0,
+    );
+    // It stays up, and status says why, naming the file and the error, and exits non-zero.
+    assert!(alive(pid), "node 1 is up");
+    let (_, code, text) = not_serving();
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("No space left on device"), "{text}");
+    let j = cluster(&dir, &["status", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert!(
+        j["nodes"][1]["problem"]
+            .as_str()
+            .is_some_and(|l| l.contains("node-1.epoch") && l.contains("No space left on device")),
+        "{j}"
+    );
+    // A lock asked of node 1 is refused with the error.
+    let out = lock_via(&dir, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("node-1.epoch") && err.contains("No space left on device"),
+        "the client is told why, naming the file: {err}"
+    );
+    // The other two serve.
+    let t2 = token_of(&lock_via(&dir, 0), "a lock through node 0");
+    assert!(t2 > t1, "{t2} > {t1}");
+    // Its log says it once, though it has tried again every heartbeat_timeout since.
+    std::thread::sleep(Duration::from_secs(2));
     let log = std::fs::read_to_string(dir.join("node-1.log")).unwrap();
     let said: Vec<&str> = log
         .lines()
@@ -129,59 +201,26 @@ fn a_full_disk_is_logged_once_naming_the_file_and_shown_by_cluster_status() {
         "the file and ENOSPC are named: {}",
         said[0]
     );
-    let status = cluster(&dir, &["status"]);
-    let text = String::from_utf8_lossy(&status.stdout);
-    assert_eq!(status.status.code(), Some(1), "{text}");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("node 1:"))
-        .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        line.contains("node-1.epoch") && line.contains("No space left on device"),
-        "status shows why node 1 is down: {text}"
-    );
-    let j = cluster(&dir, &["status", "--json"]);
-    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
-    assert!(
-        j["nodes"][1]["last_log"]
-            .as_str()
-            .is_some_and(|l| l.contains("No space left on device")),
-        "{j}"
-    );
-    // The other two serve.
-    let out = lock_once(&dir, "full");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Space returns: `cluster start` brings node 1 back (the node does not come back by
-    // itself), it rejoins the view, its mark moves on, and a lock through it is granted.
+    // Space returns: node 1 stores its mark at its next try, by itself, is taken back into
+    // the view, and grants, the token still rising.
     let before = mark_of(&dir, 1);
-    let start = cluster(&dir, &["start", "--id", "1"]);
-    assert!(
-        start.status.success(),
-        "{}",
-        String::from_utf8_lossy(&start.stderr)
-    );
+    std::fs::remove_file(&full).unwrap();
     wait_for(
         "the cluster is whole again",
         Duration::from_secs(20),
         || cluster(&dir, &["status"]).status.success(),
     );
-    let out = Command::new(BIN)
-        .args(["lock", "--timeout", "20s", "--node", "1", "--cluster"])
-        .arg(dir.join("client.toml"))
-        .args(["full", "--", "true"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "a lock through node 1: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        cluster_logs(&dir)
+    let t3 = token_of(
+        &lock_via(&dir, 1),
+        "a lock through node 1 once space returned",
     );
+    assert!(t3 > t2, "{t3} > {t2}");
     assert!(mark_of(&dir, 1) > before, "node 1 stores its mark again");
+    let log = std::fs::read_to_string(dir.join("node-1.log")).unwrap();
+    assert!(
+        log.contains("the epoch mark is stored again"),
+        "its log says it takes part again: {log}"
+    );
 }
 
 /// Node `id`'s epoch mark on disk: the higher of the slots (`epoch N CHECKSUM` lines) of
@@ -198,15 +237,6 @@ fn mark_of(dir: &Path, id: u32) -> u32 {
         })
         .max()
         .unwrap_or(0)
-}
-
-/// Waits (bounded) until node `id` has exited, as `cluster status` sees it.
-fn wait_for_status_code(dir: &Path, id: u32) {
-    wait_for(
-        &format!("node {id} exits"),
-        std::time::Duration::from_secs(20),
-        || !alive(pid_of(dir, id)),
-    );
 }
 
 /// Every node's log, for a failure's message.

@@ -381,6 +381,27 @@ async fn acquire_inner(
                     order.insert(0, node);
                     continue;
                 }
+                if lease.lapsed(tokio::time::Instant::now()) {
+                    // No renewal was answered with a lease within the timeout (the node was
+                    // paused or cut off right after it granted, or its connection dropped):
+                    // its lease may run out, and the lock go to another, at any moment, so the
+                    // grant is not handed out as held (its command would start beside the
+                    // successor's). The lock is given back and asked for again.
+                    let _ = client
+                        .send(&ClientRequest::Release {
+                            name: name.to_string(),
+                        })
+                        .await;
+                    errors.push(format!(
+                        "node {node}: token {token} granted, but no lease followed within {limit:?}"
+                    ));
+                    if errors.len() > 3 * ids.len() {
+                        break;
+                    }
+                    order.push(node);
+                    tokio::time::sleep(heartbeat).await;
+                    continue;
+                }
                 return Ok(Held {
                     client,
                     cluster: cluster.clone(),
@@ -832,5 +853,77 @@ mod tests {
         .expect("the second grant is held");
         assert_eq!(held.token, 2, "the revoked token 1 was handed out as held");
         assert!(!held.lease.lapsed(tokio::time::Instant::now()));
+    }
+
+    /// A node that grants and then answers no renewal with a lease (paused or cut off right
+    /// after the grant; here it answers `Lease { ms: 0 }`): `acquire` must not hand that grant
+    /// to its caller with a lapsed lease, whose command would start while the lock may already
+    /// be another's. It gives the lock back and holds the next grant, which has its lease.
+    #[tokio::test]
+    async fn a_grant_without_a_lease_within_the_timeout_is_not_returned_as_held() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let text = format!(
+            "mutex = \"central\"\nelection = \"bully\"\nsecret = \"0123456789abcdef0123\"\n\
+             [timeouts]\nheartbeat = \"20ms\"\nheartbeat_timeout = \"300ms\"\n\
+             [[node]]\nid = 0\naddr = \"{addr}\"\n\
+             [[node]]\nid = 1\naddr = \"127.0.0.1:1\"\n"
+        );
+        let cluster = Cluster::from_toml(&text, "test").unwrap();
+        let (node_key, client_key) = (cluster.secret().to_vec(), cluster.client_secret().to_vec());
+        let tokens = Arc::new(AtomicU64::new(0));
+        let released = Arc::new(AtomicU64::new(0));
+        let (granted, gave_back) = (tokens.clone(), released.clone());
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let (node_key, client_key) = (node_key.clone(), client_key.clone());
+                let (tokens, released) = (granted.clone(), gave_back.clone());
+                tokio::spawn(async move {
+                    let (_, mut r, mut w) = connection::respond(stream, &node_key, &client_key)
+                        .await
+                        .unwrap();
+                    let mut mine = 0;
+                    while let Ok(Some(req)) = r.recv::<ClientRequest>().await {
+                        let reply = match req {
+                            ClientRequest::Lock { name } => {
+                                mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
+                                ClientReply::Granted {
+                                    name,
+                                    token: mine,
+                                    holder: NodeId(0),
+                                }
+                            }
+                            // No lease with the first grant; the next one has its lease.
+                            ClientRequest::Renew => ClientReply::Lease {
+                                ms: if mine >= 2 { 1000 } else { 0 },
+                            },
+                            ClientRequest::Release { .. } => {
+                                released.fetch_add(1, Ordering::SeqCst);
+                                continue;
+                            }
+                            _ => continue,
+                        };
+                        if w.send(&reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let held = acquire(
+            &cluster,
+            Some(NodeId(0)),
+            "x",
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .expect("the second grant is held");
+        assert_eq!(
+            held.token, 2,
+            "token 1, without a lease, was handed out as held"
+        );
+        assert!(!held.lease.lapsed(tokio::time::Instant::now()));
+        assert_eq!(released.load(Ordering::SeqCst), 1, "token 1 was given back");
     }
 }

@@ -65,13 +65,15 @@ pub struct Access {
 }
 
 /// Starts the dialer of the link to `peer`, sending what arrives on `rx`; `poke` cuts a pause
-/// between attempts short.
+/// between attempts short. While `silent` is set it sends no `Ping` (the node sits out: its
+/// epoch mark cannot be stored).
 pub fn spawn_link(
     me: NodeId,
     peer: NodeId,
     cluster: Arc<Cluster>,
     keys: crate::keys::KeyRing,
     poke: Arc<Notify>,
+    silent: Arc<std::sync::atomic::AtomicBool>,
     mut rx: mpsc::Receiver<PeerMsg>,
 ) {
     let addr = cluster.addr_of(peer).expect("a peer of the cluster");
@@ -136,8 +138,11 @@ pub fn spawn_link(
                         Some(m) => if let Err(e) = writer.send_many(&drain(m, &mut rx)).await { break Err(e) },
                         None => return, // the node stopped
                     },
-                    _ = beat.tick() => if let Err(e) = writer.send(&PeerMsg::Ping).await {
-                        break Err(e)
+                    // A node that sits out (no epoch mark on disk) is silent.
+                    _ = beat.tick(), if !silent.load(std::sync::atomic::Ordering::Relaxed) => {
+                        if let Err(e) = writer.send(&PeerMsg::Ping).await {
+                            break Err(e)
+                        }
                     },
                 }
             };

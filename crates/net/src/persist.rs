@@ -36,9 +36,39 @@ use std::time::Duration;
 /// production). The node's loop waits for the sync, as it would for a slow disk.
 pub const FSYNC_DELAY_ENV: &str = "DISTSYNC_TEST_FSYNC_DELAY_MS";
 
-/// For tests of full disks: the node whose id this names fails every write of its mark with
-/// `ENOSPC` (unset in production), as a full disk would.
+/// For tests of full disks (unset in production): `ID` makes node ID fail every write of its
+/// mark with `ENOSPC`, as a full disk would; `ID:PATH` only while the file PATH exists, so that
+/// a test fills the disk by making PATH and frees it by removing PATH. (A real full disk cannot
+/// stand in here on every file system: the mark's slots are overwritten in place, which needs
+/// no new block on ext4 or tmpfs, but does on a copy-on-write one such as btrfs or ZFS.)
 pub const FULL_DISK_ENV: &str = "DISTSYNC_TEST_FULL_DISK_NODE";
+
+/// When [`FULL_DISK_ENV`] makes node `id`'s disk full: always, or while a file exists.
+#[derive(Debug)]
+enum Full {
+    Always,
+    While(PathBuf),
+}
+
+impl Full {
+    /// What [`FULL_DISK_ENV`] says of node `id`.
+    fn of(id: NodeId) -> Option<Full> {
+        let v = std::env::var(FULL_DISK_ENV).ok()?;
+        let (node, path) = match v.trim().split_once(':') {
+            Some((node, path)) => (node, Some(PathBuf::from(path))),
+            None => (v.trim(), None),
+        };
+        (node == id.0.to_string()).then(|| path.map_or(Full::Always, Full::While))
+    }
+
+    /// Whether the disk is full now.
+    fn now(&self) -> bool {
+        match self {
+            Full::Always => true,
+            Full::While(path) => path.exists(),
+        }
+    }
+}
 
 /// The delay [`FSYNC_DELAY_ENV`] asks for, if any.
 fn fsync_delay() -> Option<Duration> {
@@ -107,8 +137,8 @@ pub struct EpochStore {
     syncing: Option<std::thread::JoinHandle<io::Result<()>>>,
     /// Injected: every sync waits this long first ([`FSYNC_DELAY_ENV`]).
     delay: Option<Duration>,
-    /// Injected: every write fails with `ENOSPC` ([`FULL_DISK_ENV`]).
-    full: bool,
+    /// Injected: writes fail with `ENOSPC` ([`FULL_DISK_ENV`]).
+    full: Option<Full>,
 }
 
 impl EpochStore {
@@ -164,7 +194,7 @@ impl EpochStore {
             let path = path.clone();
             std::thread::spawn(move || crate::files::sync_files(&[path]))
         });
-        let full = std::env::var(FULL_DISK_ENV).is_ok_and(|v| v.trim() == id.0.to_string());
+        let full = Full::of(id);
         Ok(EpochStore {
             path,
             file,
@@ -244,7 +274,7 @@ impl EpochStore {
                 ),
             )
         };
-        if self.full {
+        if self.full.as_ref().is_some_and(Full::now) {
             return Err(named(io::Error::from_raw_os_error(libc::ENOSPC)));
         }
         let at = (slot * RECORD_LEN) as u64;
@@ -266,6 +296,16 @@ impl EpochStore {
             .write(true)
             .open("/dev/full")
             .expect("/dev/full opens");
+    }
+
+    /// Undoes [`EpochStore::fail_writes`]: space has returned.
+    #[cfg(test)]
+    pub(crate) fn heal_writes(&mut self) {
+        self.file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .expect("the mark's file opens");
     }
 }
 

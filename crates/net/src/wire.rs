@@ -456,7 +456,8 @@ pub struct NodeStatus {
     /// without the algorithm (`[locks] handoff`), since it started.
     pub handoffs: u64,
     /// What keeps this node from serving, if anything the operator must act on (no epoch left
-    /// for a new view: its mark is at the last round).
+    /// for a new view: its mark is at the last round; or its mark cannot be stored: a full
+    /// disk, the file and the error named).
     pub problem: Option<String>,
 }
 

@@ -35,6 +35,15 @@ impl Node {
                     self.reply(c, ClientReply::Refused { reason });
                     return;
                 }
+                if let Some(why) = &self.epochs.disk {
+                    // It sits out (epochs): no view, so no grant, until its disk takes a write.
+                    let reason = format!(
+                        "node {} {why}; it serves no lock until that disk takes the write (free space there)",
+                        self.id
+                    );
+                    self.reply(c, ClientReply::Refused { reason });
+                    return;
+                }
                 if name.is_empty() || name.len() > MAX_NAME {
                     self.reply(
                         c,
@@ -218,7 +227,15 @@ impl Node {
             max_token: self.locks.max_token,
             lease: self.leases.valid(),
             handoffs: self.locks.handoffs,
-            problem: self.wedged.clone().or_else(|| self.removed.clone()),
+            problem: self
+                .wedged
+                .clone()
+                .or_else(|| self.removed.clone())
+                .or_else(|| {
+                    self.epochs.disk.as_ref().map(|why| {
+                        format!("{why}; it takes part in no view until that disk takes the write")
+                    })
+                }),
         }
     }
 }

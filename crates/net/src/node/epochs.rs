@@ -6,8 +6,15 @@
 //! Prepares go out first and stores the mark at the end of the turn, so that its sync and the
 //! members' run at once, and it commits only once stored. A leader that crashes before has
 //! committed nothing in that view, and the members that answered stored it: a later view is
-//! numbered above it. A node that cannot store its mark stops: going on could reuse tokens
-//! after a restart.
+//! numbered above it.
+//!
+//! A node that cannot store its mark (a full or failing disk) never acts on the epoch it could
+//! not store: it does not answer the Prepare, commit the view or lead a change, and from then on
+//! it *sits out*: it sends nothing to its peers (no `Ping` either, so they take it for down and
+//! form their views without it), refuses every lock request with the error, which names the file
+//! (`cluster status` shows it too), and says so in its log once. It tries the store again once
+//! per `heartbeat_timeout`; the first that succeeds ends the sitting out (logged too), and the
+//! leader takes it into the next view. It stays up meanwhile, so the operator sees why.
 //!
 //! A sync can be slow (a busy or failing disk: seconds), and the node's loop waits for it: a
 //! node that synced at every view change would fall silent for that long at each, be taken for
@@ -31,6 +38,10 @@ use crate::persist::EpochStore;
 use crate::wire::Epoch;
 use distsync_core::NodeId;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How many rounds above what a majority has seen an epoch from another node may be. Honest
 /// epochs rise one round per view change attempt, and every committed view's epoch is stored by
@@ -66,10 +77,16 @@ pub(super) struct EpochMark {
     pub store: Option<EpochStore>,
     /// `seen` is above the mark on disk (`raise_later`): stored by `store`.
     pub unstored: bool,
-    /// What the node does when it cannot store its mark: it stops (`stop_now`), since going on
-    /// could reuse tokens after a restart. The in-process tests crash the node there instead
-    /// (a panic they catch), to see what it had sent before the store and what it had not.
-    pub stop: fn() -> !,
+    /// `None` (a running node): a node that cannot store its mark sits out (see the module's
+    /// text). The in-process tests of the order of stores and messages set a crash there (a
+    /// panic they catch), to see what the node had sent before the store and what it had not.
+    pub stop: Option<fn() -> !>,
+    /// Why the last store failed (the file and the error), while the node sits out.
+    pub disk: Option<String>,
+    /// Set while `disk` is: shared with the node's links, which send no `Ping` meanwhile.
+    pub silent: Arc<AtomicBool>,
+    /// When the store was last tried while the node sits out.
+    last_try: Option<Instant>,
     /// Rounds reserved past each epoch stored ([`RESERVE_ROUNDS`]; the in-process tests of
     /// the order of stores and messages set 0, so that every raise waits for the disk).
     pub ahead: u32,
@@ -77,11 +94,6 @@ pub(super) struct EpochMark {
     nodes: usize,
     /// The latest mark each other node said it has (`Mark`, `Stale`).
     claims: HashMap<NodeId, Epoch>,
-}
-
-/// A node that cannot store its epoch mark stops at once (see [`EpochMark::stop`]).
-fn stop_now() -> ! {
-    std::process::exit(1)
 }
 
 impl EpochMark {
@@ -92,7 +104,10 @@ impl EpochMark {
             seen: 0,
             store: None,
             unstored: false,
-            stop: stop_now,
+            stop: None,
+            disk: None,
+            silent: Arc::new(AtomicBool::new(false)),
+            last_try: None,
             ahead: RESERVE_ROUNDS,
             nodes,
             claims: HashMap::new(),
@@ -149,10 +164,12 @@ impl EpochMark {
         let was = self.seen;
         if let Some(store) = &mut self.store {
             if let Err(e) = store.lower(to) {
-                tracing::error!(node = %self.node, epoch = to, "cannot store the lowered epoch mark ({e}); stopping");
-                (self.stop)();
+                // Tried again at the next check, and the mark kept meanwhile.
+                self.failed(to, e);
+                return None;
             }
         }
+        self.stored_again();
         self.seen = to;
         self.unstored = false;
         Some((was, to))
@@ -175,11 +192,12 @@ impl EpochMark {
         self.store = Some(store);
     }
 
-    /// Raises the highest epoch seen, and its mark on disk before anything can use it. A node
-    /// that cannot store its mark stops: going on could reuse tokens after a restart.
-    pub fn raise(&mut self, epoch: Epoch) {
+    /// Raises the highest epoch seen, and its mark on disk before anything can use it; false
+    /// if the store failed (the node sits out: nothing may act on the epoch).
+    #[must_use]
+    pub fn raise(&mut self, epoch: Epoch) -> bool {
         self.raise_later(epoch);
-        self.store();
+        self.store()
     }
 
     /// Raises the highest epoch seen now, and its mark on disk at the next [`EpochMark::store`]
@@ -191,21 +209,69 @@ impl EpochMark {
         }
     }
 
-    /// Stores the highest epoch seen, if a raise has not stored it yet.
-    pub fn store(&mut self) {
-        if !std::mem::take(&mut self.unstored) {
-            return;
+    /// Stores the highest epoch seen, if a raise has not stored it yet. False if that failed:
+    /// the epoch must not be acted on (answered, committed, granted in), and the node sits out
+    /// until a store succeeds ([`EpochMark::retry`]).
+    #[must_use]
+    pub fn store(&mut self) -> bool {
+        if !self.unstored {
+            return true;
         }
         let epoch = self.seen;
         if let Some(store) = &mut self.store {
-            if store.stored() >= epoch {
-                // Within the reservation of an earlier store: on disk already.
-                return;
+            // (Within the reservation of an earlier store it is on disk already.)
+            if store.stored() < epoch {
+                if let Err(e) = store.raise(reserved(epoch, self.ahead)) {
+                    self.failed(epoch, e);
+                    return false;
+                }
             }
-            if let Err(e) = store.raise(reserved(epoch, self.ahead)) {
-                tracing::error!(node = %self.node, epoch, "cannot store the epoch mark ({e}); stopping: going on could reuse fencing tokens after a restart");
-                (self.stop)();
-            }
+        }
+        self.unstored = false;
+        self.stored_again();
+        true
+    }
+
+    /// While the node sits out: tries the store again, at most once per `every`.
+    pub fn retry(&mut self, now: Instant, every: Duration) {
+        if self.disk.is_none() || self.last_try.is_some_and(|t| now < t + every) {
+            return;
+        }
+        self.last_try = Some(now);
+        if self.unstored {
+            let _ = self.store();
+        }
+    }
+
+    /// A store of `epoch` failed with `e`: the node sits out (said once), or, in the in-process
+    /// tests that ask for it, crashes.
+    fn failed(&mut self, epoch: Epoch, e: std::io::Error) {
+        self.sit_out(epoch, "epoch mark", e);
+    }
+
+    /// A store of `what` (the epoch mark, or the roster of a membership change) failed with
+    /// `e`: the node sits out (said once) until its mark is stored again, or, in the in-process
+    /// tests that ask for it, crashes.
+    pub fn sit_out(&mut self, epoch: Epoch, what: &str, e: std::io::Error) {
+        if let Some(stop) = self.stop {
+            tracing::error!(node = %self.node, epoch, "cannot store the {what} ({e}); crashing");
+            stop();
+        }
+        if self.disk.is_none() {
+            tracing::error!(node = %self.node, epoch, "cannot store the {what} ({e}): this node takes part in no view and refuses every lock until the disk takes the write (tried again every heartbeat_timeout); free space there");
+        }
+        self.disk = Some(format!("cannot store its {what}: {e}"));
+        // The retry stores the mark again: its success is the disk taking writes again.
+        self.unstored = true;
+        self.silent.store(true, Ordering::Relaxed);
+    }
+
+    /// A store succeeded: if the node sat out, it takes part again.
+    fn stored_again(&mut self) {
+        if let Some(was) = self.disk.take() {
+            tracing::info!(node = %self.node, epoch = self.seen, "the epoch mark is stored again (it could not be: {was}); taking part in views again");
+            self.silent.store(false, Ordering::Relaxed);
+            self.last_try = None;
         }
     }
 }
@@ -236,16 +302,16 @@ mod tests {
         let tmp = tempfile::TempDir::with_prefix("distsync-reserve-").unwrap();
         let mut m = EpochMark::new(NodeId(1), 3);
         m.attach(EpochStore::open(tmp.path(), NodeId(1)).unwrap());
-        m.raise(2 << 10 | 1);
+        assert!(m.raise(2 << 10 | 1));
         let on_disk = || EpochStore::open(tmp.path(), NodeId(1)).unwrap().stored();
         assert_eq!(on_disk(), (2 + RESERVE_ROUNDS) << 10 | 1023);
         let path = crate::persist::epoch_path(tmp.path(), NodeId(1));
         let before = std::fs::read(&path).unwrap();
         for round in 3..2 + RESERVE_ROUNDS {
-            m.raise(round << 10 | 2);
+            assert!(m.raise(round << 10 | 2));
         }
         assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
-        m.raise((3 + RESERVE_ROUNDS) << 10);
+        assert!(m.raise((3 + RESERVE_ROUNDS) << 10));
         assert_eq!(on_disk(), (3 + 2 * RESERVE_ROUNDS) << 10 | 1023);
         tmp.close().unwrap();
     }

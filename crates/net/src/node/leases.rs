@@ -216,10 +216,28 @@ impl Node {
         }
     }
 
-    /// How long a lease this node confirmed to a leader other than `new_leader` may still run.
-    /// (The new leader's own earlier lease ended when it froze its view, and the leases it gave
-    /// to nodes it leaves out are in its `leased_to`.)
+    /// How long a lease this node confirmed to a leader other than `new_leader` may still run,
+    /// and, asked by another leader, a lease it gave as the leader of an earlier view to a node
+    /// other than `new_leader` (that node may be left out of the new view and still grant
+    /// until its lease runs out: before, nobody counted those, and a new leader's view of a
+    /// majority without that node opened at once). (The new leader's own earlier lease ended
+    /// when it froze its view, and the leases it gave to nodes it leaves out are in its
+    /// `leased_to`: its own change waits for those at its commit.)
     pub(super) fn lease_wait(&self, new_leader: NodeId) -> Duration {
-        self.leases.wait(new_leader, self.lease_time())
+        let lease = self.lease_time();
+        let confirmed = self.leases.wait(new_leader, lease);
+        if new_leader == self.id {
+            return confirmed;
+        }
+        let now = Instant::now();
+        let given = self
+            .leases
+            .leased_to
+            .iter()
+            .filter(|(&n, _)| n != new_leader)
+            .map(|(_, &at)| (at + lease).saturating_duration_since(now))
+            .max()
+            .unwrap_or_default();
+        confirmed.max(given)
     }
 }

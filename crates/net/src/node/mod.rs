@@ -220,6 +220,7 @@ pub async fn run_notify(
                 cluster.clone(),
                 node.keys.clone(),
                 pokes[&p].clone(),
+                node.epochs.silent.clone(),
                 rx,
             );
         }
@@ -291,11 +292,12 @@ async fn serve(
             _ = tick.tick() => node.on_tick(),
             _ = &mut stop => break,
         }
-        if node.epochs.unstored {
+        if node.epochs.unstored && node.epochs.disk.is_none() {
             // A leader's new epoch: its Prepares go out (the link tasks run while this one
-            // yields), then it stores the mark while the members store theirs.
+            // yields), then it stores the mark while the members store theirs. (If that fails
+            // it sits out: its `commit` stores again, fails and commits nothing.)
             tokio::task::yield_now().await;
-            node.epochs.store();
+            let _ = node.epochs.store();
         }
         if let Some(restart) = node.shutdown {
             info!(node = %node.id, restart, "stopping: an admin asked");
@@ -447,7 +449,8 @@ impl Node {
     }
 
     fn send(&mut self, to: NodeId, msg: PeerMsg) {
-        if to == self.id {
+        if to == self.id || self.epochs.disk.is_some() {
+            // (A node that sits out says nothing to its peers: epochs.)
             return;
         }
         if let Some(link) = self.links.get(&to) {
@@ -532,6 +535,8 @@ impl Node {
     fn on_tick(&mut self) {
         let now = Instant::now();
         self.dropped.flush(now);
+        let every = self.timeouts().heartbeat_timeout;
+        self.epochs.retry(now, every);
         self.check_mark();
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 /// The file holding the roster node `id` last adopted, in `dir` (beside its epoch mark).
 pub fn roster_path(dir: &Path, id: NodeId) -> PathBuf {
@@ -356,8 +356,10 @@ impl Node {
         };
         if let Some(dir) = &cluster.state_dir {
             if let Err(e) = store(dir, me, epoch, &nodes) {
-                error!(node = %me, epoch, "cannot store the roster ({e}); stopping: a restart would come back with the old one");
-                (self.epochs.stop)();
+                // Not adopted (a restart would come back with the old one): it sits out until
+                // its disk takes writes, and is sent the roster again when it takes part.
+                self.epochs.sit_out(epoch, "roster", e);
+                return false;
             }
         }
         let new: Vec<NodeId> = cluster.peers.ids().to_vec();
@@ -384,6 +386,7 @@ impl Node {
                 cluster.clone(),
                 self.keys.clone(),
                 Arc::new(tokio::sync::Notify::new()),
+                self.epochs.silent.clone(),
                 rx,
             );
         }

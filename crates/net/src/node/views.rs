@@ -140,6 +140,11 @@ impl Node {
     /// Leader duties, checked at every tick and after every election event.
     pub(super) fn lead(&mut self) {
         let me = self.id;
+        if self.epochs.disk.is_some() {
+            // It could not store an epoch: it leads no view change while it sits out (epochs).
+            self.change = None;
+            return;
+        }
         if self.election.leader() != Some(me) || self.election.electing() {
             if let Some(c) = self.change.take() {
                 info!(node = %me, epoch = c.epoch, "no longer leader; view change abandoned");
@@ -251,7 +256,11 @@ impl Node {
         if seen <= self.epochs.seen {
             return;
         }
-        self.epochs.raise(seen);
+        if !self.epochs.raise(seen) {
+            // It sits out (epochs): no view change above an epoch it could not store.
+            self.change = None;
+            return;
+        }
         if let Some(c) = self.change.take() {
             info!(node = %self.id, epoch = c.epoch, seen, "view change refused as stale; starting above the epoch seen");
             self.force_change = true;
@@ -272,8 +281,12 @@ impl Node {
         if self.change.is_none() {
             return;
         }
-        // The view's epoch is on disk here before anyone is told to commit it.
-        self.epochs.store();
+        // The view's epoch is on disk here before anyone is told to commit it; a leader that
+        // cannot store it commits nothing (it sits out: epochs).
+        if !self.epochs.store() {
+            self.change = None;
+            return;
+        }
         // A membership change commits with this view if a majority of the current roster
         // answered: the members below are then counted over the new roster (`roster`).
         let carried = self.change.as_mut().and_then(|c| {
@@ -437,7 +450,10 @@ impl Node {
         }
         let wait_ms = self.lease_wait(from).as_millis() as u64;
         let held = self.freeze(epoch);
-        self.epochs.store();
+        if !self.epochs.store() {
+            // Not answered: it sits out (epochs), and the leader goes on without it.
+            return;
+        }
         debug!(node = %self.id, epoch, leader = %from, "view change prepared");
         let view = self.last_view;
         // This node's roster ahead of its answer (the same FIFO link): a leader that missed a
@@ -478,7 +494,9 @@ impl Node {
         if epoch > self.epochs.seen {
             // The Prepare never arrived here: freeze now.
             let _ = self.freeze(epoch);
-            self.epochs.store();
+            if !self.epochs.store() {
+                return;
+            }
         }
         let me = self.id;
         let Ok(peers) = Peers::new(members.clone()) else {
