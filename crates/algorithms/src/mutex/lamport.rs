@@ -60,21 +60,28 @@ impl Msg {
 struct RequestQueue(VecDeque<Stamp>);
 
 impl RequestQueue {
-    /// Puts `stamp` in its place; false if it was there already.
+    /// Puts `stamp` in its place, found from the back (a new request is usually the latest);
+    /// false if it was there already.
     fn insert(&mut self, stamp: Stamp) -> bool {
-        match self.0.binary_search(&stamp) {
-            Ok(_) => false,
-            Err(at) => {
-                self.0.insert(at, stamp);
-                true
-            }
+        let mut at = self.0.len();
+        while at > 0 && self.0[at - 1] > stamp {
+            at -= 1;
         }
+        if at > 0 && self.0[at - 1] == stamp {
+            return false;
+        }
+        self.0.insert(at, stamp);
+        true
     }
 
-    /// Takes `stamp` out, if it is there.
+    /// Takes `stamp` out, if it is there, found from the front (the request released is
+    /// usually the earliest). A binary search of the queue was a sixth of a saturated run's
+    /// time at N = 32.
     fn remove(&mut self, stamp: &Stamp) {
-        if let Ok(at) = self.0.binary_search(stamp) {
-            self.0.remove(at);
+        if let Some(at) = self.0.iter().position(|s| s >= stamp) {
+            if self.0[at] == *stamp {
+                self.0.remove(at);
+            }
         }
     }
 
