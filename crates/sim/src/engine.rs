@@ -813,11 +813,11 @@ impl<P: Process> Core<P> {
                 self.now,
                 self.peers.ids()[from],
                 from,
+                &msg,
                 Line {
                     to: Some(to),
                     msg_id: Some(msg_id),
                     kind: Some(kind),
-                    msg: Some(&msg),
                     ..Line::default()
                 },
             )
@@ -1239,17 +1239,16 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 }
                 self.core.messages.delivered += 1;
                 if let Some(t) = self.core.tracer.as_mut() {
-                    t.process_event(
+                    t.deliver_event(
                         self.core.now,
-                        "deliver",
                         self.core.peers.ids()[to],
                         to,
                         stamp,
+                        &msg,
                         Line {
                             from: Some(from_id),
                             msg_id: Some(msg_id),
                             kind: Some(msg.kind()),
-                            msg: Some(&msg),
                             duplicate: Some(duplicate),
                             ..Line::default()
                         },
@@ -1309,7 +1308,6 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                         "input",
                         id,
                         pos,
-                        None,
                         Line {
                             input: Some(&input),
                             ..Line::default()
@@ -1345,7 +1343,6 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 "timer",
                 id,
                 pos,
-                None,
                 Line {
                     timer: Some(&timer),
                     ..Line::default()
@@ -1499,7 +1496,6 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                             "output",
                             id,
                             pos,
-                            None,
                             Line {
                                 output: Some(&output),
                                 ..Line::default()

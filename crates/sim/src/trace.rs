@@ -9,8 +9,19 @@ use serde::Serialize;
 use std::io::{self, Write};
 use vector_text::VectorText;
 
-/// A message's stamp while it travels: the sender's Lamport and vector timestamps at the send.
-pub(crate) type MsgStamp = Box<(u64, Vec<u64>)>;
+/// A message's stamp while it travels (see [`SentStamp`]).
+pub(crate) type MsgStamp = Box<SentStamp>;
+
+/// What a traced message carries from its send line to its delivery line: the sender's Lamport
+/// and vector timestamps at the send, and the message's JSON as the send line wrote it, which
+/// the delivery line copies instead of writing the message again (a message does not change in
+/// flight).
+#[derive(Clone)]
+pub(crate) struct SentStamp {
+    lamport: u64,
+    vector: Vec<u64>,
+    msg: Vec<u8>,
+}
 
 /// The header line.
 #[derive(Serialize)]
@@ -53,6 +64,8 @@ pub(crate) struct Line<'a> {
     pub(crate) msg_id: Option<u64>,
     pub(crate) kind: Option<&'a str>,
     pub(crate) msg: Option<&'a dyn Payload>,
+    /// The `msg` field's JSON text, already written (when `msg` is `None`).
+    pub(crate) msg_text: Option<&'a [u8]>,
     pub(crate) duplicate: Option<bool>,
     pub(crate) reason: Option<&'a str>,
     pub(crate) input: Option<&'a dyn Payload>,
@@ -130,6 +143,9 @@ impl Line<'_> {
         if let Some(msg) = self.msg {
             out.extend_from_slice(b",\"msg\":");
             msg.write_json(json, out);
+        } else if let Some(text) = self.msg_text {
+            out.extend_from_slice(b",\"msg\":");
+            out.extend_from_slice(text);
         }
         if let Some(duplicate) = self.duplicate {
             out.extend_from_slice(if duplicate {
@@ -291,34 +307,28 @@ impl Tracer {
         Ok(())
     }
 
-    /// Ticks the clocks of the node at `pos` for a process event, merging `received` first
-    /// (whose memory is then kept for a later send).
+    /// Ticks the clocks of the node at `pos` for a process event, merging `received` first.
     #[inline]
-    fn tick(&mut self, pos: usize, received: Option<MsgStamp>) {
+    fn tick(&mut self, pos: usize, received: Option<&SentStamp>) {
         if let Some(stamp) = received {
-            let (lamport, vector) = &*stamp;
-            self.lamport[pos] = self.lamport[pos].max(*lamport);
-            self.vector[pos].merge(vector);
-            if self.spare.len() < SPARE_STAMPS {
-                self.spare.push(stamp);
-            }
+            self.lamport[pos] = self.lamport[pos].max(stamp.lamport);
+            self.vector[pos].merge(&stamp.vector);
         }
         self.lamport[pos] += 1;
         self.vector[pos].increment(pos);
     }
 
-    /// A process event at position `pos`: ticks its clocks (merging `received`, the delivered
-    /// message's stamp, first) and writes the line with the new stamps.
+    /// A process event at position `pos` (not a send or a delivery): ticks its clocks and
+    /// writes the line with the new stamps.
     pub(crate) fn process_event(
         &mut self,
         time: Time,
         event: &'static str,
         node: NodeId,
         pos: usize,
-        received: Option<MsgStamp>,
         fill: Line<'_>,
     ) {
-        self.tick(pos, received);
+        self.tick(pos, None);
         let line = Line {
             seq: self.seq,
             time_ns: time.as_nanos(),
@@ -334,25 +344,78 @@ impl Tracer {
         self.seq += 1;
     }
 
-    /// A send at position `pos`: a process event whose stamp the message carries, returned.
+    /// A delivery at position `pos` of a message stamped `received` at its send: ticks the
+    /// clocks after merging the stamp's, and writes the line with the new stamps and the
+    /// message's JSON from the stamp (from `msg` when it has none: a message sent untraced).
+    /// The stamp's memory is kept for a later send.
+    pub(crate) fn deliver_event(
+        &mut self,
+        time: Time,
+        node: NodeId,
+        pos: usize,
+        received: Option<MsgStamp>,
+        msg: &dyn Payload,
+        fill: Line<'_>,
+    ) {
+        self.tick(pos, received.as_deref());
+        let line = Line {
+            seq: self.seq,
+            time_ns: time.as_nanos(),
+            event: "deliver",
+            node: Some(node),
+            lamport: Some(self.lamport[pos]),
+            vector: Some(self.vector[pos].text()),
+            msg: if received.is_some() { None } else { Some(msg) },
+            msg_text: received.as_deref().map(|s| &s.msg[..]),
+            ..fill
+        };
+        line.write(&mut self.json, &mut self.buf);
+        self.buf.push(b'\n');
+        self.seq += 1;
+        if let Some(stamp) = received {
+            if self.spare.len() < SPARE_STAMPS {
+                self.spare.push(stamp);
+            }
+        }
+    }
+
+    /// A send of `msg` at position `pos`: a process event whose stamp the message carries,
+    /// returned with the message's JSON as the line wrote it.
     pub(crate) fn send_event(
         &mut self,
         time: Time,
         node: NodeId,
         pos: usize,
+        msg: &dyn Payload,
         fill: Line<'_>,
     ) -> MsgStamp {
-        self.process_event(time, "send", node, pos, None, fill);
-        let (lamport, vector) = (self.lamport[pos], self.vector[pos].values());
-        match self.spare.pop() {
-            Some(mut stamp) => {
-                stamp.0 = lamport;
-                stamp.1.clear();
-                stamp.1.extend_from_slice(vector);
-                stamp
-            }
-            None => Box::new((lamport, vector.to_vec())),
-        }
+        let mut stamp = self.spare.pop().unwrap_or_else(|| {
+            Box::new(SentStamp {
+                lamport: 0,
+                vector: Vec::with_capacity(self.vector.len()),
+                msg: Vec::new(),
+            })
+        });
+        stamp.msg.clear();
+        msg.write_json(&mut self.json, &mut stamp.msg);
+        self.tick(pos, None);
+        let line = Line {
+            seq: self.seq,
+            time_ns: time.as_nanos(),
+            event: "send",
+            node: Some(node),
+            lamport: Some(self.lamport[pos]),
+            vector: Some(self.vector[pos].text()),
+            msg_text: Some(&stamp.msg),
+            ..fill
+        };
+        line.write(&mut self.json, &mut self.buf);
+        self.buf.push(b'\n');
+        self.seq += 1;
+        stamp.lamport = self.lamport[pos];
+        stamp.vector.clear();
+        stamp.vector.extend_from_slice(self.vector[pos].values());
+        stamp
     }
 
     /// An event that is not a process event (start, crash, drop, partition...): no clock ticks.
@@ -377,5 +440,59 @@ impl Tracer {
     pub(crate) fn finish(mut self, out: &mut dyn Write) -> io::Result<()> {
         self.drain_into(out)?;
         out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// The event lines of `tracer` so far, parsed.
+    fn lines(tracer: &Tracer) -> Vec<Value> {
+        std::str::from_utf8(tracer.buffered())
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_delivery_line_carries_the_message_as_its_send_line_wrote_it() {
+        #[derive(Serialize)]
+        enum Msg {
+            Request {
+                ts: u64,
+                z: Vec<u8>,
+                a: &'static str,
+            },
+        }
+        let msg = Msg::Request {
+            ts: 7,
+            z: vec![1, 2],
+            a: "q\"uote",
+        };
+        let expected = serde_json::to_value(&msg).unwrap();
+        let ids = [NodeId(0), NodeId(1)];
+        let mut t = Tracer::new("x", "mutex", &ids, 1);
+        let stamp = t.send_event(Time::ZERO, NodeId(0), 0, &msg, Line::default());
+        // A second send reuses nothing of the first's stamp while it travels.
+        let other = t.send_event(Time::ZERO, NodeId(1), 1, &1u8, Line::default());
+        t.deliver_event(Time::ZERO, NodeId(1), 1, Some(stamp), &msg, Line::default());
+        // A message sent before the trace began has no stamp: its JSON is written at delivery.
+        t.deliver_event(Time::ZERO, NodeId(0), 0, None, &msg, Line::default());
+        t.deliver_event(Time::ZERO, NodeId(0), 0, Some(other), &1u8, Line::default());
+        let l = lines(&t);
+        assert_eq!(l[0]["msg"], expected);
+        assert_eq!(l[2]["msg"], expected);
+        assert_eq!(l[2]["vector"], serde_json::json!([1, 2]));
+        assert_eq!(l[3]["msg"], expected);
+        assert_eq!(l[4]["msg"], serde_json::json!(1));
+        assert_eq!(l[4]["vector"], serde_json::json!([3, 1]));
+        // The send line and the delivery line write the same bytes for the message.
+        let text = std::str::from_utf8(t.buffered()).unwrap();
+        let written = serde_json::to_string(&expected).unwrap();
+        assert_eq!(text.matches(&format!("\"msg\":{written}")).count(), 3);
     }
 }
