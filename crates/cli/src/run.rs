@@ -237,15 +237,7 @@ fn replay(
         std::fs::write(out, session.trace_jsonl())
             .map_err(|e| InputError(format!("--trace: cannot write {}: {e}", out.display())))?;
     }
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
-    let text = if json {
-        serde_json::to_string_pretty(&report)? + "\n"
-    } else {
-        output::summary(&report)
-    };
-    output::write_stdout(&text)?;
+    print_report(&report, json)?;
     let mut said = Vec::new();
     for (number, words, broken) in &replayed.steps {
         for property in broken {
@@ -544,15 +536,7 @@ fn execute(
             drawn => drawn?,
         }
     }
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
-    let text = if json {
-        serde_json::to_string_pretty(&report)? + "\n"
-    } else {
-        output::summary(&report)
-    };
-    output::write_stdout(&text)?;
+    print_report(&report, json)?;
     if let Some(e) = too_large {
         return Err(e);
     }
@@ -596,6 +580,21 @@ pub const STOPPED_SHORT: u8 = 3;
 
 /// Whether the run was cut short (by the guard's caps or its horizon) and its findings are only
 /// what such a cut fails by itself ([`output::not_judged`]).
+/// A run's warnings on standard error, then its report on standard output: the JSON report
+/// (`--json`) or the summary.
+fn print_report(report: &distsync_sim::Report, json: bool) -> Result<(), InputError> {
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    let text = if json {
+        serde_json::to_string_pretty(report)? + "\n"
+    } else {
+        output::summary(report)
+    };
+    output::write_stdout(&text)?;
+    Ok(())
+}
+
 fn stopped_short(report: &distsync_sim::Report) -> bool {
     !report.violations.is_empty()
         && report

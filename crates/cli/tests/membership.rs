@@ -80,17 +80,7 @@ fn a_cluster_grows_by_a_node_and_shrinks_back_with_tokens_rising() {
     let dir = tmp.path().join("nodes");
     fs::create_dir(&dir).unwrap();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     let before = token_via(&dir, 0);
 
     // Grown by node 3: the leader commits the roster, the files list it, the node starts and
@@ -174,17 +164,7 @@ fn a_node_is_added_while_another_is_down() {
     let tmp = scratch("add-down");
     let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     let before = token_via(&dir, 2);
     ok(
         &cluster(&dir, &["stop", "--id", "1"]),
@@ -217,17 +197,7 @@ fn keys_are_rotated_without_a_restart() {
     let dir = tmp.path().join("nodes");
     fs::create_dir(&dir).unwrap();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     let pids: Vec<u32> = (0..3).map(|i| pid_of(&dir, i)).collect();
     let old = tmp.path().join("old-client.toml");
     fs::copy(dir.join("client.toml"), &old).unwrap();
@@ -483,17 +453,7 @@ fn a_change_without_a_majority_of_the_roster_is_refused() {
     let tmp = scratch("no-majority");
     let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     let file = fs::read_to_string(dir.join("cluster.toml")).unwrap();
     for i in ["1", "2"] {
         ok(&cluster(&dir, &["stop", "--id", i]), "cluster stop");

@@ -294,17 +294,7 @@ fn a_node_of_no_common_version_is_refused_naming_both_and_one_sharing_a_version_
     let tmp = scratch("versions");
     let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     wait_for_status(&dir, "a view of all three", Duration::from_secs(20), |s| {
         s.matches("[0, 1, 2]").count() == 3 && !s.contains("changing")
     });
@@ -539,17 +529,7 @@ fn cluster_status_says_so_and_exits_1_when_no_epoch_is_left() {
     let tmp = scratch("wedged");
     let dir = tmp.path().to_path_buf();
     let _down = Down(dir.clone());
-    cluster_up_ok(
-        &dir,
-        &[
-            "--nodes",
-            "3",
-            "--mutex",
-            "ricart-agrawala",
-            "--base-port",
-            "0",
-        ],
-    );
+    three_nodes_up(&dir);
     assert!(cluster(&dir, &["down"]).status.success());
     for i in 0..3 {
         fs::write(dir.join(format!("node-{i}.epoch")), "epoch 4294967295\n").unwrap();

@@ -516,6 +516,22 @@ pub fn cluster_up_ok(dir: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// The tests' usual cluster in `dir`: three ricart-agrawala nodes on free ports, with the tests'
+/// heartbeats; must succeed.
+pub fn three_nodes_up(dir: &Path) -> Output {
+    cluster_up_ok(
+        dir,
+        &[
+            "--nodes",
+            "3",
+            "--mutex",
+            "ricart-agrawala",
+            "--base-port",
+            "0",
+        ],
+    )
+}
+
 /// Waits (bounded) until `cluster status` succeeds and its text satisfies `ready` (not
 /// "changing" a view, say); returns that text, or panics with `what` and the last text.
 pub fn wait_for_status(
