@@ -264,6 +264,11 @@ pub struct Held {
 
 /// Takes lock `name`, trying `first` (or a random node) then the others, following redirects.
 /// Pings the node every `heartbeat` while waiting. `timeout` bounds the whole wait.
+///
+/// A node's refusal ([`ClientError::Refused`]) ends the wait when the caller named that node
+/// (`first`); otherwise the other nodes are asked, since a node refuses for reasons of its own
+/// too (it sits out on a full disk, or was removed from the cluster), and the first refusal is
+/// returned only when every node refused.
 pub async fn acquire(
     cluster: &Cluster,
     first: Option<NodeId>,
@@ -296,12 +301,24 @@ async fn acquire_inner(
             u32::from_le_bytes(b) as usize % ids.len()
         }
     };
-    let mut order: Vec<NodeId> = (0..ids.len())
+    let order: Vec<NodeId> = (0..ids.len())
         .map(|i| ids[(start + i) % ids.len()])
         .collect();
+    acquire_in_order(cluster, order, first.is_some(), name).await
+}
+
+/// [`acquire`]'s wait, asking the nodes of `order` in turn; `named`: the caller named the first.
+async fn acquire_in_order(
+    cluster: &Cluster,
+    mut order: Vec<NodeId>,
+    named: bool,
+    name: &str,
+) -> Result<Held, ClientError> {
+    let ids = cluster.peers.ids();
     let heartbeat = cluster.file.timeouts.heartbeat;
     let mut redirects = 0;
     let mut errors = Vec::new();
+    let mut refused: Option<(NodeId, String)> = None;
     while let Some(node) = (!order.is_empty()).then(|| order.remove(0)) {
         let mut client = match Client::connect(cluster, node).await {
             Ok(c) => c,
@@ -418,7 +435,13 @@ async fn acquire_inner(
                 order.retain(|&n| n != to);
                 order.insert(0, to);
             }
-            Ok(ClientReply::Refused { reason }) => return Err(ClientError::Refused(node, reason)),
+            Ok(ClientReply::Refused { reason }) if named => {
+                return Err(ClientError::Refused(node, reason))
+            }
+            Ok(ClientReply::Refused { reason }) => {
+                errors.push(format!("node {node} refused: {reason}"));
+                refused.get_or_insert((node, reason));
+            }
             Ok(other) => errors.push(format!("node {node}: unexpected reply {other:?}")),
             Err(e) => {
                 // The node went away while we waited: try another one.
@@ -431,10 +454,15 @@ async fn acquire_inner(
             }
         }
     }
-    Err(ClientError::Unavailable(format!(
-        "could not acquire lock {name:?}: {}",
-        errors.join("; ")
-    )))
+    match refused {
+        // Every node asked refused, or refused and the others were unreachable: the refusal is
+        // the answer (a bad name, a quota), not the service's absence.
+        Some((node, reason)) if order.is_empty() => Err(ClientError::Refused(node, reason)),
+        _ => Err(ClientError::Unavailable(format!(
+            "could not acquire lock {name:?}: {}",
+            errors.join("; ")
+        ))),
+    }
 }
 
 /// How a locked command ended.
@@ -786,62 +814,83 @@ mod tests {
     use std::sync::Arc;
     use tokio::net::TcpListener;
 
+    /// A cluster of fake nodes at `addrs` (ids 0, 1, ...), with the tests' fast heartbeats.
+    fn cluster_at(addrs: &[String]) -> Cluster {
+        let mut text = "mutex = \"central\"\nelection = \"bully\"\n\
+                        secret = \"0123456789abcdef0123\"\n[timeouts]\nheartbeat = \"20ms\"\n\
+                        heartbeat_timeout = \"300ms\"\n"
+            .to_string();
+        for (id, addr) in addrs.iter().enumerate() {
+            text += &format!("[[node]]\nid = {id}\naddr = \"{addr}\"\n");
+        }
+        Cluster::from_toml(&text, "test").unwrap()
+    }
+
+    /// A fake node on `listener`: every client connection's requests are answered by `answer`
+    /// (the replies to send, in order), given the request and the token the connection was last
+    /// granted, which `answer` sets when it grants one.
+    fn fake_node<F>(listener: TcpListener, cluster: &Cluster, answer: F)
+    where
+        F: Fn(ClientRequest, &mut u64) -> Vec<ClientReply> + Clone + Send + Sync + 'static,
+    {
+        let (node_key, client_key) = (cluster.secret().to_vec(), cluster.client_secret().to_vec());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (node_key, client_key) = (node_key.clone(), client_key.clone());
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let Ok((_, mut r, mut w)) =
+                        connection::respond(stream, &node_key, &client_key).await
+                    else {
+                        return;
+                    };
+                    let mut mine = 0;
+                    while let Ok(Some(req)) = r.recv::<ClientRequest>().await {
+                        for reply in answer(req, &mut mine) {
+                            if w.send(&reply).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// The next token of `tokens`, granted as `mine`.
+    fn grant(tokens: &AtomicU64, name: String, mine: &mut u64) -> ClientReply {
+        *mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
+        ClientReply::Granted {
+            name,
+            token: *mine,
+            holder: NodeId(0),
+        }
+    }
+
     /// A node that grants and then revokes before the grant's first lease (a view change right
     /// after the grant): `acquire` must not hand that grant to its caller, whose command would
     /// then run beside the successor's. It asks again and holds the next grant.
     #[tokio::test]
     async fn a_grant_revoked_before_its_first_lease_is_not_returned_as_held() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let text = format!(
-            "mutex = \"central\"\nelection = \"bully\"\nsecret = \"0123456789abcdef0123\"\n\
-             [timeouts]\nheartbeat = \"20ms\"\nheartbeat_timeout = \"300ms\"\n\
-             [[node]]\nid = 0\naddr = \"{addr}\"\n\
-             [[node]]\nid = 1\naddr = \"127.0.0.1:1\"\n"
-        );
-        let cluster = Cluster::from_toml(&text, "test").unwrap();
-        let (node_key, client_key) = (cluster.secret().to_vec(), cluster.client_secret().to_vec());
+        let cluster = cluster_at(&[
+            listener.local_addr().unwrap().to_string(),
+            "127.0.0.1:1".into(),
+        ]);
         let tokens = Arc::new(AtomicU64::new(0));
-        let granted = tokens.clone();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let (node_key, client_key) = (node_key.clone(), client_key.clone());
-                let tokens = granted.clone();
-                tokio::spawn(async move {
-                    let (_, mut r, mut w) = connection::respond(stream, &node_key, &client_key)
-                        .await
-                        .unwrap();
-                    let mut mine = 0;
-                    while let Ok(Some(req)) = r.recv::<ClientRequest>().await {
-                        let reply = match req {
-                            ClientRequest::Lock { name } => {
-                                mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
-                                let granted = ClientReply::Granted {
-                                    name: name.clone(),
-                                    token: mine,
-                                    holder: NodeId(0),
-                                };
-                                w.send(&granted).await.unwrap();
-                                if mine == 1 {
-                                    ClientReply::Revoked {
-                                        name,
-                                        reason: "another holder was kept in the new view".into(),
-                                    }
-                                } else {
-                                    ClientReply::Lease { ms: 1000 }
-                                }
-                            }
-                            // No lease for the revoked grant; the next one has its lease.
-                            ClientRequest::Renew if mine >= 2 => ClientReply::Lease { ms: 1000 },
-                            _ => continue,
-                        };
-                        if w.send(&reply).await.is_err() {
-                            return;
-                        }
-                    }
-                });
+        fake_node(listener, &cluster, move |req, mine| match req {
+            ClientRequest::Lock { name } => {
+                let granted = grant(&tokens, name.clone(), mine);
+                if *mine == 1 {
+                    let reason = "another holder was kept in the new view".into();
+                    vec![granted, ClientReply::Revoked { name, reason }]
+                } else {
+                    vec![granted, ClientReply::Lease { ms: 1000 }]
+                }
             }
+            // No lease for the revoked grant; the next one has its lease.
+            ClientRequest::Renew if *mine >= 2 => vec![ClientReply::Lease { ms: 1000 }],
+            _ => vec![],
         });
         let held = acquire(
             &cluster,
@@ -862,54 +911,24 @@ mod tests {
     #[tokio::test]
     async fn a_grant_without_a_lease_within_the_timeout_is_not_returned_as_held() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let text = format!(
-            "mutex = \"central\"\nelection = \"bully\"\nsecret = \"0123456789abcdef0123\"\n\
-             [timeouts]\nheartbeat = \"20ms\"\nheartbeat_timeout = \"300ms\"\n\
-             [[node]]\nid = 0\naddr = \"{addr}\"\n\
-             [[node]]\nid = 1\naddr = \"127.0.0.1:1\"\n"
-        );
-        let cluster = Cluster::from_toml(&text, "test").unwrap();
-        let (node_key, client_key) = (cluster.secret().to_vec(), cluster.client_secret().to_vec());
+        let cluster = cluster_at(&[
+            listener.local_addr().unwrap().to_string(),
+            "127.0.0.1:1".into(),
+        ]);
         let tokens = Arc::new(AtomicU64::new(0));
         let released = Arc::new(AtomicU64::new(0));
-        let (granted, gave_back) = (tokens.clone(), released.clone());
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let (node_key, client_key) = (node_key.clone(), client_key.clone());
-                let (tokens, released) = (granted.clone(), gave_back.clone());
-                tokio::spawn(async move {
-                    let (_, mut r, mut w) = connection::respond(stream, &node_key, &client_key)
-                        .await
-                        .unwrap();
-                    let mut mine = 0;
-                    while let Ok(Some(req)) = r.recv::<ClientRequest>().await {
-                        let reply = match req {
-                            ClientRequest::Lock { name } => {
-                                mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
-                                ClientReply::Granted {
-                                    name,
-                                    token: mine,
-                                    holder: NodeId(0),
-                                }
-                            }
-                            // No lease with the first grant; the next one has its lease.
-                            ClientRequest::Renew => ClientReply::Lease {
-                                ms: if mine >= 2 { 1000 } else { 0 },
-                            },
-                            ClientRequest::Release { .. } => {
-                                released.fetch_add(1, Ordering::SeqCst);
-                                continue;
-                            }
-                            _ => continue,
-                        };
-                        if w.send(&reply).await.is_err() {
-                            return;
-                        }
-                    }
-                });
+        let gave_back = released.clone();
+        fake_node(listener, &cluster, move |req, mine| match req {
+            ClientRequest::Lock { name } => vec![grant(&tokens, name, mine)],
+            // No lease with the first grant; the next one has its lease.
+            ClientRequest::Renew => vec![ClientReply::Lease {
+                ms: if *mine >= 2 { 1000 } else { 0 },
+            }],
+            ClientRequest::Release { .. } => {
+                gave_back.fetch_add(1, Ordering::SeqCst);
+                vec![]
             }
+            _ => vec![],
         });
         let held = acquire(
             &cluster,
@@ -925,5 +944,66 @@ mod tests {
         );
         assert!(!held.lease.lapsed(tokio::time::Instant::now()));
         assert_eq!(released.load(Ordering::SeqCst), 1, "token 1 was given back");
+    }
+
+    /// Node 0 refuses every lock (it sits out on a full disk), node 1 grants: a client that
+    /// named no node and met node 0 first holds node 1's grant; one that named node 0 gets its
+    /// refusal; when both refuse, the first refusal is the answer.
+    #[tokio::test]
+    async fn a_refusing_node_is_passed_over_unless_it_was_named() {
+        let sits_out = "node 0 cannot store its epoch mark: No space left on device";
+        let (l0, l1) = (
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        );
+        let cluster = cluster_at(&[
+            l0.local_addr().unwrap().to_string(),
+            l1.local_addr().unwrap().to_string(),
+        ]);
+        let refuse = move |req, _: &mut u64| match req {
+            ClientRequest::Lock { .. } => vec![ClientReply::Refused {
+                reason: sits_out.into(),
+            }],
+            _ => vec![],
+        };
+        fake_node(l0, &cluster, refuse);
+        let tokens = Arc::new(AtomicU64::new(0));
+        fake_node(l1, &cluster, move |req, mine| match req {
+            ClientRequest::Lock { name } => {
+                vec![grant(&tokens, name, mine), ClientReply::Lease { ms: 1000 }]
+            }
+            ClientRequest::Renew => vec![ClientReply::Lease { ms: 1000 }],
+            _ => vec![],
+        });
+        let held = acquire_in_order(&cluster, vec![NodeId(0), NodeId(1)], false, "x")
+            .await
+            .expect("node 1 grants");
+        assert_eq!((held.token, held.holder), (1, NodeId(0)));
+        match acquire(&cluster, Some(NodeId(0)), "y", None).await {
+            Err(ClientError::Refused(n, reason)) => {
+                assert_eq!((n, reason.as_str()), (NodeId(0), sits_out))
+            }
+            other => panic!("node 0, named, refuses: {:?}", other.map(|h| h.token)),
+        }
+
+        let l2 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let l3 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let both = cluster_at(&[
+            l2.local_addr().unwrap().to_string(),
+            l3.local_addr().unwrap().to_string(),
+        ]);
+        fake_node(l2, &both, refuse);
+        fake_node(l3, &both, move |req, _| match req {
+            ClientRequest::Lock { .. } => vec![ClientReply::Refused {
+                reason: "no such name".into(),
+            }],
+            _ => vec![],
+        });
+        match acquire_in_order(&both, vec![NodeId(1), NodeId(0)], false, "z").await {
+            Err(ClientError::Refused(n, reason)) => {
+                assert_eq!((n, reason.as_str()), (NodeId(1), "no such name"))
+            }
+            other => panic!("every node refused: {:?}", other.map(|h| h.token)),
+        }
     }
 }
