@@ -35,12 +35,7 @@ impl Node {
                     self.reply(c, ClientReply::Refused { reason });
                     return;
                 }
-                if let Some(why) = &self.epochs.disk {
-                    // It sits out (epochs): no view, so no grant, until its disk takes a write.
-                    let reason = format!(
-                        "node {} {why}; it serves no lock until that disk takes the write (free space there)",
-                        self.id
-                    );
+                if let Some(reason) = self.sitting_out() {
                     self.reply(c, ClientReply::Refused { reason });
                     return;
                 }
@@ -171,6 +166,34 @@ impl Node {
         );
         info!(node = %self.id, client = c, window_ms, "keys replaced; the old ones are accepted for the window");
         self.reply(c, ClientReply::Rekeyed { window_ms });
+    }
+
+    /// Why this node grants nothing while it sits out (epochs: its disk takes no write), as its
+    /// clients are told; `None` while it takes part.
+    fn sitting_out(&self) -> Option<String> {
+        let why = self.epochs.disk.as_ref()?;
+        Some(format!(
+            "node {} {why}; it serves no lock until that disk takes the write (free space there)",
+            self.id
+        ))
+    }
+
+    /// While the node sits out: the clients waiting here for a lock are refused (their requests
+    /// withdrawn, as by `Unlock`) instead of waiting for a view this node takes no part in; a
+    /// client that named no node then asks another.
+    pub(super) fn refuse_waiting(&mut self) {
+        let Some(reason) = self.sitting_out() else {
+            return;
+        };
+        let mut waiting = self.locks.parked.clone();
+        for (name, lock) in &self.locks.by_name {
+            waiting.extend(lock.waiting.iter().map(|&c| (c, name.clone())));
+        }
+        for (c, name) in waiting {
+            self.unlock(c, &name);
+            let reason = reason.clone();
+            self.reply(c, ClientReply::Refused { reason });
+        }
     }
 
     /// Client `c` gives up lock `name`: withdraws its request, or releases the lock it holds.

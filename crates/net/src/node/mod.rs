@@ -537,6 +537,7 @@ impl Node {
         self.dropped.flush(now);
         let every = self.timeouts().heartbeat_timeout;
         self.epochs.retry(now, every);
+        self.refuse_waiting();
         self.check_mark();
         // A view committed long ago but never opened: its Open (or a re-acquisition) was lost.
         let stuck = self.view.as_ref().and_then(|v| {

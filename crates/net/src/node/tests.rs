@@ -757,8 +757,7 @@ async fn a_leader_that_crashes_storing_its_epoch_commits_nothing_in_that_view() 
 /// Prepare of an epoch it could not store, says nothing to its peers (so the other two form
 /// their view without it and serve), refuses every lock with the error naming its mark's file,
 /// and its status says so; once its disk takes the write again it is taken back into a view and
-/// grants, with a token above every earlier one. (Before, the node exited at the failed store,
-/// taking this test's process with it.)
+/// grants, with a token above every earlier one.
 #[tokio::test(start_paused = true)]
 async fn a_member_on_a_full_disk_sits_out_refusing_locks_and_comes_back_when_space_returns() {
     let dir = marks_dir("full-disk");
@@ -820,6 +819,38 @@ async fn a_member_on_a_full_disk_sits_out_refusing_locks_and_comes_back_when_spa
     h.client(1, 4, lock());
     let t4 = granted(&h.replies(4)).expect("client 4 is granted through node 1");
     assert!(t4 > t2, "{t4} > {t2}");
+}
+
+/// A client waiting at a node for a lock another holds, when that node starts to sit out (its
+/// disk full), is refused at the node's next tick, naming the file, instead of waiting there for a
+/// view the node takes no part in.
+#[tokio::test(start_paused = true)]
+async fn a_client_waiting_at_a_node_that_starts_to_sit_out_is_refused() {
+    let dir = marks_dir("full-disk-waiting");
+    let mut h = Harness::with_marks(FILE, &dir);
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3), "node 2 leads a view of all three");
+    h.client(0, 1, lock());
+    granted(&h.replies(1)).expect("client 1 holds x through node 0");
+    h.client(1, 2, lock());
+    h.run(500).await;
+    assert_eq!(granted(&h.replies(2)), None, "client 2 waits at node 1");
+    h.nodes[1].epochs.store.as_mut().unwrap().fail_writes();
+    h.nodes[2].force_change = true;
+    h.nodes[2].lead();
+    h.run(2000).await;
+    assert!(h.nodes[1].status().problem.is_some(), "node 1 sits out");
+    let replies = h.replies(2);
+    let refused = replies.iter().find_map(|r| match r {
+        ClientReply::Refused { reason } => Some(reason),
+        _ => None,
+    });
+    let refused = refused.expect("client 2 is refused");
+    assert!(
+        refused.contains("node-1.epoch") && refused.contains("No space left on device"),
+        "{refused}"
+    );
+    assert_eq!(granted(&replies), None, "and never granted");
 }
 
 /// A new, empty directory for one test's epoch marks (named after the test, with a random
