@@ -6,7 +6,10 @@
 //! load is one request in the system at a time; heavy load keeps every node requesting. Where a
 //! formula depends on who held the token or how far away it was (Suzuki-Kasami, the
 //! Ricart-Agrawala token algorithm, Raymond, Maekawa's quorum sizes), the theory figure is
-//! computed from the run's actual sequence of entries, so that it can be exact.
+//! computed from the run's actual sequence of entries, so that it can be exact. Where the
+//! literature's figure is a limit or an average and the rules give an exact count (central's 4,
+//! the token algorithms' N under heavy load, the token ring's 1, Singhal's N-1 under light load),
+//! the theory figure is the exact count, and docs/oracles.md gives both.
 
 use crate::report::Report;
 use crate::scenario::{DelaySpec, NetworkSpec, Scenario, WorkloadKind, WorkloadSpec};
