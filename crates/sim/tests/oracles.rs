@@ -177,3 +177,66 @@ fn compare_gives_singhal_heavy_load_its_measured_theory() {
         }
     }
 }
+
+#[test]
+fn compare_theory_is_exact_at_two_nodes_and_at_large_sizes() {
+    use distsync_sim::compare::{compare_mutex, CompareOptions, Relation};
+    // At N = 2 the central algorithm has one client, which never finds the CS busy; every heavy
+    // token row costs N per entry but the initial holder's first, N - 1/R; the token ring passes
+    // once per entry and once at the start; Singhal's light load is replayed from the 1992 rules. Every row agrees, at N = 2 and at sizes beyond the
+    // defaults.
+    let options = CompareOptions {
+        nodes: vec![2, 4, 13, 16, 21],
+        ..CompareOptions::default()
+    };
+    let rows = compare_mutex(&options, |_, _| {});
+    for row in &rows {
+        // A row whose run broke a property does not agree (maekawa-basic's heavy rows, which
+        // deadlock by design, have no theory to agree with).
+        assert_ne!(row.agrees, Some(false), "{row:?}");
+    }
+    let row = |a: &str, n: u32, load: &str| {
+        rows.iter()
+            .find(|r| {
+                r.algorithm == a
+                    && r.nodes == n
+                    && r.load == load
+                    && r.metric == "messages_per_entry"
+            })
+            .unwrap_or_else(|| panic!("no row {a} {n} {load}"))
+    };
+    let central = row("central", 2, "heavy");
+    assert_eq!(central.theory, Some(3.0), "{central:?}");
+    assert_eq!(central.measured, Some(3.0), "{central:?}");
+    assert_eq!(central.relation, Relation::Exact);
+    for n in [4, 13, 16, 21] {
+        let central = row("central", n, "heavy");
+        let entries = f64::from(n - 1) * 10.0;
+        assert!((central.theory.unwrap() - (4.0 - 1.0 / entries)).abs() < 1e-9);
+    }
+    for a in ["ricart-agrawala-token", "suzuki-kasami", "singhal-token"] {
+        for n in [2, 4, 13, 16, 21] {
+            let r = row(a, n, "heavy");
+            let want = f64::from(n) - 1.0 / 10.0;
+            assert_eq!(r.relation, Relation::Exact, "{r:?}");
+            assert!((r.theory.unwrap() - want).abs() < 1e-9, "{r:?}");
+            assert!((r.measured.unwrap() - want).abs() < 1e-9, "{r:?}");
+            assert!(r.formula.starts_with("N - 1/R"), "{r:?}");
+        }
+    }
+    for n in [2, 4, 13, 16, 21] {
+        let r = row("token-ring", n, "heavy");
+        let entries = f64::from(n) * 10.0;
+        assert_eq!(r.relation, Relation::Exact, "{r:?}");
+        assert!(
+            (r.theory.unwrap() - (1.0 + 1.0 / entries)).abs() < 1e-9,
+            "{r:?}"
+        );
+    }
+    for n in [2, 4, 13, 16, 21] {
+        let r = row("singhal", n, "light");
+        assert_eq!(r.relation, Relation::Exact, "{r:?}");
+        assert_eq!(r.agrees, Some(true), "{r:?}");
+    }
+    assert_eq!(row("singhal", 2, "light").measured, Some(1.5));
+}

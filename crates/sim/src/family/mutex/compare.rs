@@ -6,7 +6,10 @@
 //! load is one request in the system at a time; heavy load keeps every node requesting. Where a
 //! formula depends on who held the token or how far away it was (Suzuki-Kasami, the
 //! Ricart-Agrawala token algorithm, Raymond, Maekawa's quorum sizes), the theory figure is
-//! computed from the run's actual sequence of entries, so that it can be exact.
+//! computed from the run's actual sequence of entries, so that it can be exact. Where the
+//! literature's figure is a limit or an average and the rules give an exact count (central's 4,
+//! the token algorithms' N under heavy load, the token ring's 1, Singhal's N-1 under light load),
+//! the theory figure is the exact count, and docs/oracles.md gives both.
 
 use crate::report::Report;
 use crate::scenario::{DelaySpec, NetworkSpec, Scenario, WorkloadKind, WorkloadSpec};
@@ -229,6 +232,10 @@ fn theory(
     let entries_done = report.sections.mutex.as_ref().map_or(0, |m| m.entries) as f64;
     match (metric, load, algorithm) {
         ("messages_per_entry", Load::Light, "central") => exact(3.0, "3"),
+        // One client (N = 2: the coordinator does not compete) never finds the CS busy.
+        ("messages_per_entry", Load::Heavy, "central") if n == 2 => {
+            exact(3.0, "3 (one client: the CS is never busy)")
+        }
         ("messages_per_entry", Load::Heavy, "central") => exact(
             4.0 - 1.0 / entries_done.max(1.0),
             "4 (3 + DENIED; the first request finds the CS free)",
@@ -240,14 +247,30 @@ fn theory(
             "unbounded (the token circulates)".into(),
             Relation::None,
         ),
-        ("messages_per_entry", Load::Heavy, "token-ring") => {
-            (Some(1.0), "1".into(), Relation::Approximate(0.05))
-        }
+        // A pass per entry (on leaving), and one more at the start: the initial holder, not yet
+        // requesting, passes the token on at once. Over E entries that is 1 + 1/E; the
+        // literature's 1 is the limit.
+        ("messages_per_entry", Load::Heavy, "token-ring") => exact(
+            1.0 + 1.0 / entries_done.max(1.0),
+            "1 + 1/E (the initial holder's pass at the start)",
+        ),
         ("messages_per_entry", Load::Light, "ricart-agrawala-token" | "suzuki-kasami") => (
             mean(&|e, p| if e == p { 0.0 } else { nf }),
             "N, or 0 at the holder".into(),
             Relation::Exact,
         ),
+        // Singhal 1992: each entry asks its request set, replayed from the rules; the
+        // literature's N-1 is the average of this.
+        ("messages_per_entry", Load::Light, "singhal") => {
+            let order: Vec<usize> = entries.iter().map(|&e| peers.index_of(e)).collect();
+            let costs = singhal_light_load_messages(n as usize, &order);
+            let total: usize = costs.iter().sum();
+            (
+                (!costs.is_empty()).then(|| total as f64 / costs.len() as f64),
+                "2 x the request set (N-1 on average)".into(),
+                Relation::Exact,
+            )
+        }
         // Singhal 1989: each entry's sites asked (R marks and the sites below) plus the token,
         // replayed from the rules.
         ("messages_per_entry", Load::Light, "singhal-token") => {
@@ -260,11 +283,21 @@ fn theory(
                 Relation::Exact,
             )
         }
+        // Every site always wants the CS, so the token never stays where it is: each entry costs
+        // N-1 REQUESTs and the token, except the first, the initial holder's own. Over the NR
+        // entries that is N - 1/R per entry; the literature's N is the limit.
         (
             "messages_per_entry",
             Load::Heavy,
             "ricart-agrawala-token" | "suzuki-kasami" | "singhal-token",
-        ) => (Some(nf), "N".into(), Relation::Approximate(0.05)),
+        ) => {
+            let r = entries_done / nf;
+            (
+                (r > 0.0).then(|| nf - 1.0 / r),
+                "N - 1/R (R requests per site; N in the limit)".into(),
+                Relation::Exact,
+            )
+        }
         ("messages_per_entry", Load::Light, "raymond") => {
             match raymond::tree_edges(&peers, &params) {
                 Ok(edges) => {
@@ -312,11 +345,6 @@ fn theory(
                 Err(e) => (None, e.to_string(), Relation::None),
             }
         }
-        ("messages_per_entry", Load::Light, "singhal") => (
-            Some(nf - 1.0),
-            "N-1 on average".into(),
-            Relation::Approximate(0.25),
-        ),
         // Not the textbooks' 3(N-1)/2: under the 1992 rules, when every site keeps requesting,
         // the 2R entries of a pair of sites alternate, and each of their 2R-1 hand-overs costs
         // one REQUEST and one REPLY between them. Over the N(N-1)/2 pairs and NR entries that
@@ -386,6 +414,27 @@ fn theory(
         },
         _ => (None, "-".into(), Relation::None),
     }
+}
+
+/// Singhal 1992 under light load, replayed from its rules: the messages of each entry of
+/// `order` (positions in the membership). A site sends a REQUEST to every site of its request
+/// set R_i and gets a REPLY from each; each of them, idle, adds the site to its own request set.
+/// So after an entry the site holds every pair's permission. Initially R_i = {S_0 .. S_{i-1}}.
+fn singhal_light_load_messages(n: usize, order: &[usize]) -> Vec<usize> {
+    // lacks[i][j]: S_j is in R_i.
+    let mut lacks: Vec<Vec<bool>> = (0..n).map(|i| (0..n).map(|j| j < i).collect()).collect();
+    order
+        .iter()
+        .filter(|&&e| e < n)
+        .map(|&e| {
+            let asked: Vec<usize> = (0..n).filter(|&j| lacks[e][j]).collect();
+            for &j in &asked {
+                lacks[e][j] = false;
+                lacks[j][e] = true;
+            }
+            2 * asked.len()
+        })
+        .collect()
 }
 
 fn agrees(measured: f64, theory: Option<f64>, relation: Relation) -> Option<bool> {
@@ -533,6 +582,17 @@ mod tests {
         assert_eq!(agrees(9.0, Some(10.0), Relation::AtMost), Some(true));
         assert_eq!(agrees(0.5, Some(4.0), Relation::Between(1.0)), Some(false));
         assert_eq!(agrees(1.0, None, Relation::None), None);
+    }
+
+    #[test]
+    fn singhal_light_load_replays_the_staircase() {
+        // S_0 starts with every permission; S_1 asks S_0; then each asks the other.
+        assert_eq!(singhal_light_load_messages(2, &[0, 1, 0, 1]), [0, 2, 2, 2]);
+        assert_eq!(singhal_light_load_messages(2, &[0, 0, 1, 1]), [0, 0, 2, 0]);
+        // S_2 asks S_0 and S_1; S_1 still lacks S_0's permission and now S_2's too; S_0 then
+        // lacks both others', and S_2 both again. A site that enters twice asks nobody.
+        assert_eq!(singhal_light_load_messages(3, &[2, 1, 0, 2]), [4, 4, 4, 4]);
+        assert_eq!(singhal_light_load_messages(3, &[1, 1, 2]), [2, 0, 4]);
     }
 
     #[test]
