@@ -26,9 +26,18 @@
 //! one and apply rule 2; a message of an older epoch is dropped, and when it reaches a process
 //! that has decided, that process starts a new epoch (its sender, e.g. a recovered process,
 //! missed the last election). An elect(j) whose j is already in the active list has gone round
-//! without its owner (crashed) and is dropped; a recovered process starts an election; an
-//! Elected naming a lower id than the receiver's own was decided without it (it was down) and
-//! makes it start an election.
+//! without its owner (crashed) and is dropped; an Elected naming a lower id than the receiver's
+//! own was decided without it (it was down) and makes it start an election.
+//!
+//! A recovered process has lost its epoch, and the election under way may have lost messages
+//! with its crash: joining it, its own elect could come back before an elect lost with the crash
+//! was sent again, and it would decide on an incomplete list. So it takes part in no election
+//! it did not start after learning the epoch from another process: it sends an elect of epoch 0
+//! (a probe: a process that has decided, or never took part, starts a new epoch on it; one
+//! taking part drops it, and the election's own messages reach the recovered process), repeated
+//! every T' until it hears from another process. The first elect of an epoch e it then receives
+//! is dropped, and it starts epoch e + 1 itself (rule 1), which every process it reaches joins;
+//! an Elected is taken as any process takes it.
 
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -68,6 +77,8 @@ pub struct RingActiveList {
     epoch: u32,
     /// Has seen or sent an elect message in the current election and not decided yet.
     participant: bool,
+    /// Recovered and not yet told an epoch by another process: sends probes and decides nothing.
+    rejoining: bool,
     /// The active processes known in the current election, in the order they were learned.
     active_list: Vec<NodeId>,
     coordinator: Option<NodeId>,
@@ -85,6 +96,7 @@ impl Algorithm for RingActiveList {
             i: id,
             epoch: 0,
             participant: false,
+            rejoining: false,
             active_list: Vec::new(),
             coordinator: Some(election::initial_coordinator(peers, params)),
             t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
@@ -113,12 +125,13 @@ impl Process for RingActiveList {
     fn on_start(&mut self, ctx: &mut Ctx<'_, Self>) {
         if ctx.recovered() {
             self.coordinator = None;
-            self.detect(ctx);
+            self.rejoining = true;
+            self.probe(ctx);
         }
     }
 
     fn on_input(&mut self, Input::Start: Input, ctx: &mut Ctx<'_, Self>) {
-        if !self.participant {
+        if !self.participant && !self.rejoining {
             self.detect(ctx);
         }
     }
@@ -134,6 +147,8 @@ impl Process for RingActiveList {
         if self.participant {
             self.participant = false;
             self.detect(ctx);
+        } else if self.rejoining {
+            self.probe(ctx);
         }
     }
 }
@@ -149,12 +164,36 @@ impl RingActiveList {
         self.active_list.push(self.i);
     }
 
+    /// A recovered process's probe: elect(i) of epoch 0, which no election uses.
+    fn probe(&mut self, ctx: &mut Ctx<'_, Self>) {
+        let i = self.i;
+        ctx.send(ctx.successor(), Msg::Elect { epoch: 0, j: i });
+        ctx.set_timer(Timer::TPrime, self.t_prime);
+    }
+
     fn send(&self, j: NodeId, ctx: &mut Ctx<'_, Self>) {
         let epoch = self.epoch;
         ctx.send(ctx.successor(), Msg::Elect { epoch, j });
     }
 
     fn on_elect(&mut self, epoch: u32, j: NodeId, ctx: &mut Ctx<'_, Self>) {
+        if self.rejoining {
+            if epoch > 0 {
+                self.epoch = epoch; // told the epoch: start the next one
+                self.detect(ctx);
+            } else if j == self.i {
+                self.detect(ctx); // its probe came back: no other process knows an epoch
+            } else {
+                ctx.send(ctx.successor(), Msg::Elect { epoch, j }); // another's probe
+            }
+            return;
+        }
+        if epoch == 0 {
+            if !self.participant {
+                self.detect(ctx); // a recovered process's probe
+            }
+            return;
+        }
         if epoch < self.epoch {
             if !self.participant {
                 self.detect(ctx); // its sender missed the last election: hold a new one
@@ -207,12 +246,14 @@ impl RingActiveList {
 
     fn begin(&mut self, ctx: &mut Ctx<'_, Self>) {
         self.participant = true;
+        self.rejoining = false;
         self.coordinator = None;
         ctx.set_timer(Timer::TPrime, self.t_prime);
     }
 
     fn decide(&mut self, coordinator: NodeId, ctx: &mut Ctx<'_, Self>) {
         self.participant = false;
+        self.rejoining = false;
         self.coordinator = Some(coordinator);
         ctx.cancel_timer(Timer::TPrime);
         ctx.output(Output::Leader(coordinator));
@@ -288,6 +329,57 @@ mod tests {
                 }
             )]
         );
+    }
+
+    /// A recovered process decides nothing in an election it did not start after hearing an
+    /// epoch: it probes with epoch 0, drops the first elect of epoch e it hears and starts e + 1.
+    #[test]
+    fn a_recovered_process_probes_then_starts_the_epoch_after_the_one_it_hears() {
+        let peers = Peers::range(5);
+        let mut p = Driver::new(
+            RingActiveList::new(NodeId(3), &peers, &Params::default()),
+            NodeId(3),
+            &peers,
+        );
+        p.process.coordinator = None;
+        p.process.rejoining = true;
+        p.input(Input::Start); // it is electing already: nothing new
+        assert!(p.sent().is_empty());
+        p.fire(Timer::TPrime); // nothing heard: probe again
+        let probe = |j: u32| Msg::Elect {
+            epoch: 0,
+            j: NodeId(j),
+        };
+        assert_eq!(p.sent(), vec![(NodeId(4), probe(3))]);
+        p.receive(2, probe(1)); // another recovered process's probe: passed on
+        assert_eq!(p.sent(), vec![(NodeId(4), probe(1))]);
+        assert_eq!(p.process.leader(), None);
+        // elect(2) of epoch 1, an election that may have lost messages with the crash: not
+        // joined (rule 2 would add 3 and 2 and send elect(3), elect(2)); epoch 2 instead.
+        p.receive(2, elect(2));
+        assert_eq!(
+            p.sent(),
+            vec![(
+                NodeId(4),
+                Msg::Elect {
+                    epoch: 2,
+                    j: NodeId(3)
+                }
+            )]
+        );
+        assert_eq!(p.process.active_list(), &[NodeId(3)]);
+        assert!(p.process.electing());
+        // A process that has decided, or never took part, starts an epoch on a probe; one
+        // taking part drops it.
+        let mut q = Driver::new(
+            RingActiveList::new(NodeId(1), &peers, &Params::default()),
+            NodeId(1),
+            &peers,
+        );
+        q.receive(0, probe(3));
+        assert_eq!(q.sent(), vec![(NodeId(2), elect(1))]);
+        q.receive(0, probe(3));
+        assert!(q.sent().is_empty());
     }
 
     /// Seed 000, "Ring Algorithm: Example1": P1..P4 in a ring, P4 the coordinator, P1 and P4

@@ -361,21 +361,13 @@ fn no_detector_risks(scenario: &Scenario) -> Vec<(&'static str, &'static str)> {
             risks.extend(late_crash.then_some(VALIDITY));
             risks
         }
-        "ring-active-list" if late_crash => {
-            let mut risks = vec![(
+        "ring-active-list" if late_crash => vec![
+            (
                 "one-leader",
                 "a second announcement after one crash, in an order of equal-deadline timers the checker finds",
-            )];
-            // A recovered process starts again at epoch 1, inside the election under way, and
-            // can decide on an incomplete list; a later crash can take the process whose
-            // election would have settled it (stress seed 9100001, run 2936 of 5,000).
-            risks.extend(recover.then_some((
-                "agreement",
-                "a recovered process restarts at epoch 1 inside the election under way and can decide on an incomplete list, and a later crash can leave that result standing",
-            )));
-            risks.push(VALIDITY);
-            risks
-        }
+            ),
+            VALIDITY,
+        ],
         _ if late_crash => vec![VALIDITY],
         _ => vec![],
     }
