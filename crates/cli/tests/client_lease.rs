@@ -19,25 +19,27 @@ use std::time::{Duration, Instant};
 const TIMEOUTS: &str = "[timeouts]\nheartbeat = \"50ms\"\nheartbeat_timeout = \"1s\"\n\
      answer_timeout = \"100ms\"\ncoordinator_timeout = \"800ms\"\n";
 
-/// A command that notes `start WHO T` when it runs, `term WHO T` when it gets SIGTERM (and then
-/// exits), and `end WHO T` if it runs to its end; T is the wall clock in seconds.
+/// A command that notes `start WHO TOKEN` when it runs, `term WHO` when it gets SIGTERM (and
+/// then exits), and `end WHO` if it runs to its end. It sleeps in the background and `wait`s,
+/// which a trapped signal interrupts at once, so the trap runs within the wrapper's grace (a
+/// foreground `sleep` would hold the trap until it ends).
 fn noting(ev: &std::path::Path, who: &str, secs: u32) -> String {
     let ev = ev.display();
     format!(
-        "trap 'echo term {who} $(date +%s.%N) >> {ev}; exit 143' TERM; \
-         echo start {who} $DISTSYNC_FENCING_TOKEN $(date +%s.%N) >> {ev}; \
-         i=0; while [ $i -lt {n} ]; do sleep 0.05; i=$((i+1)); done; \
-         echo end {who} $(date +%s.%N) >> {ev}",
+        "trap 'echo term {who} >> {ev}; exit 143' TERM; \
+         echo start {who} $DISTSYNC_FENCING_TOKEN >> {ev}; \
+         i=0; while [ $i -lt {n} ]; do sleep 0.05 & wait $!; i=$((i+1)); done; \
+         echo end {who} >> {ev}",
         n = secs * 20
     )
 }
 
-/// The time of the first event `what WHO`.
-fn at(ev: &std::path::Path, what: &str, who: &str) -> Option<f64> {
-    lines(ev).iter().find_map(|l| {
+/// The place of the first event `what WHO` in the events file (one file, appended to by every
+/// command: its order is the order of the events, with no clock to read under load).
+fn at(ev: &std::path::Path, what: &str, who: &str) -> Option<usize> {
+    lines(ev).iter().position(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
-        (w.first() == Some(&what) && w.get(1) == Some(&who))
-            .then(|| w.last().unwrap().parse().unwrap())
+        w.first() == Some(&what) && w.get(1) == Some(&who)
     })
 }
 
@@ -93,7 +95,7 @@ fn a_lock_whose_node_is_paused_stops_its_command_before_the_next_holder_starts()
     assert!(at(&ev, "end", "A").is_none(), "A did not run to its end");
     assert!(
         term_a < start_b,
-        "A was stopped ({term_a}) before B started ({start_b})"
+        "A was stopped (line {term_a}) before B started (line {start_b})"
     );
 }
 
@@ -135,7 +137,7 @@ fn an_elected_command_whose_node_is_paused_stops_before_the_next_leader_starts()
     let start_b = at(&ev, "start", "B").unwrap();
     assert!(
         term_a < start_b,
-        "the old leader's command was stopped ({term_a}) before the new one started ({start_b})"
+        "the old leader's command was stopped (line {term_a}) before the new one started (line {start_b})"
     );
 }
 
