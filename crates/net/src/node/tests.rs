@@ -420,6 +420,20 @@ async fn a_partition_gives_bully_two_leaders_but_only_the_majority_side_grants()
     assert_eq!(holding, 1);
 }
 
+/// Five ricart-agrawala nodes in one view (leader 4), split {0,1,2} | {3,4}, and client 1
+/// granted lock `x` through node 0 on the majority side: the harness and client 1's token.
+async fn split_with_a_majority_grant() -> (Harness, u64) {
+    let mut h = Harness::with(&five_nodes("ricart-agrawala"));
+    h.run(1000).await;
+    assert!(h.open_everywhere(4, 5));
+    h.partition(&[0, 1, 2], &[3, 4]);
+    h.run(2000).await;
+    h.client(0, 1, lock());
+    h.run(100).await;
+    let t1 = granted(&h.replies(1)).expect("the majority side grants client 1");
+    (h, t1)
+}
+
 /// A view change that drops a hold of its own leader's view waits for that leader's former
 /// lease. Five nodes split {0,1,2} / {3,4}; client 1 holds through node 0 in the majority's
 /// view (leader 2), client 2 waits through node 1. The split heals and leader 2 changes view
@@ -430,14 +444,7 @@ async fn a_partition_gives_bully_two_leaders_but_only_the_majority_side_grants()
 /// (Without the wait the new view opens at once, while node 0's lease still runs.)
 #[tokio::test(start_paused = true)]
 async fn a_change_that_drops_its_own_views_hold_waits_for_its_former_lease() {
-    let mut h = Harness::with(&five_nodes("ricart-agrawala"));
-    h.run(1000).await;
-    assert!(h.open_everywhere(4, 5));
-    h.partition(&[0, 1, 2], &[3, 4]);
-    h.run(2000).await;
-    h.client(0, 1, lock());
-    h.run(100).await;
-    let t1 = granted(&h.replies(1)).expect("the majority side grants client 1");
+    let (mut h, t1) = split_with_a_majority_grant().await;
     h.client(1, 2, lock());
     h.run(50).await;
     assert_eq!(granted(&h.replies(2)), None, "client 2 waits");
@@ -486,14 +493,7 @@ async fn a_change_that_drops_its_own_views_hold_waits_for_its_former_lease() {
 /// command run 20 and 214 ms into its successor's, raymond and lamport-mutex, a split healing.)
 #[tokio::test(start_paused = true)]
 async fn a_new_leaders_view_waits_for_the_leases_a_former_leader_among_its_members_gave() {
-    let mut h = Harness::with(&five_nodes("ricart-agrawala"));
-    h.run(1000).await;
-    assert!(h.open_everywhere(4, 5));
-    h.partition(&[0, 1, 2], &[3, 4]);
-    h.run(2000).await;
-    h.client(0, 1, lock());
-    h.run(100).await;
-    let t1 = granted(&h.replies(1)).expect("the majority side grants client 1");
+    let (mut h, t1) = split_with_a_majority_grant().await;
     h.client(3, 2, lock());
     h.run(50).await;
     assert_eq!(
