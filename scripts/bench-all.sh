@@ -33,16 +33,19 @@ want() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(load)"
 cargo build --release -q -p distsync-cli
+# Each section's output is kept, and its goals (issue 38's table) are summed up at the end.
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
 
 if want 1; then
 echo
 echo "== 1. distsync bench (simulator, elections at scale, checker)"
 if [ -n "$QUICK" ]; then
   # shellcheck disable=SC2086
-  "$BIN" bench --quick ${BENCH_ARGS:-}
+  "$BIN" bench --quick ${BENCH_ARGS:-} | tee "$LOGS/1"
 else
   # shellcheck disable=SC2086
-  "$BIN" bench --ring "$RING" ${BENCH_ARGS:-}
+  "$BIN" bench --ring "$RING" ${BENCH_ARGS:-} | tee "$LOGS/1"
 fi
 fi
 
@@ -51,14 +54,15 @@ echo
 echo "== 2. checker: distsync against stateright 0.31 (same model), load $(load)"
 ROUNDS=3
 [ -n "$QUICK" ] && ROUNDS=1
-cargo run --release -q --manifest-path benches/checker-vs-stateright/Cargo.toml -- --rounds "$ROUNDS"
+cargo run --release -q --manifest-path benches/checker-vs-stateright/Cargo.toml -- --rounds "$ROUNDS" \
+  | tee "$LOGS/2"
 fi
 
 if want 3; then
 echo
 echo "== 3. lock service against Redis, load $(load)"
 if command -v redis-server >/dev/null; then
-  scripts/bench-locks.sh "$SECS" central raymond ricart-agrawala suzuki-kasami lamport-mutex
+  OUT="$LOGS/3.jsonl" scripts/bench-locks.sh "$SECS" central raymond ricart-agrawala suzuki-kasami lamport-mutex
 else
   echo "skipped: redis-server not installed (install with apt-get install redis-server)"
 fi
@@ -70,7 +74,7 @@ echo "== 4. one lock per process start against one persistent client, load $(loa
 WORK=$(mktemp -d)
 cleanup() {
   "$BIN" cluster down --dir "$WORK/cluster" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
+  rm -rf "$WORK" "$LOGS"
 }
 trap cleanup EXIT
 "$BIN" cluster up --nodes 3 --mutex central --election bully --dir "$WORK/cluster" \
@@ -115,5 +119,8 @@ else
   echo "skipped: DistAlgo not installed (it needs Python 3.7: python3.7 -m pip install pyDistAlgo==1.1.0b15)"
 fi
 fi
+echo
+echo "== goals (issue 38), each a ratio to its anchor measured in the same run, load $(load)"
+python3 scripts/bench-goals.py "$LOGS"
 echo
 echo "== done, load $(load)"

@@ -74,6 +74,20 @@ fn a_quick_run_prints_every_row_beside_its_anchor() {
     );
     // The simulator rows name their anchor, measured in the same run, and a ratio.
     assert!(out.contains("bare BinaryHeap loop"), "{out}");
+    // The machine the figures came from, and the goals' verdict (a quick run's tiny sizes
+    // have no goal).
+    assert!(
+        out.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("machine: ") && l.contains(" cores, load ")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("goals: no row of this run has one")),
+        "{out}"
+    );
     assert!(out.contains("leader 199 agreed by all"), "{out}");
     assert!(out.contains("proved"), "{out}");
     assert!(
@@ -88,7 +102,15 @@ fn rows_are_chosen_and_json_has_the_figures() {
     assert_eq!(ids(&rows), ["c1", "c2"]);
     for r in &rows {
         assert!(r["figure"].as_f64().unwrap() >= 0.0);
-        assert_eq!(r["anchor"].as_f64(), Some(10.0));
+        // The goal is set at 1,000,000 and 10,000,000 processes, not at 50.
+        assert!(r["anchor"].is_null() && r.get("goal").is_none(), "{r}");
+        assert!(
+            r["anchor_name"]
+                .as_str()
+                .unwrap()
+                .contains("goal: 5 s CPU at 1,000,000"),
+            "{r}"
+        );
         assert!(
             r["note"]
                 .as_str()
