@@ -76,6 +76,9 @@ impl<A: MutualExclusion> MutexSpec<A> {
 }
 
 impl<A: MutualExclusion> Spec<A> for MutexSpec<A> {
+    // Requests, releases, Enter and Exit change only the position's own entry.
+    const LOCAL_APP: bool = true;
+
     fn unreached(&self) -> &'static str {
         "some request is never granted"
     }
