@@ -128,7 +128,7 @@ where
     S: Spec<A>,
 {
     let mut st = std::mem::take(&mut w.st);
-    st.decode(model, bytes);
+    st.decode(model, bytes, false);
     let stuck = !model.progress_possible(&st, &mut w.inputs);
     let (app, world) = (model.app(&st), model.world(&st));
     let on_state = model.spec.check_state(app, &world).or_else(|| {
@@ -222,7 +222,7 @@ where
     let mut st = std::mem::take(&mut w.st);
     let mut next = std::mem::take(&mut w.next);
     let mut moves = std::mem::take(&mut w.moves);
-    st.decode(model, parent);
+    st.decode(model, parent, true);
     model.enabled(&st, &mut moves, &mut w.inputs);
     let liveness = model.config.liveness;
     ex.bytes.reserve(parent.len() * (moves.len() + 1));
@@ -426,11 +426,19 @@ where
                 workers.with(|w| expand_chunk(model, w, &level, chunk_states(c, count), &spares))
             })
         };
-        // A batch's new states, judged (in parallel).
+        // A batch's new states, judged (in parallel, a chunk's worth to a task).
         let judge_batch = |fresh: &Level| -> Vec<Judged> {
-            each(threads, 0..fresh.states.len(), |i| {
-                workers.with(|w| judge(model, w, fresh.get(i)))
+            let n = fresh.states.len();
+            each(threads, 0..n.div_ceil(CHUNK), |c| {
+                workers.with(|w| {
+                    chunk_states(c, n)
+                        .map(|i| judge(model, w, fresh.get(i)))
+                        .collect::<Vec<_>>()
+                })
             })
+            .into_iter()
+            .flatten()
+            .collect()
         };
         // Batches go through three steps: expanded, merged into the graph (known states become
         // edges, new ones get the next indices: in order, so one thread does it), and judged
