@@ -343,6 +343,25 @@ fn main() {
             "distsync / stateright, unique states/s (median of the per-round ratios): {}",
             cells.join("   ")
         );
+        // On a loaded machine the wall clock is mostly waiting for a core; the CPU seconds
+        // each checker used are the steadier comparison (for one thread; on more, CPU time
+        // adds the threads up and says nothing of the speed-up).
+        let by_cpu = |t: usize| {
+            let runs = |c: &str| &rows.iter().find(|x| x.0 == c && x.1 == t).unwrap().2;
+            median(
+                runs("stateright")
+                    .iter()
+                    .zip(runs("distsync"))
+                    .map(|(s, d)| s.2 / d.2.max(1e-9))
+                    .collect(),
+            )
+        };
+        if thread_counts.contains(&1) {
+            println!(
+                "stateright CPU s / distsync CPU s, 1 thread (median of the per-round ratios): {:.2}x",
+                by_cpu(1)
+            );
+        }
         if thread_counts.len() == 2 {
             let speedup = |c: &str| {
                 median(rate[&(c, thread_counts[1])].clone()) / median(rate[&(c, 1)].clone())

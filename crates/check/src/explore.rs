@@ -8,8 +8,8 @@
 //! A level is one buffer of encoded states (see [`crate::model::St`]); each worker thread has
 //! its own scratch state and memo of handler calls ([`Worker`]).
 
-use crate::fingerprint::FpMap;
 use crate::model::{lock, Checkable, Eff, Effects, Model, Move, Spec, St, Violation, Worker};
+use crate::visited::{Probe, Visited};
 use crate::{
     Action, Bound, CheckError, Counterexample, Outcome, Progress, Property, Stats, Step,
     StepEffect, Transition, Verdict,
@@ -17,7 +17,6 @@ use crate::{
 use distsync_core::{Algorithm, Message, NodeId};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use std::time::Instant;
@@ -129,7 +128,7 @@ where
     S: Spec<A>,
 {
     let mut st = std::mem::take(&mut w.st);
-    st.decode(model, bytes);
+    st.decode(model, bytes, false);
     let stuck = !model.progress_possible(&st, &mut w.inputs);
     let (app, world) = (model.app(&st), model.world(&st));
     let on_state = model.spec.check_state(app, &world).or_else(|| {
@@ -137,11 +136,16 @@ where
             .then(|| model.spec.check_terminal(app, &world))
             .flatten()
     });
-    model.enabled(&st, &mut w.moves, &mut w.inputs);
+    // Some move is enabled if one other than a fault is, or a fault is.
+    let live = !stuck || model.fault_possible(&st);
+    debug_assert_eq!(live, {
+        model.enabled(&st, &mut w.moves, &mut w.inputs);
+        !w.moves.is_empty()
+    });
     let judged = Judged {
         on_state,
         stuck,
-        live: !w.moves.is_empty(),
+        live,
         goal: model.spec.goal(app, &world),
         waiting: if model.config.liveness {
             model.waiting_mask(&st)
@@ -218,7 +222,7 @@ where
     let mut st = std::mem::take(&mut w.st);
     let mut next = std::mem::take(&mut w.next);
     let mut moves = std::mem::take(&mut w.moves);
-    st.decode(model, parent);
+    st.decode(model, parent, true);
     model.enabled(&st, &mut moves, &mut w.inputs);
     let liveness = model.config.liveness;
     ex.bytes.reserve(parent.len() * (moves.len() + 1));
@@ -288,6 +292,10 @@ impl Level {
     fn get(&self, i: usize) -> &[u8] {
         let (a, b, _) = self.states[i];
         &self.bytes[a..b]
+    }
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.states.clear();
     }
 }
 
@@ -365,7 +373,7 @@ where
     }
     let mut graph = Graph {
         parents_of: vec![(u32::MAX, u32::MAX)],
-        visited: FpMap::default(),
+        visited: Visited::default(),
         edges: Vec::new(),
         goal: vec![root_goal],
         live: Live {
@@ -379,7 +387,9 @@ where
         depth: 0,
         stopped: false,
     };
-    graph.visited.insert(root_key, 0);
+    if let Probe::Vacant(slot) = graph.visited.probe(root_key) {
+        graph.visited.insert(slot, root_key, 0);
+    }
 
     // Both at once: `serial` on this thread, `parallel` on the pool (and on this thread, once
     // `serial` is done); one after the other on one thread.
@@ -416,11 +426,19 @@ where
                 workers.with(|w| expand_chunk(model, w, &level, chunk_states(c, count), &spares))
             })
         };
-        // A batch's new states, judged (in parallel).
+        // A batch's new states, judged (in parallel, a chunk's worth to a task).
         let judge_batch = |fresh: &Level| -> Vec<Judged> {
-            each(threads, 0..fresh.states.len(), |i| {
-                workers.with(|w| judge(model, w, fresh.get(i)))
+            let n = fresh.states.len();
+            each(threads, 0..n.div_ceil(CHUNK), |c| {
+                workers.with(|w| {
+                    chunk_states(c, n)
+                        .map(|i| judge(model, w, fresh.get(i)))
+                        .collect::<Vec<_>>()
+                })
             })
+            .into_iter()
+            .flatten()
+            .collect()
         };
         // Batches go through three steps: expanded, merged into the graph (known states become
         // edges, new ones get the next indices: in order, so one thread does it), and judged
@@ -433,6 +451,8 @@ where
         let mut c0 = 0;
         // The last batch merged: its new states and its chunks' figures, not yet judged.
         let mut unjudged: Option<(Level, Vec<Merged>)> = None;
+        // A batch's new states, once judged and taken: the buffers the next merge fills.
+        let mut spare_fresh = Level::default();
         loop {
             let merging = c0 < chunks && !graph.stopped;
             if !merging && unjudged.is_none() {
@@ -453,6 +473,7 @@ where
                             depth,
                             config,
                             &spares,
+                            std::mem::take(&mut spare_fresh),
                         ));
                     }
                 },
@@ -519,6 +540,9 @@ where
                         }
                     }
                 }
+                // Its buffers, emptied, for the batch after next.
+                spare_fresh = fresh;
+                spare_fresh.clear();
             }
             unjudged = merged_now;
             c0 = c1;
@@ -594,7 +618,7 @@ where
 /// The explored graph, as the merge builds it.
 struct Graph {
     /// Every state's index, by its fingerprint.
-    visited: FpMap<u32>,
+    visited: Visited,
     /// Parent index and the move (its position in the parent's enabled list), by state index.
     parents_of: Vec<(u32, u32)>,
     /// For the progress analysis: every edge between state indices, and the goal states.
@@ -624,33 +648,47 @@ fn path(parents: &[(u32, u32)], idx: u32, last: Option<u32>) -> Vec<u32> {
 }
 
 /// Merges the expanded chunks of the batch from chunk `c0` on of `level` (at `depth`) into
-/// `graph`, in order, until a chunk stops it: the batch's new states, and each chunk's figures.
+/// `graph`, in order, until a chunk stops it: the batch's new states (in `fresh`, empty), and
+/// each chunk's figures.
+#[allow(clippy::too_many_arguments)]
 fn merge(
     graph: &mut Graph,
     level: &Level,
-    expanded: Vec<Expanded>,
+    mut expanded: Vec<Expanded>,
     c0: usize,
     depth: usize,
     config: &crate::Config,
     spares: &Spares,
+    mut fresh: Level,
 ) -> (Level, Vec<Merged>) {
     let count = level.states.len();
-    let mut fresh = Level::default();
     let mut merged: Vec<Merged> = Vec::new();
-    for (c, mut ex) in (c0..).zip(expanded) {
+    // The successor whose slot in the visited table is asked for next: `AHEAD` successors
+    // before its lookup, across chunks.
+    let mut ahead = (0usize, 0usize);
+    for _ in 0..AHEAD {
+        prefetch_next(&graph.visited, &expanded, &mut ahead);
+    }
+    for e in 0..expanded.len() {
+        let c = c0 + e;
         let chunk = chunk_states(c, count);
         let fresh_start = fresh.states.len();
         let mut move_violation: Option<(Violation, Vec<u32>)> = None;
         let mut bound_hit = false;
         'merge: for (p, i) in chunk.clone().enumerate() {
             let idx = level.states[i].2;
-            let (succs, enabled) = ex.parent(p);
+            let (succs, enabled) = expanded[e].parent(p);
             if config.liveness {
                 graph.live.enabled_at[idx as usize] =
                     (graph.live.enabled.len() as u32, enabled.len() as u32);
-                graph.live.enabled.extend_from_slice(&ex.enabled[enabled]);
+                graph
+                    .live
+                    .enabled
+                    .extend_from_slice(&expanded[e].enabled[enabled]);
             }
             for j in succs {
+                prefetch_next(&graph.visited, &expanded, &mut ahead);
+                let ex = &mut expanded[e];
                 let s = &mut ex.succs[j];
                 graph.transitions += 1;
                 if let Some(v) = s.on_move.take() {
@@ -658,22 +696,22 @@ fn merge(
                     move_violation = Some((v, path(&graph.parents_of, idx, Some(s.k))));
                     break 'merge;
                 }
-                let unvisited = match graph.visited.entry(s.fp) {
-                    Entry::Occupied(known) => {
-                        graph.edges.push((idx, *known.get()));
+                let slot = match graph.visited.probe(s.fp) {
+                    Probe::Known(known) => {
+                        graph.edges.push((idx, known));
                         if config.liveness {
                             graph.live.edge_info.push((s.fair, s.k));
                         }
                         continue;
                     }
-                    Entry::Vacant(unvisited) => unvisited,
+                    Probe::Vacant(slot) => slot,
                 };
                 if graph.states >= config.bounds.max_states {
                     bound_hit = true;
                     break 'merge;
                 }
                 let child = graph.parents_of.len() as u32;
-                unvisited.insert(child);
+                graph.visited.insert(slot, s.fp, child);
                 graph.parents_of.push((idx, s.k));
                 graph.edges.push((idx, child));
                 graph.goal.push(false);
@@ -697,6 +735,7 @@ fn merge(
             transitions: graph.transitions,
             depth: graph.depth,
         });
+        let mut ex = std::mem::take(&mut expanded[e]);
         ex.clear();
         lock(spares).push(ex);
         if stop {
@@ -705,6 +744,23 @@ fn merge(
         }
     }
     (fresh, merged)
+}
+
+/// Successors looked ahead of in the merge: their visited slots are asked for this many
+/// lookups before their own.
+const AHEAD: usize = 16;
+
+/// Asks for the visited slot of the successor at `at` (chunk, successor) of `expanded`, and
+/// moves `at` to the next one.
+fn prefetch_next(visited: &Visited, expanded: &[Expanded], at: &mut (usize, usize)) {
+    while let Some(ex) = expanded.get(at.0) {
+        if let Some(s) = ex.succs.get(at.1) {
+            visited.prefetch(s.fp);
+            at.1 += 1;
+            return;
+        }
+        *at = (at.0 + 1, 0);
+    }
 }
 
 /// What liveness needs of the explored graph.

@@ -34,6 +34,7 @@ mod named;
 mod state;
 mod symmetry;
 mod trace;
+mod visited;
 
 pub use named::{
     check_named, family_checks, family_of, refusal, supported, FamilyChecks, NamedOutcome,

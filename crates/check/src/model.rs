@@ -44,6 +44,11 @@ impl Violation {
 pub(crate) trait Spec<A: Process>: Sync {
     /// The application's state (what it still has to ask, what it has seen).
     type App: Clone + Eq + Hash + Debug + Send + Sync;
+    /// Whether [`Spec::inputs`], [`Spec::take_input`] and [`Spec::output`] depend on the
+    /// application, the position and the input or output alone, never on the world: then each
+    /// worker remembers their results by the application's id, instead of copying, changing
+    /// and interning the application on every input and output.
+    const LOCAL_APP: bool = false;
     /// Why the family's algorithms cannot be checked with crashes (`--crash K`), for the
     /// error that refuses them; `None` when crashes are part of its model.
     const CRASH_REFUSAL: Option<&'static str> = None;
@@ -135,7 +140,9 @@ impl<T: Hash> Table<T> {
         map.insert(fp, id);
         id
     }
+}
 
+impl<T> Table<T> {
     /// The value of `id`.
     pub fn get(&self, id: u32) -> &T {
         &self.items[id as usize].0
@@ -152,14 +159,19 @@ impl<T: Hash> Table<T> {
 // The states themselves are in `crate::state`; the model decodes them (their messages and
 // timers carry the hashes of the values its tables hold).
 impl St {
-    /// Reads a state written by [`St::encode`] into `self` (reusing its vectors).
-    pub fn decode<A: Checkable, S: Spec<A>>(&mut self, model: &Model<'_, A, S>, bytes: &[u8]) {
-        let mut at = 0;
-        let mut get = || {
-            let x = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-            at += 4;
-            x
-        };
+    /// Reads a state written by [`St::encode`] into `self` (reusing its vectors). Without
+    /// `hashes`, the messages' and timers' hashes are left 0: enough to judge the state (their
+    /// order is in the bytes), not to take moves from it.
+    pub fn decode<A: Checkable, S: Spec<A>>(
+        &mut self,
+        model: &Model<'_, A, S>,
+        bytes: &[u8],
+        hashes: bool,
+    ) {
+        let mut words = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        let mut get = || words.next().expect("a whole state");
         let n = model.n;
         for p in 0..n {
             self.procs[p] = get();
@@ -182,7 +194,7 @@ impl St {
             let msg = get();
             self.msgs.push(Flight {
                 link,
-                hash: model.msgs.hash_of(msg),
+                hash: if hashes { model.msgs.hash_of(msg) } else { 0 },
                 msg,
             });
         }
@@ -193,7 +205,11 @@ impl St {
             let deadline = u64::from(get()) | u64::from(get()) << 32;
             self.timers.push(PendingTimer {
                 pos,
-                hash: model.timers.hash_of(timer),
+                hash: if hashes {
+                    model.timers.hash_of(timer)
+                } else {
+                    0
+                },
                 deadline,
                 timer,
             });
@@ -202,32 +218,34 @@ impl St {
 }
 
 /// What the family's spec sees of a state: the processes (`None` while crashed) and the
-/// messages in flight.
+/// messages in flight. Each is looked up in the model's tables when asked for: making a view
+/// costs nothing, and most callers look at little of it.
 pub(crate) struct World<'a, A: Process> {
-    procs: [Option<&'a A>; MAX_NODES],
+    st: &'a St,
     n: usize,
-    msgs: &'a [Flight],
+    procs: &'a Table<A>,
     table: &'a Table<A::Msg>,
 }
 
 impl<'a, A: Process> World<'a, A> {
     pub fn alive(&self, pos: usize) -> bool {
-        self.procs[pos].is_some()
+        self.st.alive(pos)
     }
     pub fn proc(&self, pos: usize) -> Option<&'a A> {
-        self.procs[pos]
+        let (st, procs) = (self.st, self.procs);
+        st.alive(pos).then(|| procs.get(st.procs[pos]))
     }
     /// Every process by position, `None` while crashed.
     pub fn procs(&self) -> impl Iterator<Item = Option<&'a A>> + '_ {
-        self.procs[..self.n].iter().copied()
+        (0..self.n).map(|pos| self.proc(pos))
     }
     /// The messages in flight.
     pub fn msgs(&self) -> impl Iterator<Item = &'a A::Msg> + '_ {
-        self.msgs.iter().map(|f| self.table.get(f.msg))
+        self.st.msgs.iter().map(|f| self.table.get(f.msg))
     }
     /// Whether some message is in flight.
     pub fn in_flight(&self) -> bool {
-        !self.msgs.is_empty()
+        !self.st.msgs.is_empty()
     }
 }
 
@@ -334,6 +352,12 @@ struct CallResult<A: Process> {
 /// looking up a call takes no lock.
 pub(crate) struct Worker<A: Process> {
     memo: FxHashMap<CallKey, CallResult<A>>,
+    /// Under [`Spec::LOCAL_APP`]: (application, position, input number) -> (the application
+    /// after it, the input's id).
+    app_inputs: FxHashMap<(u32, u16, u16), (u32, u32)>,
+    /// Under [`Spec::LOCAL_APP`]: (application, handler call, the output's place among the
+    /// call's effects) -> (the application after it, what it broke).
+    app_outputs: FxHashMap<(u32, CallKey, u16), (u32, Option<Violation>)>,
     raw: Vec<EffectOf<A>>,
     pub inputs: Vec<A::Input>,
     pub moves: Vec<Move>,
@@ -347,6 +371,8 @@ impl<A: Process> Default for Worker<A> {
     fn default() -> Self {
         Worker {
             memo: FxHashMap::default(),
+            app_inputs: FxHashMap::default(),
+            app_outputs: FxHashMap::default(),
             raw: Vec::new(),
             inputs: Vec::new(),
             moves: Vec::new(),
@@ -417,16 +443,10 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
 
     /// What the spec sees of `st`.
     pub fn world<'a>(&'a self, st: &'a St) -> World<'a, A> {
-        let mut procs = [None; MAX_NODES];
-        for (pos, slot) in procs.iter_mut().enumerate().take(self.n) {
-            if st.alive(pos) {
-                *slot = Some(self.procs.get(st.procs[pos]));
-            }
-        }
         World {
-            procs,
+            st,
             n: self.n,
-            msgs: &st.msgs,
+            procs: &self.procs,
             table: &self.msgs,
         }
     }
@@ -498,7 +518,7 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
         let id = self.ids()[pos];
         let mut app: Option<S::App> = None;
         let mut violation = None;
-        for fx in &result.effects {
+        for (i, fx) in result.effects.iter().enumerate() {
             match *fx {
                 Fx::Send { to, pos: t, msg } => match t {
                     Some(t) if t != pos => {
@@ -553,6 +573,23 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
                 Fx::CancelTimer { timer } => st
                     .timers
                     .retain(|t| !(t.pos as usize == pos && t.timer == timer)),
+                Fx::Output(ref output) if S::LOCAL_APP => {
+                    let (after, v) =
+                        w.app_outputs
+                            .entry((st.app, key, i as u16))
+                            .or_insert_with(|| {
+                                let mut a = self.apps.get(st.app).clone();
+                                let v = self.spec.output(&mut a, &self.world(st), pos, output);
+                                (self.apps.intern(a), v)
+                            });
+                    st.app = *after;
+                    if violation.is_none() {
+                        violation.clone_from(v);
+                    }
+                    if record.record {
+                        record.items.push(Eff::Output(id, output.clone()));
+                    }
+                }
                 Fx::Output(ref output) => {
                     let a = app.get_or_insert_with(|| self.apps.get(st.app).clone());
                     let v = self.spec.output(a, &self.world(st), pos, output);
@@ -709,6 +746,17 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
         }
     }
 
+    /// Whether some fault is enabled in `st`: with [`Model::progress_possible`], whether
+    /// [`Model::enabled`] has any move at all.
+    pub fn fault_possible(&self, st: &St) -> bool {
+        let f = &st.faults;
+        (f.crashes > 0 && (0..self.n).any(|p| st.alive(p)))
+            || (f.recoveries > 0 && (0..self.n).any(|p| !st.alive(p)))
+            || ((f.losses > 0 || f.duplicates > 0) && !st.msgs.is_empty())
+            || (f.partition == 0 && self.n >= 2)
+            || f.partition == 1
+    }
+
     /// Whether some transition other than a fault is enabled.
     pub fn progress_possible(&self, st: &St, inputs: &mut Vec<A::Input>) -> bool {
         if !st.msgs.is_empty() || !st.timers.is_empty() {
@@ -745,16 +793,28 @@ impl<'c, A: Checkable, S: Spec<A>> Model<'c, A, S> {
                 self.call(w, next, r, event, effects)
             }
             Move::Input(pos, k) => {
+                let key = (next.app, pos, k);
                 let pos = pos as usize;
-                let mut app = self.app(next).clone();
-                w.inputs.clear();
-                self.spec
-                    .inputs(&app, &self.world(next), pos, &mut w.inputs);
-                let input = w.inputs.swap_remove(k as usize);
-                self.spec.take_input(&mut app, pos, &input);
-                next.app = self.apps.intern(app);
-                let event = Event::Input(self.inputs.intern(input));
-                self.call(w, next, pos, event, effects)
+                let known = if S::LOCAL_APP {
+                    w.app_inputs.get(&key).copied()
+                } else {
+                    None
+                };
+                let (app, input) = known.unwrap_or_else(|| {
+                    let mut app = self.app(next).clone();
+                    w.inputs.clear();
+                    self.spec
+                        .inputs(&app, &self.world(next), pos, &mut w.inputs);
+                    let input = w.inputs.swap_remove(k as usize);
+                    self.spec.take_input(&mut app, pos, &input);
+                    let ids = (self.apps.intern(app), self.inputs.intern(input));
+                    if S::LOCAL_APP {
+                        w.app_inputs.insert(key, ids);
+                    }
+                    ids
+                });
+                next.app = app;
+                self.call(w, next, pos, Event::Input(input), effects)
             }
             Move::Timer(i) => {
                 let t = next.timers.remove(i as usize);
