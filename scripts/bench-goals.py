@@ -58,9 +58,15 @@ def main():
         lines += ["distsync bench " + l for l in one.splitlines() if l.startswith("goals:")]
     two = read(logs, "2")
     if two is not None:
-        m = re.search(r"1 thread: ([0-9.]+)x", two)
+        # States per CPU second on one thread (issue 38's measure; the wall clock of a loaded
+        # machine is mostly waiting for a core).
+        m = re.search(r"stateright CPU s / distsync CPU s, 1 thread[^:]*: ([0-9.]+)x", two)
         lines.append(
-            verdict("checker, 1 thread, distsync / stateright", m and float(m.group(1)), at_least=5)
+            verdict(
+                "checker, 1 thread, distsync / stateright by CPU seconds",
+                m and float(m.group(1)),
+                at_least=5,
+            )
         )
         m = re.search(r"speed-up from 1 to \d+ threads: distsync ([0-9.]+)x", two)
         lines.append(
