@@ -82,7 +82,7 @@ pub(crate) struct Line<'a> {
 /// The most bytes of a line's fixed part: every field's key and punctuation, every number at
 /// its longest (20 digits, 21 with a sign), `duplicate`'s `false` and the newline; the
 /// variable parts (strings, the vector, payloads, groups) are counted apart.
-const LINE_FIXED: usize = 512;
+const LINE_FIXED: usize = 512 + 8;
 
 /// The most bytes of `s` as a JSON string (every byte escaped as `\u00XX`, and the quotes).
 #[inline]
@@ -179,6 +179,33 @@ impl Cursor<'_> {
         self.p += digits::write_u64(&mut self.w[self.p..], v);
     }
 
+    /// Writes a few bytes (an event's or a kind's name) without a call to `memcpy`: two
+    /// overlapping words, or two overlapping halves; longer ones as [`Cursor::put`].
+    #[inline(always)]
+    fn put_short(&mut self, bytes: &[u8]) {
+        let (p, n) = (self.p, bytes.len());
+        if (8..=16).contains(&n) {
+            self.w[p..p + 8].copy_from_slice(&bytes[..8]);
+            self.w[p + n - 8..p + n].copy_from_slice(&bytes[n - 8..]);
+        } else if (4..8).contains(&n) {
+            self.w[p..p + 4].copy_from_slice(&bytes[..4]);
+            self.w[p + n - 4..p + n].copy_from_slice(&bytes[n - 4..]);
+        } else {
+            self.put(bytes);
+            return;
+        }
+        self.p = p + n;
+    }
+
+    /// Writes an event's name, one of the engine's own (which need no escaping).
+    #[inline(always)]
+    fn event(&mut self, name: &'static str) {
+        debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase()), "{name}");
+        self.put(b"\"");
+        self.put_short(name.as_bytes());
+        self.put(b"\"");
+    }
+
     /// Writes `s` as an escaped JSON string, as serde_json writes it.
     #[inline]
     fn str(&mut self, s: &str) {
@@ -186,7 +213,7 @@ impl Cursor<'_> {
         // (an event's or a message kind's name) is copied as it is.
         if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
             self.put(b"\"");
-            self.put(s.as_bytes());
+            self.put_short(s.as_bytes());
             self.put(b"\"");
         } else {
             let mut text = Vec::with_capacity(s.len() + 8);
@@ -242,7 +269,11 @@ impl Line<'_> {
             output: payload(self.output, json, scratch),
             timer: payload(self.timer, json, scratch),
         };
-        let strs = [self.event, self.kind.unwrap_or(""), self.reason.unwrap_or("")];
+        let strs = [
+            self.event,
+            self.kind.unwrap_or(""),
+            self.reason.unwrap_or(""),
+        ];
         let more = [self.property.unwrap_or(""), self.detail.unwrap_or("")];
         let mut room = LINE_FIXED
             + scratch.len()
@@ -266,7 +297,7 @@ impl Line<'_> {
         c.put(b",\"time_ns\":");
         c.num(self.time_ns);
         c.put(b",\"event\":");
-        c.str(self.event);
+        c.event(self.event);
         if let Some(node) = self.node {
             c.put(b",\"node\":");
             c.num(node.0.into());

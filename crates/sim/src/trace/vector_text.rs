@@ -70,10 +70,18 @@ impl VectorText {
         let (start, end) = (self.starts[i], self.end(i));
         let n = digits::len_u64(value);
         if end - start == n {
-            // The same number of digits (most merges): written in place, last digit first,
-            // without formatting them elsewhere and copying them in (a call to `memcpy` for a
-            // few bytes, which was most of a merge's time).
-            digits::write_u64_len(&mut self.text[start..end], value, n);
+            // The same number of digits (most merges): written in place, without formatting
+            // them elsewhere and copying them in (a call to `memcpy` for a few bytes).
+            if value < 100_000_000 && end >= 8 {
+                // The eight bytes ending with the entry read, its digits put in, stored back.
+                let word = digits::ascii8(value);
+                let mask = u64::MAX << (8 * (8 - n));
+                let bytes = &mut self.text[end - 8..end];
+                let old = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
+                bytes.copy_from_slice(&((old & !mask) | (word & mask)).to_le_bytes());
+            } else {
+                digits::write_u64_len(&mut self.text[start..end], value, n);
+            }
         } else {
             self.resize_entry(i, value, start, end);
         }
@@ -123,13 +131,21 @@ impl VectorText {
         let mut base = 0;
         while base < n {
             let end = (base + 64).min(n);
+            let (mine, theirs) = (&self.values[base..end], &other[base..end]);
             let mut raised = 0u64;
-            for (k, (mine, theirs)) in self.values[base..end]
-                .iter()
-                .zip(&other[base..end])
-                .enumerate()
-            {
-                raised |= u64::from(theirs > mine) << k;
+            // Eight at a time, unrolled, then the rest.
+            let (mine8, theirs8) = (mine.chunks_exact(8), theirs.chunks_exact(8));
+            let (mine_rest, theirs_rest) = (mine8.remainder(), theirs8.remainder());
+            for (k, (m, t)) in mine8.zip(theirs8).enumerate() {
+                let mut byte = 0u64;
+                for j in 0..8 {
+                    byte |= u64::from(t[j] > m[j]) << j;
+                }
+                raised |= byte << (8 * k);
+            }
+            let done = mine.len() - mine_rest.len();
+            for (j, (m, t)) in mine_rest.iter().zip(theirs_rest).enumerate() {
+                raised |= u64::from(t > m) << (done + j);
             }
             while raised != 0 {
                 let i = base + raised.trailing_zeros() as usize;
