@@ -401,8 +401,8 @@ impl<'b, 'a> Object<'b, 'a> {
             Key::Field(name) => write_str(out, name),
             // A map key is UTF-8: it was written from a &str or a number.
             Key::Written(range) => {
-                let text = std::str::from_utf8(&st.keys[range.clone()])
-                    .map_err(ser::Error::custom)?;
+                let text =
+                    std::str::from_utf8(&st.keys[range.clone()]).map_err(ser::Error::custom)?;
                 write_str(out, text);
             }
         }
