@@ -107,7 +107,7 @@ impl Buf {
     }
 
     /// A cursor at the end of the bytes written, with room for at least `n` bytes; its
-    /// position is added to the length by [`Buf::commit`].
+    /// position is added to `len` by the writer once the line is in.
     #[inline]
     fn room(&mut self, n: usize) -> Cursor<'_> {
         if self.bytes.len() - self.len < n {
