@@ -1,6 +1,7 @@
 //! The trace recorder: every event as a JSON line, with the observer's Lamport and vector
 //! timestamps (docs/trace-format.md).
 
+mod digits;
 mod vector_text;
 
 use crate::value_json::ValueJson;
@@ -78,128 +79,313 @@ pub(crate) struct Line<'a> {
     pub(crate) detail: Option<&'a str>,
 }
 
-/// Appends `v` in decimal, as serde_json writes it (by `itoa`, as serde_json does).
+/// The most bytes of a line's fixed part: every field's key and punctuation, every number at
+/// its longest (20 digits, 21 with a sign), `duplicate`'s `false` and the newline; the
+/// variable parts (strings, the vector, payloads, groups) are counted apart.
+const LINE_FIXED: usize = 512 + 8;
+
+/// The most bytes of `s` as a JSON string (every byte escaped as `\u00XX`, and the quotes).
 #[inline]
-fn push_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+fn str_room(s: &str) -> usize {
+    6 * s.len() + 2
 }
 
-/// Appends `s` as an escaped JSON string, as serde_json writes it.
-#[inline]
-fn push_str(out: &mut Vec<u8>, s: &str) {
-    crate::value_json::write_str(out, s);
+/// The trace's bytes: `bytes[..len]` written, the rest room for the next lines, zeroed when it
+/// was made. Lines are written into the room through a [`Cursor`], digits and all, without
+/// going through `Vec::extend_from_slice` byte string by byte string.
+#[derive(Default)]
+struct Buf {
+    bytes: Vec<u8>,
+    len: usize,
 }
 
-/// Appends `[a,b,...]`.
-#[inline]
-fn push_u64s(out: &mut Vec<u8>, values: impl IntoIterator<Item = u64>) {
-    out.push(b'[');
-    for (i, v) in values.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_u64(out, v);
+impl Buf {
+    /// The bytes written.
+    #[inline]
+    fn written(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
-    out.push(b']');
+
+    /// A cursor at the end of the bytes written, with room for at least `n` bytes; its
+    /// position is added to `len` by the writer once the line is in.
+    #[inline]
+    fn room(&mut self, n: usize) -> Cursor<'_> {
+        if self.bytes.len() - self.len < n {
+            self.grow(n);
+        }
+        Cursor {
+            w: &mut self.bytes[self.len..],
+            p: 0,
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        let to = (self.len + n).max(2 * self.bytes.len()).max(1 << 17);
+        self.bytes.resize(to, 0);
+    }
+
+    /// Appends `text` (the header line, a line of a session put back).
+    fn extend(&mut self, text: &[u8]) {
+        let mut c = self.room(text.len());
+        c.put(text);
+        let p = c.p;
+        self.len += p;
+    }
+
+    /// Takes the bytes written out (the buffer is then empty).
+    fn take(&mut self) -> Vec<u8> {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.truncate(self.len);
+        self.len = 0;
+        bytes
+    }
+
+    /// Makes `bytes` the bytes written.
+    fn set(&mut self, bytes: Vec<u8>) {
+        self.len = bytes.len();
+        self.bytes = bytes;
+    }
+}
+
+impl Clone for Buf {
+    /// A copy of the bytes written (not of the room).
+    fn clone(&self) -> Buf {
+        Buf {
+            bytes: self.written().to_vec(),
+            len: self.len,
+        }
+    }
+}
+
+/// A position in a buffer's room, where a line is being written.
+struct Cursor<'a> {
+    w: &'a mut [u8],
+    p: usize,
+}
+
+impl Cursor<'_> {
+    /// Writes `bytes` as they are.
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.p + bytes.len();
+        self.w[self.p..end].copy_from_slice(bytes);
+        self.p = end;
+    }
+
+    /// Writes `v` in decimal, as serde_json writes it.
+    #[inline(always)]
+    fn num(&mut self, v: u64) {
+        self.p += digits::write_u64(&mut self.w[self.p..], v);
+    }
+
+    /// Writes a few bytes (an event's or a kind's name) without a call to `memcpy`: two
+    /// overlapping words, or two overlapping halves; longer ones as [`Cursor::put`].
+    #[inline(always)]
+    fn put_short(&mut self, bytes: &[u8]) {
+        let (p, n) = (self.p, bytes.len());
+        if (8..=16).contains(&n) {
+            self.w[p..p + 8].copy_from_slice(&bytes[..8]);
+            self.w[p + n - 8..p + n].copy_from_slice(&bytes[n - 8..]);
+        } else if (4..8).contains(&n) {
+            self.w[p..p + 4].copy_from_slice(&bytes[..4]);
+            self.w[p + n - 4..p + n].copy_from_slice(&bytes[n - 4..]);
+        } else {
+            self.put(bytes);
+            return;
+        }
+        self.p = p + n;
+    }
+
+    /// Writes an event's name, one of the engine's own (which need no escaping).
+    #[inline(always)]
+    fn event(&mut self, name: &'static str) {
+        debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase()), "{name}");
+        self.put(b"\"");
+        self.put_short(name.as_bytes());
+        self.put(b"\"");
+    }
+
+    /// Writes `s` as an escaped JSON string, as serde_json writes it.
+    #[inline]
+    fn str(&mut self, s: &str) {
+        // serde_json escapes the control characters, `"` and `\` only: a string without them
+        // (an event's or a message kind's name) is copied as it is.
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.put(b"\"");
+            self.put_short(s.as_bytes());
+            self.put(b"\"");
+        } else {
+            let mut text = Vec::with_capacity(s.len() + 8);
+            crate::value_json::write_str(&mut text, s);
+            self.put(&text);
+        }
+    }
+
+    /// Writes `[a,b,...]`.
+    fn nums(&mut self, values: impl IntoIterator<Item = u64>) {
+        self.put(b"[");
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.put(b",");
+            }
+            self.num(v);
+        }
+        self.put(b"]");
+    }
+}
+
+/// Where a line's payloads lie in the writer's scratch buffer (written there first, so that
+/// the line's length is known before it is written).
+#[derive(Default)]
+struct Payloads {
+    msg: Option<std::ops::Range<usize>>,
+    input: Option<std::ops::Range<usize>>,
+    output: Option<std::ops::Range<usize>>,
+    timer: Option<std::ops::Range<usize>>,
+}
+
+/// Writes `value`'s JSON at the end of `scratch` and returns where it lies.
+#[inline]
+fn payload(
+    value: Option<&dyn Payload>,
+    json: &mut ValueJson,
+    scratch: &mut Vec<u8>,
+) -> Option<std::ops::Range<usize>> {
+    let value = value?;
+    let start = scratch.len();
+    value.write_json(json, scratch);
+    Some(start..scratch.len())
 }
 
 impl Line<'_> {
-    /// Appends the line's JSON object (no newline).
-    fn write(&self, json: &mut ValueJson, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"seq\":");
-        push_u64(out, self.seq);
-        out.extend_from_slice(b",\"time_ns\":");
-        push_u64(out, self.time_ns);
-        out.extend_from_slice(b",\"event\":");
-        push_str(out, self.event);
+    /// Appends the line's JSON object and its newline to `buf`; the payloads are put together
+    /// in `scratch` first.
+    fn write(&self, json: &mut ValueJson, scratch: &mut Vec<u8>, buf: &mut Buf) {
+        scratch.clear();
+        let payloads = Payloads {
+            msg: payload(self.msg, json, scratch),
+            input: payload(self.input, json, scratch),
+            output: payload(self.output, json, scratch),
+            timer: payload(self.timer, json, scratch),
+        };
+        let strs = [
+            self.event,
+            self.kind.unwrap_or(""),
+            self.reason.unwrap_or(""),
+        ];
+        let more = [self.property.unwrap_or(""), self.detail.unwrap_or("")];
+        let mut room = LINE_FIXED
+            + scratch.len()
+            + self.vector.map_or(0, <[u8]>::len)
+            + self.msg_text.map_or(0, <[u8]>::len)
+            + strs.iter().chain(&more).map(|s| str_room(s)).sum::<usize>();
+        if let Some(groups) = self.groups {
+            room += groups.iter().map(|g| 11 * g.len() + 2).sum::<usize>() + 2;
+        }
+        let mut c = buf.room(room);
+        self.write_to(&mut c, scratch, &payloads);
+        let p = c.p;
+        buf.len += p;
+    }
+
+    /// Writes the line at the cursor (which has room for it).
+    #[inline]
+    fn write_to(&self, c: &mut Cursor<'_>, scratch: &[u8], payloads: &Payloads) {
+        c.put(b"{\"seq\":");
+        c.num(self.seq);
+        c.put(b",\"time_ns\":");
+        c.num(self.time_ns);
+        c.put(b",\"event\":");
+        c.event(self.event);
         if let Some(node) = self.node {
-            out.extend_from_slice(b",\"node\":");
-            push_u64(out, node.0.into());
+            c.put(b",\"node\":");
+            c.num(node.0.into());
         }
         if let Some(lamport) = self.lamport {
-            out.extend_from_slice(b",\"lamport\":");
-            push_u64(out, lamport);
+            c.put(b",\"lamport\":");
+            c.num(lamport);
         }
         if let Some(vector) = self.vector {
-            out.extend_from_slice(b",\"vector\":");
-            out.extend_from_slice(vector);
+            c.put(b",\"vector\":");
+            c.put(vector);
         }
         if let Some(from) = self.from {
-            out.extend_from_slice(b",\"from\":");
-            push_u64(out, from.0.into());
+            c.put(b",\"from\":");
+            c.num(from.0.into());
         }
         if let Some(to) = self.to {
-            out.extend_from_slice(b",\"to\":");
-            push_u64(out, to.0.into());
+            c.put(b",\"to\":");
+            c.num(to.0.into());
         }
         if let Some(msg_id) = self.msg_id {
-            out.extend_from_slice(b",\"msg_id\":");
-            push_u64(out, msg_id);
+            c.put(b",\"msg_id\":");
+            c.num(msg_id);
         }
         if let Some(kind) = self.kind {
-            out.extend_from_slice(b",\"kind\":");
-            push_str(out, kind);
+            c.put(b",\"kind\":");
+            c.str(kind);
         }
-        if let Some(msg) = self.msg {
-            out.extend_from_slice(b",\"msg\":");
-            msg.write_json(json, out);
+        if let Some(msg) = &payloads.msg {
+            c.put(b",\"msg\":");
+            c.put(&scratch[msg.clone()]);
         } else if let Some(text) = self.msg_text {
-            out.extend_from_slice(b",\"msg\":");
-            out.extend_from_slice(text);
+            c.put(b",\"msg\":");
+            c.put(text);
         }
         if let Some(duplicate) = self.duplicate {
-            out.extend_from_slice(if duplicate {
+            c.put(if duplicate {
                 b",\"duplicate\":true"
             } else {
                 b",\"duplicate\":false"
             });
         }
         if let Some(reason) = self.reason {
-            out.extend_from_slice(b",\"reason\":");
-            push_str(out, reason);
+            c.put(b",\"reason\":");
+            c.str(reason);
         }
-        if let Some(input) = self.input {
-            out.extend_from_slice(b",\"input\":");
-            input.write_json(json, out);
+        if let Some(input) = &payloads.input {
+            c.put(b",\"input\":");
+            c.put(&scratch[input.clone()]);
         }
-        if let Some(output) = self.output {
-            out.extend_from_slice(b",\"output\":");
-            output.write_json(json, out);
+        if let Some(output) = &payloads.output {
+            c.put(b",\"output\":");
+            c.put(&scratch[output.clone()]);
         }
-        if let Some(timer) = self.timer {
-            out.extend_from_slice(b",\"timer\":");
-            timer.write_json(json, out);
+        if let Some(timer) = &payloads.timer {
+            c.put(b",\"timer\":");
+            c.put(&scratch[timer.clone()]);
         }
         if let Some(groups) = self.groups {
-            out.extend_from_slice(b",\"groups\":[");
+            c.put(b",\"groups\":[");
             for (i, group) in groups.iter().enumerate() {
                 if i > 0 {
-                    out.push(b',');
+                    c.put(b",");
                 }
-                push_u64s(out, group.iter().map(|id| u64::from(id.0)));
+                c.nums(group.iter().map(|id| u64::from(id.0)));
             }
-            out.push(b']');
+            c.put(b"]");
         }
         if let Some(delta_ns) = self.delta_ns {
-            out.extend_from_slice(b",\"delta_ns\":");
-            out.extend_from_slice(itoa::Buffer::new().format(delta_ns).as_bytes());
+            c.put(b",\"delta_ns\":");
+            c.p += digits::write_i64(&mut c.w[c.p..], delta_ns);
         }
         if let Some(property) = self.property {
-            out.extend_from_slice(b",\"property\":");
-            push_str(out, property);
+            c.put(b",\"property\":");
+            c.str(property);
         }
         if let Some(detail) = self.detail {
-            out.extend_from_slice(b",\"detail\":");
-            push_str(out, detail);
+            c.put(b",\"detail\":");
+            c.str(detail);
         }
-        out.push(b'}');
+        c.put(b"}\n");
     }
 }
 
 /// Writes the trace lines into a buffer and keeps the observer's clocks. A batch run drains the
 /// buffer into its writer now and then ([`Tracer::drain_into`]); a stepped session keeps it all.
 pub(crate) struct Tracer {
-    buf: Vec<u8>,
+    buf: Buf,
     seq: u64,
     lamport: Vec<u64>,
     /// Each node's vector clock, with its JSON text.
@@ -207,6 +393,8 @@ pub(crate) struct Tracer {
     error: Option<io::Error>,
     /// The value writer's reusable memory.
     json: ValueJson,
+    /// Where a line's payloads are put together before the line is written.
+    scratch: Vec<u8>,
     /// Stamps of delivered messages, kept for the next sends (no allocation per send).
     spare: Vec<MsgStamp>,
 }
@@ -224,6 +412,7 @@ impl Clone for Tracer {
             vector: self.vector.clone(),
             error: None,
             json: ValueJson::default(),
+            scratch: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -232,12 +421,13 @@ impl Clone for Tracer {
 impl Tracer {
     pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer {
         let mut t = Tracer {
-            buf: Vec::new(),
+            buf: Buf::default(),
             seq: 0,
             lamport: vec![0; ids.len()],
             vector: vec![VectorText::zeros(ids.len()); ids.len()],
             error: None,
             json: ValueJson::default(),
+            scratch: Vec::new(),
             spare: Vec::new(),
         };
         let header = Header {
@@ -256,8 +446,12 @@ impl Tracer {
         if self.error.is_some() {
             return;
         }
-        match serde_json::to_writer(&mut self.buf, line) {
-            Ok(()) => self.buf.push(b'\n'),
+        let mut text = Vec::new();
+        match serde_json::to_writer(&mut text, line) {
+            Ok(()) => {
+                text.push(b'\n');
+                self.buf.extend(&text);
+            }
             Err(e) => self.error = Some(io::Error::from(e)),
         }
     }
@@ -265,26 +459,25 @@ impl Tracer {
     /// Writes an event line and counts it.
     #[inline]
     fn write_line(&mut self, line: &Line<'_>) {
-        line.write(&mut self.json, &mut self.buf);
-        self.buf.push(b'\n');
+        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
         self.seq += 1;
     }
 
     /// The lines written and not yet drained.
     pub(crate) fn buffered(&self) -> &[u8] {
-        &self.buf
+        self.buf.written()
     }
 
     /// Takes the lines written and not yet drained out of the tracer (which then holds none),
     /// so that a copy of the tracer does not copy them.
     pub(crate) fn take_buffered(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.buf)
+        self.buf.take()
     }
 
     /// Puts back lines taken by [`Tracer::take_buffered`] (or a prefix of them, with the clocks
     /// of that point).
     pub(crate) fn set_buffered(&mut self, buf: Vec<u8>) {
-        self.buf = buf;
+        self.buf.set(buf);
     }
 
     /// The observer's Lamport and vector clocks of the node at `pos` now.
@@ -302,8 +495,8 @@ impl Tracer {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        out.write_all(&self.buf)?;
-        self.buf.clear();
+        out.write_all(self.buf.written())?;
+        self.buf.len = 0;
         Ok(())
     }
 
@@ -339,8 +532,7 @@ impl Tracer {
             ..fill
         };
         // Field by field: the line borrows the vector while the buffer grows.
-        line.write(&mut self.json, &mut self.buf);
-        self.buf.push(b'\n');
+        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
         self.seq += 1;
     }
 
@@ -369,8 +561,7 @@ impl Tracer {
             msg_text: received.as_deref().map(|s| &s.msg[..]),
             ..fill
         };
-        line.write(&mut self.json, &mut self.buf);
-        self.buf.push(b'\n');
+        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
         self.seq += 1;
         if let Some(stamp) = received {
             if self.spare.len() < SPARE_STAMPS {
@@ -409,8 +600,7 @@ impl Tracer {
             msg_text: Some(&stamp.msg),
             ..fill
         };
-        line.write(&mut self.json, &mut self.buf);
-        self.buf.push(b'\n');
+        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
         self.seq += 1;
         stamp.lamport = self.lamport[pos];
         stamp.vector.clear();

@@ -15,20 +15,41 @@ use serde_json::Error;
 use std::fmt::Display;
 use std::ops::Range;
 
-/// One entry of an object being written: where its raw (unescaped) key and its value's JSON
-/// lie in the output.
+/// An object entry's raw (unescaped) key.
+#[derive(Clone)]
+enum Key {
+    /// A struct's field name.
+    Field(&'static str),
+    /// A map key, written in [`ValueJson::keys`] at this range.
+    Written(Range<usize>),
+}
+
+impl Key {
+    /// The key's bytes, `keys` being [`ValueJson::keys`].
+    #[inline]
+    fn bytes<'k>(&'k self, keys: &'k [u8]) -> &'k [u8] {
+        match self {
+            Key::Field(name) => name.as_bytes(),
+            Key::Written(range) => &keys[range.clone()],
+        }
+    }
+}
+
+/// One entry of an object being written: its raw key and where its value's JSON lies in the
+/// output.
 #[derive(Clone)]
 struct Entry {
-    key: Range<usize>,
+    key: Key,
     value: Range<usize>,
 }
 
-/// The writer's reusable memory: the entries of the objects being written (a stack: a nested
-/// object's entries come after its parent's and are gone when it ends) and a scratch buffer
-/// where an object's text is put together in key order.
+/// The writer's reusable memory: the entries of the objects being written and the map keys
+/// (stacks: a nested object's come after its parent's and are gone when it ends), and a
+/// scratch buffer where an object whose keys did not come in order is put together again.
 #[derive(Default)]
 pub(crate) struct ValueJson {
     entries: Vec<Entry>,
+    keys: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -37,11 +58,12 @@ impl ValueJson {
     /// (`null` when `to_value` would fail).
     pub(crate) fn write<T: Serialize + ?Sized>(&mut self, value: &T, out: &mut Vec<u8>) {
         let start = out.len();
-        let base = self.entries.len();
+        let (base, keys) = (self.entries.len(), self.keys.len());
         let mut ser = Ser { out, st: self };
         if value.serialize(&mut ser).is_err() {
             out.truncate(start);
             self.entries.truncate(base);
+            self.keys.truncate(keys);
             out.extend_from_slice(b"null");
         }
     }
@@ -67,6 +89,12 @@ fn write_scalar<T: Serialize>(out: &mut Vec<u8>, v: T) {
     let _ = serde_json::to_writer(&mut *out, &v);
 }
 
+/// An integer, as serde_json writes it (by `itoa`).
+#[inline]
+fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
 struct Ser<'a> {
     out: &'a mut Vec<u8>,
     st: &'a mut ValueJson,
@@ -75,10 +103,14 @@ struct Ser<'a> {
 impl<'a> Ser<'a> {
     /// Starts an object: its entries go on the stack from here.
     fn object(&mut self) -> Object<'_, 'a> {
+        let start = self.out.len();
+        self.out.push(b'{');
         Object {
-            start: self.out.len(),
+            start,
             base: self.st.entries.len(),
+            keys: self.st.keys.len(),
             key: None,
+            in_order: true,
             ser: self,
         }
     }
@@ -109,7 +141,7 @@ impl<'b, 'a> ser::Serializer for &'b mut Ser<'a> {
         self.serialize_i64(i64::from(v))
     }
     fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        write_scalar(self.out, v);
+        write_int(self.out, v);
         Ok(())
     }
     fn serialize_i128(self, v: i128) -> Result<(), Error> {
@@ -132,7 +164,7 @@ impl<'b, 'a> ser::Serializer for &'b mut Ser<'a> {
         self.serialize_u64(u64::from(v))
     }
     fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        write_scalar(self.out, v);
+        write_int(self.out, v);
         Ok(())
     }
     fn serialize_u128(self, v: u128) -> Result<(), Error> {
@@ -337,21 +369,45 @@ impl ser::SerializeTupleVariant for Array<'_, '_> {
     }
 }
 
-/// An object being written: its entries go to the output as they come (raw key, then value),
-/// and [`Object::close`] rewrites them in key order.
+/// An object being written: its entries go to the output as they come (`"key":value`, with
+/// commas), which is its text when the keys come in order, as a struct's usually do; otherwise
+/// [`Object::close`] writes them again in key order.
 pub(crate) struct Object<'b, 'a> {
     ser: &'b mut Ser<'a>,
-    /// Where the object's text begins in the output.
+    /// Where the object's text begins in the output (its `{`).
     start: usize,
     /// Where its entries begin on the stack.
     base: usize,
+    /// Where its map keys begin in [`ValueJson::keys`].
+    keys: usize,
     /// The key given by `serialize_key`, waiting for its value.
     key: Option<Range<usize>>,
+    /// Whether every key so far came after the one before (so none came twice).
+    in_order: bool,
 }
 
 impl<'b, 'a> Object<'b, 'a> {
-    fn entry<T: Serialize + ?Sized>(&mut self, key: Range<usize>, value: &T) -> Result<(), Error> {
-        let from = self.ser.out.len();
+    /// Writes an entry: `key` is the raw key, `value` what to write after it.
+    fn entry<T: Serialize + ?Sized>(&mut self, key: Key, value: &T) -> Result<(), Error> {
+        let st = &mut *self.ser.st;
+        let out = &mut *self.ser.out;
+        if let Some(last) = st.entries[self.base..].last() {
+            out.push(b',');
+            if self.in_order && last.key.bytes(&st.keys) >= key.bytes(&st.keys) {
+                self.in_order = false;
+            }
+        }
+        match &key {
+            Key::Field(name) => write_str(out, name),
+            // A map key is UTF-8: it was written from a &str or a number.
+            Key::Written(range) => {
+                let text =
+                    std::str::from_utf8(&st.keys[range.clone()]).map_err(ser::Error::custom)?;
+                write_str(out, text);
+            }
+        }
+        out.push(b':');
+        let from = out.len();
         value.serialize(&mut *self.ser)?;
         self.ser.st.entries.push(Entry {
             key,
@@ -360,15 +416,23 @@ impl<'b, 'a> Object<'b, 'a> {
         Ok(())
     }
 
-    /// Rewrites the entries as `{"key":value,...}` sorted by key, the last of equal keys kept;
-    /// gives back the serializer.
+    /// Ends the object: `}` when its keys came in order; otherwise rewrites its entries as
+    /// `{"key":value,...}` sorted by key, the last of equal keys kept. Gives back the
+    /// serializer.
     fn close(self) -> Result<&'b mut Ser<'a>, Error> {
         let ser = self.ser;
         let out = &mut *ser.out;
         let st = &mut *ser.st;
+        if self.in_order {
+            out.push(b'}');
+            st.entries.truncate(self.base);
+            st.keys.truncate(self.keys);
+            return Ok(ser);
+        }
+        let keys = &st.keys;
         let entries = &mut st.entries[self.base..];
         // Stable: of equal keys, the one given last stays last (and is the one kept).
-        entries.sort_by(|a, b| out[a.key.clone()].cmp(&out[b.key.clone()]));
+        entries.sort_by(|a, b| a.key.bytes(keys).cmp(b.key.bytes(keys)));
         let scratch = &mut st.scratch;
         scratch.clear();
         scratch.push(b'{');
@@ -376,7 +440,7 @@ impl<'b, 'a> Object<'b, 'a> {
         for (i, e) in entries.iter().enumerate() {
             if entries
                 .get(i + 1)
-                .is_some_and(|next| out[next.key.clone()] == out[e.key.clone()])
+                .is_some_and(|next| next.key.bytes(keys) == e.key.bytes(keys))
             {
                 continue; // a later value for the same key replaces this one
             }
@@ -385,7 +449,7 @@ impl<'b, 'a> Object<'b, 'a> {
             }
             first = false;
             // The key was written from a &str, so it is UTF-8.
-            let key = std::str::from_utf8(&out[e.key.clone()]).map_err(ser::Error::custom)?;
+            let key = std::str::from_utf8(e.key.bytes(keys)).map_err(ser::Error::custom)?;
             write_str(scratch, key);
             scratch.push(b':');
             scratch.extend_from_slice(&out[e.value.clone()]);
@@ -394,6 +458,7 @@ impl<'b, 'a> Object<'b, 'a> {
         out.truncate(self.start);
         out.extend_from_slice(scratch);
         st.entries.truncate(self.base);
+        st.keys.truncate(self.keys);
         Ok(ser)
     }
 }
@@ -402,9 +467,10 @@ impl ser::SerializeMap for Object<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        let from = self.ser.out.len();
-        key.serialize(KeySer(&mut *self.ser.out))?;
-        self.key = Some(from..self.ser.out.len());
+        let keys = &mut self.ser.st.keys;
+        let from = keys.len();
+        key.serialize(KeySer(keys))?;
+        self.key = Some(from..keys.len());
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
@@ -412,7 +478,7 @@ impl ser::SerializeMap for Object<'_, '_> {
             .key
             .take()
             .ok_or_else(|| ser::Error::custom("serialize_value called before serialize_key"))?;
-        self.entry(key, value)
+        self.entry(Key::Written(key), value)
     }
     fn end(self) -> Result<(), Error> {
         self.close().map(|_| ())
@@ -427,10 +493,7 @@ impl ser::SerializeStruct for Object<'_, '_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        let from = self.ser.out.len();
-        self.ser.out.extend_from_slice(key.as_bytes());
-        let key = from..self.ser.out.len();
-        self.entry(key, value)
+        self.entry(Key::Field(key), value)
     }
     fn end(self) -> Result<(), Error> {
         self.close().map(|_| ())
@@ -457,7 +520,8 @@ impl ser::SerializeStructVariant for Variant<'_, '_> {
     }
 }
 
-/// A map key, written raw (it is escaped when the object is put together), as serde_json's
+/// A map key, written raw in [`ValueJson::keys`] (it is escaped when written in the object), as
+/// serde_json's
 /// `Value` makes one: strings, chars, numbers, booleans and unit variants; anything else is
 /// refused.
 struct KeySer<'a>(&'a mut Vec<u8>);
