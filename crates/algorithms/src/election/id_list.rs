@@ -51,7 +51,7 @@ fn index_of(ids: &[NodeId]) -> Index {
     index
 }
 
-/// A list of ids with a set of them beside it once it is longer than [`SCAN`]: the list of a
+/// A list of ids with a set of them beside it once it is longer than `SCAN` (32): the list of a
 /// process's own (ring_active_list.rs's active list), cloned with the process.
 #[derive(Clone, Default)]
 pub struct IndexedIds {
@@ -127,7 +127,7 @@ impl Serialize for IndexedIds {
 /// length is the buffer's (the usual case: the latest hop) extends the buffer in place; an
 /// append to a shorter copy (a copy resent after its receiver was taken for crashed, which
 /// another copy had already extended) starts a buffer of its own. A look-up in the latest copy
-/// probes the buffer's set of ids once the list is longer than [`SCAN`]; in a shorter copy it
+/// probes the buffer's set of ids once the list is longer than `SCAN` (32); in a shorter copy it
 /// scans.
 #[derive(Clone)]
 pub struct IdList {
