@@ -346,7 +346,7 @@ impl Validate for ring::Msg {
         match self {
             ring::Msg::Election { list, epoch } => {
                 counter(*epoch, "epoch")?;
-                distinct_members(peers, list.iter(), "list")
+                distinct_members(peers, list.to_vec().iter(), "list")
             }
             ring::Msg::Coordinator {
                 members,

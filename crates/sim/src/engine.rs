@@ -985,12 +985,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             core.push(Time::ZERO + *at, Kind::Action(i));
         }
         Engine {
-            guard: Guard::new(
-                scenario.limits.as_ref(),
-                n,
-                core.actions.len(),
-                scenario.workload.is_some(),
-            ),
+            guard: Guard::new(scenario.limits.as_ref(), n, core.actions.len()),
             core,
             harness,
             until: Time::ZERO + scenario.until.unwrap_or(DEFAULT_UNTIL),

@@ -12,8 +12,10 @@
 //!   a `runaway` violation instead of exhausting memory. The default is sized from the scenario
 //!   ([`default_max_pending`]): at least [`DEFAULT_MAX_PENDING`] (a few hundred megabytes), and
 //!   [`PENDING_PER_PROCESS`] per process plus the scripted events, so that a large membership
-//!   runs without a hand-set limit; and room for every starter (a scripted event, or with a
-//!   workload every process) to send to every process at once, up to [`BROADCAST_PENDING_CAP`].
+//!   runs without a hand-set limit; and room for every process to send to every process at
+//!   once, up to [`BROADCAST_PENDING_CAP`], whatever started them: one start can set every
+//!   process broadcasting (the bully's election started by the lowest process makes every
+//!   higher one start its own: N²/2 elections in flight at once).
 //! - **max_events**: more events processed than this ends the run with a `runaway` violation
 //!   (no cap by default; `distsync stress` sets one so that every run ends quickly).
 //!
@@ -48,24 +50,23 @@ pub const DEFAULT_MAX_PENDING: u64 = 4_000_000;
 /// Peterson on a ring of 20,000 where every process starts run within half of it
 /// (`tests/runaway.rs`), and at a million within the 10 per process their scenario files set.
 pub const PENDING_PER_PROCESS: u64 = 12;
-/// The default also allows 2 N pending events per starter (a scripted event, or with a
-/// workload every process: a broadcast of N - 1 messages and its answers, as the bully
-/// algorithm's election or Ricart-Agrawala's request sends), up to this many in all (about 2.3
-/// GB of events).
+/// The default also allows 2 N pending events per process (a broadcast of N - 1 messages and
+/// its answers, as the bully algorithm's election or Ricart-Agrawala's request sends, from
+/// every process at once), up to this many in all (about 2.3 GB of events).
 pub const BROADCAST_PENDING_CAP: u64 = 32_000_000;
 
 /// The default `max_pending` of a scenario with `nodes` processes and `scripted` scripted
-/// events, with a workload (`workload`) or not: the largest of [`DEFAULT_MAX_PENDING`],
-/// [`PENDING_PER_PROCESS`] per process plus the scripted events, and 2 N per starter (the
-/// scripted events, or N with a workload) up to [`BROADCAST_PENDING_CAP`].
-pub fn default_max_pending(nodes: usize, scripted: usize, workload: bool) -> u64 {
+/// events: the largest of [`DEFAULT_MAX_PENDING`], [`PENDING_PER_PROCESS`] per process plus the
+/// scripted events, and 2 N² (every process broadcasting at once, however few started: one
+/// bully election started by the lowest process sets every higher one broadcasting) up to
+/// [`BROADCAST_PENDING_CAP`].
+pub fn default_max_pending(nodes: usize, scripted: usize) -> u64 {
     let n = nodes as u64;
     let per_process = n
         .saturating_mul(PENDING_PER_PROCESS)
         .saturating_add(scripted as u64);
-    let starters = if workload { n } else { scripted as u64 };
     let broadcasts = n
-        .saturating_mul(starters)
+        .saturating_mul(n)
         .saturating_mul(2)
         .min(BROADCAST_PENDING_CAP);
     DEFAULT_MAX_PENDING.max(per_process).max(broadcasts)
@@ -133,21 +134,16 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// The guard of a run of `nodes` processes with `scripted` scripted events and a workload
-    /// or not (which size the default `max_pending`), with the scenario's `[limits]`.
-    pub(crate) fn new(
-        spec: Option<&LimitsSpec>,
-        nodes: usize,
-        scripted: usize,
-        workload: bool,
-    ) -> Guard {
+    /// The guard of a run of `nodes` processes with `scripted` scripted events (which size the
+    /// default `max_pending`), with the scenario's `[limits]`.
+    pub(crate) fn new(spec: Option<&LimitsSpec>, nodes: usize, scripted: usize) -> Guard {
         let spec = spec.cloned().unwrap_or_default();
         let n2 = (nodes as u64).saturating_mul(nodes as u64);
         Guard {
             max_events: spec.max_events,
             max_pending: spec
                 .max_pending
-                .unwrap_or_else(|| default_max_pending(nodes, scripted, workload)),
+                .unwrap_or_else(|| default_max_pending(nodes, scripted)),
             default_pending: spec.max_pending.is_none(),
             storm: spec.storm,
             storm_floor: n2.saturating_mul(STORM_FLOOR_PER_NODE2).max(STORM_FLOOR),
@@ -238,7 +234,7 @@ mod tests {
 
     #[test]
     fn growth_without_output_is_a_storm_and_output_resets_it() {
-        let mut g = Guard::new(None, 4, 0, false);
+        let mut g = Guard::new(None, 4, 0);
         assert_eq!(g.storm_floor, 4096);
         assert!(g.check(&sample(1024, 10, 10, 1)).is_none());
         assert!(g.check(&sample(2048, 5000, 4095, 1)).is_none());
@@ -246,7 +242,7 @@ mod tests {
         assert_eq!(p, "storm");
         assert!(d.contains("4096"), "{d}");
         // An output (progress) takes the level in flight as the new base.
-        let mut g = Guard::new(None, 4, 0, false);
+        let mut g = Guard::new(None, 4, 0);
         assert!(g.check(&sample(1024, 5000, 5000, 3)).is_none());
         assert!(g.check(&sample(2048, 5000, 39_999, 3)).is_none());
         assert!(g.check(&sample(3072, 50_000, 40_000, 3)).is_some());
@@ -259,7 +255,7 @@ mod tests {
             max_pending: Some(100),
             storm: false,
         };
-        let mut g = Guard::new(Some(&spec), 2, 0, false);
+        let mut g = Guard::new(Some(&spec), 2, 0);
         assert!(g.due(5000) && !g.due(4999));
         assert_eq!(g.check(&sample(1024, 101, 0, 0)).unwrap().0, "runaway");
         assert!(g.check(&sample(2048, 100, 1_000_000, 0)).is_none());
@@ -271,26 +267,26 @@ mod tests {
     #[test]
     fn the_default_max_pending_grows_with_the_scenario() {
         // A small scenario keeps the floor.
-        assert_eq!(default_max_pending(5, 3, true), DEFAULT_MAX_PENDING);
-        assert_eq!(default_max_pending(100_000, 0, false), DEFAULT_MAX_PENDING);
-        // Every process starting a broadcast at once (a workload, or an election each): 2 N
-        // per starter, up to the cap.
-        assert_eq!(default_max_pending(3000, 0, true), 18_000_000);
-        assert_eq!(default_max_pending(3000, 0, false), DEFAULT_MAX_PENDING);
-        assert_eq!(default_max_pending(3000, 3000, false), 18_000_000);
-        assert_eq!(default_max_pending(100_000, 0, true), BROADCAST_PENDING_CAP);
+        assert_eq!(default_max_pending(5, 3), DEFAULT_MAX_PENDING);
+        assert_eq!(default_max_pending(1414, 1), DEFAULT_MAX_PENDING);
+        // Room for every process broadcasting at once (2 N per process), whatever started
+        // them, up to the cap: the bully's worst case at 4,096 holds 8.4 million elections.
+        assert_eq!(default_max_pending(3000, 0), 18_000_000);
+        assert_eq!(default_max_pending(3000, 3000), 18_000_000);
+        assert!(default_max_pending(4096, 2) > 4096 * 4095);
+        assert_eq!(default_max_pending(100_000, 0), BROADCAST_PENDING_CAP);
         // A million processes, each with a scripted election: the cap, and beyond it per
         // process, plus the script.
         assert_eq!(
-            default_max_pending(1_000_000, 1_000_000, false),
+            default_max_pending(1_000_000, 1_000_000),
             BROADCAST_PENDING_CAP
         );
         assert_eq!(
-            default_max_pending(10_000_000, 10_000_000, false),
+            default_max_pending(10_000_000, 10_000_000),
             10_000_000 * PENDING_PER_PROCESS + 10_000_000
         );
         assert_eq!(
-            default_max_pending(10_000_000, 0, true),
+            default_max_pending(10_000_000, 0),
             10_000_000 * PENDING_PER_PROCESS
         );
         // The scenario's own limit wins, and the message says which it was.
@@ -298,15 +294,15 @@ mod tests {
             max_pending: Some(10),
             ..LimitsSpec::default()
         };
-        let mut g = Guard::new(Some(&spec), 1_000_000, 0, false);
+        let mut g = Guard::new(Some(&spec), 1_000_000, 0);
         let (_, d) = g.check(&sample(1024, 11, 0, 0)).unwrap();
         assert!(d.contains("`[limits] max_pending` = 10:"), "{d}");
-        let mut g = Guard::new(None, 1_000_000, 0, false);
-        assert!(g.check(&sample(1024, 12_000_000, 0, 0)).is_none());
-        let (p, d) = g.check(&sample(2048, 12_000_001, 0, 0)).unwrap();
+        let mut g = Guard::new(None, 100_000, 0);
+        assert!(g.check(&sample(1024, 32_000_000, 0, 0)).is_none());
+        let (p, d) = g.check(&sample(2048, 32_000_001, 0, 0)).unwrap();
         assert_eq!(p, CAP_STOP);
         assert!(
-            d.contains("`[limits] max_pending` = 12000000 (the default for this scenario's size)"),
+            d.contains("`[limits] max_pending` = 32000000 (the default for this scenario's size)"),
             "{d}"
         );
         assert!(d.contains("not a failure of the algorithm"), "{d}");

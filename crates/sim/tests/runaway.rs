@@ -219,7 +219,7 @@ fn a_ring_of_every_process_starting_fits_half_the_default_allowance() {
     }
     // The default for such a ring is at least that allowance, and grows with N.
     for n in [20_000usize, 1_000_000, 10_000_000] {
-        assert!(default_max_pending(n, n, false) >= n as u64 * PENDING_PER_PROCESS);
+        assert!(default_max_pending(n, n) >= n as u64 * PENDING_PER_PROCESS);
     }
 }
 
@@ -251,6 +251,61 @@ fn a_stop_by_the_guard_names_its_limit_and_is_not_the_algorithm_s_failure() {
     );
     assert!(
         v.detail.contains("not a failure of the algorithm"),
+        "{}",
+        v.detail
+    );
+}
+
+/// The million-process files of `benches/scenarios/` (`nodes`, `order = "random"`, `elect =
+/// "all"`) without their `[limits]` table, at a size a test affords: the default guard, sized
+/// from the scenario, lets every such run reach its leader (the million-process runs by hand:
+/// docs/performance.md, "No hand-set limits").
+#[test]
+fn a_ring_file_without_limits_runs_to_its_leader() {
+    let n = 20_000;
+    for algorithm in ["chang-roberts", "peterson"] {
+        let r = go(&format!(
+            r#"
+            algorithm = "{algorithm}"
+            nodes = {n}
+            order = "random"
+            seed = 1
+            until = "100h"
+            [[event]]
+            at = "0ms"
+            elect = "all"
+            "#
+        ));
+        assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
+        assert_eq!(r.ended_by, "idle", "{algorithm}");
+        let e = r.sections.election.as_ref().unwrap();
+        assert!(e.agreed && e.leader == Some(n - 1), "{algorithm}: {e:?}");
+    }
+}
+
+/// A run that would grow without end, with the storm monitor off and no `max_pending` of its
+/// own, is still stopped, by the default cap sized from the scenario, and the stop says so:
+/// the runaway guard, the default limit, and how to raise it.
+#[test]
+fn a_runaway_without_a_limit_of_its_own_is_stopped_by_the_default_cap() {
+    use distsync_sim::guard::{CAP_STOP, DEFAULT_MAX_PENDING};
+    let r = go(&format!("{TOKEN_STORM}\n[limits]\nstorm = false\n"));
+    assert_eq!(r.ended_by, "limit");
+    let v = r
+        .violations
+        .iter()
+        .find(|v| v.property == CAP_STOP)
+        .expect("a stop by the default max_pending");
+    assert!(
+        v.detail.contains(&format!(
+            "`[limits] max_pending` = {DEFAULT_MAX_PENDING} (the default for this scenario's size)"
+        )),
+        "{}",
+        v.detail
+    );
+    assert!(v.detail.contains("runaway guard"), "{}", v.detail);
+    assert!(
+        v.detail.contains("raise `[limits] max_pending`"),
         "{}",
         v.detail
     );

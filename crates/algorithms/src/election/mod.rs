@@ -14,6 +14,7 @@
 pub mod bully;
 pub mod chang_roberts;
 pub mod detector;
+mod id_list;
 mod members;
 pub mod peterson;
 pub mod ring;

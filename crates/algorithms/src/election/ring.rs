@@ -41,6 +41,7 @@
 //! so none of rules 7-9 sends a message: 2n messages per initiator on a ring of n (one lap each
 //! way; a skipped crashed process still costs the message that found it down).
 
+pub use super::id_list::IdList;
 pub use super::members::Members;
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
@@ -51,7 +52,7 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// The ids of the live processes met so far, starting with the initiator; its epoch.
-    Election { list: Vec<NodeId>, epoch: u64 },
+    Election { list: IdList, epoch: u64 },
     /// The result: every live member, starting with the process that turned the ELECTION into
     /// this message; the highest is the coordinator.
     Coordinator {
@@ -149,8 +150,9 @@ impl Process for Ring {
     fn on_message(&mut self, _from: NodeId, msg: Msg, ctx: &mut Ctx<'_, Self>) {
         match msg {
             // Rule 3.
-            Msg::Election { mut list, epoch } if list.contains(&self.id) => {
+            Msg::Election { list, epoch } if list.contains(self.id) => {
                 ctx.rule("3");
+                let mut list = list.to_vec();
                 let at = list.iter().position(|&j| j == self.id).unwrap_or(0);
                 list.rotate_left(at);
                 let members = Members::from(list);
@@ -251,7 +253,7 @@ impl Ring {
         ctx.send(
             ctx.successor(),
             Msg::Election {
-                list: vec![self.id],
+                list: IdList::of(self.id),
                 epoch: self.epoch,
             },
         );
@@ -307,7 +309,7 @@ mod tests {
         p.receive(
             3,
             Msg::Election {
-                list: ids(&[3]),
+                list: ids(&[3]).into(),
                 epoch: 1,
             },
         );
@@ -316,7 +318,7 @@ mod tests {
             vec![(
                 NodeId(0),
                 Msg::Election {
-                    list: ids(&[3, 5]),
+                    list: ids(&[3, 5]).into(),
                     epoch: 1
                 }
             )]
@@ -326,7 +328,7 @@ mod tests {
         p.receive(
             3,
             Msg::Election {
-                list: ids(&[0, 3, 5]),
+                list: ids(&[0, 3, 5]).into(),
                 epoch: 1,
             },
         );
@@ -394,7 +396,7 @@ mod tests {
             vec![(
                 NodeId(0),
                 Msg::Election {
-                    list: ids(&[5]),
+                    list: ids(&[5]).into(),
                     epoch: 3
                 }
             )]
@@ -417,7 +419,11 @@ mod tests {
                 crate::election::ring_link::LinkMsg::Data {
                     msg: Msg::Election { list, .. },
                     ..
-                } => Some((s.from.0, s.to.0, list.iter().map(|i| i.0).collect())),
+                } => Some((
+                    s.from.0,
+                    s.to.0,
+                    list.to_vec().iter().map(|i| i.0).collect(),
+                )),
                 _ => None,
             })
             .collect();

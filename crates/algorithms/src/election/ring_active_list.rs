@@ -42,6 +42,7 @@
 //! elects lost with its crash could still leave it an incomplete list (stress has not found it;
 //! the checker stops at the one-leader break first, docs/election.md).
 
+use super::id_list::IndexedIds;
 use distsync_core::election::{self, Election, Input, Output};
 use distsync_core::{Algorithm, Ctx, Message, NodeId, ParamError, Params, Peers, Process};
 use serde::{Deserialize, Serialize};
@@ -83,7 +84,7 @@ pub struct RingActiveList {
     /// Recovered and not yet told an epoch by another process: sends probes and decides nothing.
     rejoining: bool,
     /// The active processes known in the current election, in the order they were learned.
-    active_list: Vec<NodeId>,
+    active_list: IndexedIds,
     coordinator: Option<NodeId>,
     #[serde(skip)]
     t_prime: Duration,
@@ -100,7 +101,7 @@ impl Algorithm for RingActiveList {
             epoch: 0,
             participant: false,
             rejoining: false,
-            active_list: Vec::new(),
+            active_list: IndexedIds::default(),
             coordinator: Some(election::initial_coordinator(peers, params)),
             t_prime: election::coordinator_timeout(params, 4 * peers.len() as u32),
         }
@@ -162,7 +163,7 @@ impl RingActiveList {
         ctx.rule("1");
         self.epoch += 1;
         self.begin(ctx);
-        self.active_list = Vec::new();
+        self.active_list = IndexedIds::default();
         self.send(self.i, ctx);
         self.active_list.push(self.i);
     }
@@ -213,16 +214,16 @@ impl RingActiveList {
             // Rule 2.
             ctx.rule("2");
             self.begin(ctx);
-            self.active_list = vec![self.i, j];
+            self.active_list = vec![self.i, j].into();
             self.send(self.i, ctx);
             self.send(j, ctx);
         } else if j == self.i {
             // Rule 4.
             ctx.rule("4");
-            let coordinator = *self.active_list.iter().max().unwrap_or(&self.i);
+            let coordinator = *self.active_list.as_slice().iter().max().unwrap_or(&self.i);
             self.decide(coordinator, ctx);
             ctx.send(ctx.successor(), Msg::Elected { epoch, coordinator });
-        } else if !self.active_list.contains(&j) {
+        } else if !self.active_list.contains(j) {
             // Rule 3. (A j already listed has gone round twice: j crashed; it is dropped.)
             ctx.rule("3");
             self.active_list.push(j);
@@ -264,7 +265,7 @@ impl RingActiveList {
 
     /// The active list of the current (or last) election.
     pub fn active_list(&self) -> &[NodeId] {
-        &self.active_list
+        self.active_list.as_slice()
     }
 }
 
