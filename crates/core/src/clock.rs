@@ -42,6 +42,7 @@ impl LamportClock {
     }
 
     /// A receive event of a message stamped `remote`: `C := max(C, remote) + 1`.
+    #[inline]
     pub fn observe(&mut self, remote: u64) -> u64 {
         self.0 = self.0.max(remote) + 1;
         self.0

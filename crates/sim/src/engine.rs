@@ -343,6 +343,8 @@ pub struct Core<P: Process> {
     /// position of its process ([`Ctx::rule`]; read by the stepping session, see
     /// [`Engine::take_rules`]).
     rules: Option<(usize, Rules)>,
+    /// Whether handlers' rules are kept in `rules`: not in a batch run, which never reads them.
+    keep_rules: bool,
     actions: Vec<Action>,
     pending_actions: usize,
     next_msg_id: u64,
@@ -724,12 +726,20 @@ impl<P: Process> Core<P> {
         }
     }
 
-    /// The entry of `kind` in `kinds`. Few kinds per algorithm: a scan comparing addresses.
+    /// The entry of `kind` in `kinds`. Few kinds per algorithm: a scan comparing addresses,
+    /// through every entry and without a branch on each comparison (each address is there at
+    /// most once): stopping at the match was a mispredicted branch for every other message of
+    /// ricart-agrawala, whose Requests and Replies come in no order a predictor follows.
     #[inline]
     fn kind_info(&mut self, kind: &'static str) -> usize {
-        match self.kinds.iter().position(|k| std::ptr::eq(k.name, kind)) {
-            Some(i) => i,
-            None => self.new_kind(kind),
+        let mut found = usize::MAX;
+        for (i, k) in self.kinds.iter().enumerate() {
+            found = if std::ptr::eq(k.name, kind) { i } else { found };
+        }
+        if found == usize::MAX {
+            self.new_kind(kind)
+        } else {
+            found
         }
     }
 
@@ -956,6 +966,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             rng,
             effects: Vec::new(),
             rules: None,
+            keep_rules: true,
             pending_actions: actions.len(),
             actions,
             next_msg_id: 0,
@@ -1012,6 +1023,8 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         // which lists and picks pending events, keeps them in the queue).
         // Listed timers are ordered by when they were set: not with seeded ties.
         self.core.listing = self.core.ties.is_none();
+        // Nothing reads the rules a handler names in a batch run (a stepped session shows them).
+        self.core.keep_rules = false;
         self.core.network.batch_run();
         self.core.prefetch_links = self.core.network.large_table();
         self.start();
@@ -1446,68 +1459,92 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
         let Some(process) = core.slots[pos].process.as_mut() else {
             return;
         };
-        let mut effects = std::mem::take(&mut core.effects);
         // The process reads its own (possibly drifting) clock, never true time.
         let local = core.clocks.read(pos, core.now);
         {
-            let mut ctx = Ctx::new(
+            let ctx = Ctx::new(
                 id,
                 &core.peers,
                 local,
                 recovered,
                 &mut core.rng,
-                &mut effects,
+                &mut core.effects,
             )
             .at_position(pos);
+            let mut ctx = if core.keep_rules {
+                ctx
+            } else {
+                ctx.without_rules()
+            };
             handler(process, &mut ctx);
-            let rules = ctx.rules();
-            if !rules.is_empty() {
-                core.rules = Some((pos, rules));
+            if core.keep_rules {
+                let rules = ctx.rules();
+                if !rules.is_empty() {
+                    core.rules = Some((pos, rules));
+                }
             }
         }
-        for effect in effects.drain(..) {
-            // Sends first, by a branch: most effects are sends (a broadcast is N-1 of them),
-            // which a jump table over the four kinds predicted less well.
-            let effect = match effect {
-                Effect::Send { to, msg } => {
-                    self.core.send(pos, to, msg);
-                    continue;
+        // Most handlers record no effect or one (a delivery answered by one message): those
+        // are carried out without draining the list.
+        match self.core.effects.len() {
+            0 => {}
+            1 => {
+                let effect = self.core.effects.pop().expect("one effect");
+                self.effect(pos, id, effect);
+            }
+            _ => {
+                let mut effects = std::mem::take(&mut self.core.effects);
+                for effect in effects.drain(..) {
+                    self.effect(pos, id, effect);
                 }
-                other => other,
-            };
-            match effect {
-                Effect::Send { .. } => unreachable!("handled above"),
-                Effect::SetTimer { timer, after } => self.core.set_timer(pos, timer, after),
-                Effect::CancelTimer { timer } => {
-                    if let Some(g) = self.core.slots[pos].timers.remove(&timer) {
-                        self.core.kill_listed(g);
-                    }
+                self.core.effects = effects;
+            }
+        }
+    }
+
+    /// Carries out one effect of a handler of the process `id` at `pos`.
+    #[inline(always)]
+    fn effect(&mut self, pos: usize, id: NodeId, effect: EffectOf<A>) {
+        // Sends first, by a branch: most effects are sends (a broadcast is N-1 of them), which
+        // a jump table over the four kinds predicted less well.
+        let effect = match effect {
+            Effect::Send { to, msg } => {
+                self.core.send(pos, to, msg);
+                return;
+            }
+            other => other,
+        };
+        match effect {
+            Effect::Send { .. } => unreachable!("handled above"),
+            Effect::SetTimer { timer, after } => self.core.set_timer(pos, timer, after),
+            Effect::CancelTimer { timer } => {
+                if let Some(g) = self.core.slots[pos].timers.remove(&timer) {
+                    self.core.kill_listed(g);
                 }
-                Effect::Output(output) => {
-                    self.core.outputs += 1;
-                    if let Some(t) = self.core.tracer.as_mut() {
-                        t.process_event(
-                            self.core.now,
-                            "output",
-                            id,
-                            pos,
-                            Line {
-                                output: Some(&output),
-                                ..Line::default()
-                            },
-                        );
-                    }
-                    self.harness.on_output(
+            }
+            Effect::Output(output) => {
+                self.core.outputs += 1;
+                if let Some(t) = self.core.tracer.as_mut() {
+                    t.process_event(
+                        self.core.now,
+                        "output",
                         id,
-                        &output,
-                        &mut Control {
-                            core: &mut self.core,
+                        pos,
+                        Line {
+                            output: Some(&output),
+                            ..Line::default()
                         },
                     );
                 }
+                self.harness.on_output(
+                    id,
+                    &output,
+                    &mut Control {
+                        core: &mut self.core,
+                    },
+                );
             }
         }
-        self.core.effects = effects;
     }
 }
 
@@ -1547,6 +1584,40 @@ mod tests {
         for (t, g) in [(2, 12), (3, 13), (7, 17)] {
             assert_eq!(timers.get(&t), Some(&g));
         }
+    }
+
+    /// A stepped engine (a session) keeps the rules its handlers name, which the page shows; a
+    /// batch run (`Engine::run`) does not keep them, and its report is the same.
+    #[test]
+    fn a_stepped_engine_keeps_the_rules_its_handlers_name() {
+        use distsync_algorithms::mutex::RicartAgrawala;
+        let s = crate::bench::mutex_heavy("ricart-agrawala", 3, 2);
+        let checked = s.check("test").expect("a valid scenario");
+        let harness =
+            crate::MutexHarness::new::<RicartAgrawala>(&checked, "test").expect("a harness");
+        let mut engine =
+            Engine::<RicartAgrawala, _>::new(&checked, "mutex", s.seed, harness, false);
+        let batch = engine.clone();
+        engine.start();
+        let mut named = Vec::new();
+        let ended_by = loop {
+            match engine.turn() {
+                Turn::End(why) => break why,
+                Turn::Applied | Turn::Idle => {}
+            }
+            if let Some((_, rules)) = engine.take_rules() {
+                named.extend_from_slice(rules.as_slice());
+            }
+        };
+        for rule in ["1", "2", "3", "4"] {
+            assert!(named.contains(&rule), "rule {rule} in {named:?}");
+        }
+        let stepped = engine.finish(ended_by);
+        let run = batch.run(None, None).expect("runs");
+        assert_eq!(
+            serde_json::to_string(&stepped).expect("a report"),
+            serde_json::to_string(&run).expect("a report")
+        );
     }
 
     /// A million-process election keeps millions of events pending: a delivery of a ring
