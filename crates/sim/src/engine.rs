@@ -1586,40 +1586,6 @@ mod tests {
         }
     }
 
-    /// A stepped engine (a session) keeps the rules its handlers name, which the page shows; a
-    /// batch run (`Engine::run`) does not keep them, and its report is the same.
-    #[test]
-    fn a_stepped_engine_keeps_the_rules_its_handlers_name() {
-        use distsync_algorithms::mutex::RicartAgrawala;
-        let s = crate::bench::mutex_heavy("ricart-agrawala", 3, 2);
-        let checked = s.check("test").expect("a valid scenario");
-        let harness =
-            crate::MutexHarness::new::<RicartAgrawala>(&checked, "test").expect("a harness");
-        let mut engine =
-            Engine::<RicartAgrawala, _>::new(&checked, "mutex", s.seed, harness, false);
-        let batch = engine.clone();
-        engine.start();
-        let mut named = Vec::new();
-        let ended_by = loop {
-            match engine.turn() {
-                Turn::End(why) => break why,
-                Turn::Applied | Turn::Idle => {}
-            }
-            if let Some((_, rules)) = engine.take_rules() {
-                named.extend_from_slice(rules.as_slice());
-            }
-        };
-        for rule in ["1", "2", "3", "4"] {
-            assert!(named.contains(&rule), "rule {rule} in {named:?}");
-        }
-        let stepped = engine.finish(ended_by);
-        let run = batch.run(None, None).expect("runs");
-        assert_eq!(
-            serde_json::to_string(&stepped).expect("a report"),
-            serde_json::to_string(&run).expect("a report")
-        );
-    }
-
     /// A million-process election keeps millions of events pending: a delivery of a ring
     /// election's message stays within 80 bytes (it was 96).
     #[test]

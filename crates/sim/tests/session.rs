@@ -841,3 +841,26 @@ fn a_duplicated_token_breaks_the_contract_at_the_release() {
         .collect();
     assert!(shown.contains(&"contract".to_string()), "{shown:?}");
 }
+
+/// A stepped engine (a session) keeps the rules its handlers name, which the page shows, while
+/// a batch run does without them (`Ctx::without_rules`); both give the same report.
+#[test]
+fn a_session_shows_the_rules_its_handlers_name_and_reports_as_the_batch_run() {
+    let s = distsync_sim::bench::mutex_heavy("ricart-agrawala", 3, 2);
+    let (report, _) = batch(&s);
+    let mut session = Session::new(&s, "test.toml").unwrap();
+    let mut named = Vec::new();
+    while session.view().ended_by.is_none() {
+        session.apply(Choice::Next).unwrap();
+        if let Some(rule) = session.view().rule {
+            named.extend(rule.rules);
+        }
+    }
+    for rule in ["1", "2", "3", "4"] {
+        assert!(named.contains(&rule), "rule {rule} in {named:?}");
+    }
+    assert_eq!(
+        serde_json::to_value(session.report()).unwrap(),
+        serde_json::to_value(&report).unwrap()
+    );
+}
