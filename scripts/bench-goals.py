@@ -59,23 +59,21 @@ def main():
     two = read(logs, "2")
     if two is not None:
         # States per CPU second on one thread (issue 38's measure; the wall clock of a loaded
-        # machine is mostly waiting for a core).
-        m = re.search(r"stateright CPU s / distsync CPU s, 1 thread[^:]*: ([0-9.]+)x", two)
-        lines.append(
-            verdict(
+        # machine is mostly waiting for a core), and what a second thread adds.
+        for name, pattern, bound in (
+            (
                 "checker, 1 thread, distsync / stateright by CPU seconds",
-                m and float(m.group(1)),
-                at_least=5,
-            )
-        )
-        m = re.search(r"speed-up from 1 to \d+ threads: distsync ([0-9.]+)x", two)
-        lines.append(
-            verdict(
+                r"stateright CPU s / distsync CPU s, 1 thread[^:]*: ([0-9.]+)x",
+                5,
+            ),
+            (
                 "checker, a second core, distsync 2 threads / 1 thread",
-                m and float(m.group(1)),
-                at_least=1.7,
-            )
-        )
+                r"speed-up from 1 to \d+ threads: distsync ([0-9.]+)x",
+                1.7,
+            ),
+        ):
+            m = re.search(pattern, two)
+            lines.append(verdict(name, m and float(m.group(1)), at_least=bound))
     three = read(logs, "3.jsonl")
     if three is not None:
         rows = [json.loads(l) for l in three.splitlines() if l.strip()]

@@ -122,6 +122,34 @@ impl Goal {
 }
 
 impl Row {
+    /// A simulator row beside the bare heap holding as many events: the simulator's events
+    /// per second, the heap's, and the number of events pending.
+    fn against_heap(
+        id: String,
+        name: &'static str,
+        size: String,
+        (sim, anchor, pending): (f64, f64, usize),
+        note: String,
+        load: Option<f64>,
+    ) -> Row {
+        Row {
+            id,
+            name,
+            size,
+            figure: sim,
+            unit: "events/s",
+            anchor_name: format!(
+                "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
+            ),
+            anchor: Some(anchor),
+            ratio: ratio(sim, anchor),
+            note,
+            load,
+            goal: None,
+            met: None,
+        }
+    }
+
     /// Sets the row's goal and whether its ratio meets it.
     fn with_goal(mut self, goal: Option<Goal>) -> Row {
         self.goal = goal;
@@ -243,25 +271,17 @@ fn row_a(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         let highest = pair_ratios.iter().copied().fold(0.0, f64::max);
         let (sim, anchor) = (median(sims), median(anchors));
         rows.push(
-            Row {
-                id: id.into(),
+            Row::against_heap(
+                id.into(),
                 name,
-                size: format!("N={n}, {requests} requests each, no trace"),
-                figure: sim,
-                unit: "events/s",
-                anchor_name: format!(
-                    "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
-                ),
-                anchor: Some(anchor),
-                ratio: ratio(sim, anchor),
-                note: format!(
+                format!("N={n}, {requests} requests each, no trace"),
+                (sim, anchor, pending),
+                format!(
                     "median of {reps} paired runs of {events} events (CPU time); the pairs' own \
-                 ratios {lowest:.3} to {highest:.3}"
+                     ratios {lowest:.3} to {highest:.3}"
                 ),
                 load,
-                goal: None,
-                met: None,
-            }
+            )
             .with_goal(goal),
         );
     }
@@ -331,26 +351,18 @@ fn row_b(quick: bool, reps: usize, rows: &mut Vec<Row>) -> Result<(), InputError
         sim_rates.push(sim);
         user_rates.push(median(users));
         heap_rates.push(anchor);
-        rows.push(Row {
-            id: format!("b{}", i + 1),
+        rows.push(Row::against_heap(
+            format!("b{}", i + 1),
             name,
             size,
-            figure: sim,
-            unit: "events/s",
-            anchor_name: format!(
-                "bare BinaryHeap loop, {pending} pending x {ANCHOR_EVENT_BYTES} B"
-            ),
-            anchor: Some(anchor),
-            ratio: ratio(sim, anchor),
-            note: format!(
+            (sim, anchor, pending),
+            format!(
                 "median of {reps} paired runs of {events} events: {:.2} s CPU, of which {:.2} s system",
                 median(cpus),
                 median(systems)
             ),
             load,
-            goal: None,
-            met: None,
-        });
+        ));
     }
     let growth = |r: &[f64]| ratio(r[0], r[r.len() - 1]).unwrap_or(0.0);
     let (sim_growth, heap_growth) = (growth(&sim_rates), growth(&heap_rates));
