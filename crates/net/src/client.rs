@@ -316,6 +316,9 @@ async fn acquire_in_order(
 ) -> Result<Held, ClientError> {
     let ids = cluster.peers.ids();
     let heartbeat = cluster.file.timeouts.heartbeat;
+    // Only the node the caller named has the last word: a refusal from another node asked
+    // after it (the named node granted without a lease, or went away) is passed over.
+    let named = named.then(|| order.first().copied()).flatten();
     let mut redirects = 0;
     let mut errors = Vec::new();
     let mut refused: Option<(NodeId, String)> = None;
@@ -435,7 +438,7 @@ async fn acquire_in_order(
                 order.retain(|&n| n != to);
                 order.insert(0, to);
             }
-            Ok(ClientReply::Refused { reason }) if named => {
+            Ok(ClientReply::Refused { reason }) if named == Some(node) => {
                 return Err(ClientError::Refused(node, reason))
             }
             Ok(ClientReply::Refused { reason }) => {
@@ -1005,5 +1008,55 @@ mod tests {
             }
             other => panic!("every node refused: {:?}", other.map(|h| h.token)),
         }
+    }
+
+    /// The named node grants but no lease follows (it was cut off right after granting); the
+    /// next node asked refuses (it sits out): that refusal is not the named node's answer, and
+    /// the third node grants. (The refusal ended the wait: slow_disk.rs's full-disk test met it
+    /// when node 0's first grant after node 1 sat out came before its lease.)
+    #[tokio::test]
+    async fn a_refusal_from_a_node_asked_after_the_named_one_is_passed_over() {
+        let listeners = [
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        ];
+        let addrs: Vec<String> = listeners
+            .iter()
+            .map(|l| l.local_addr().unwrap().to_string())
+            .collect();
+        let cluster = cluster_at(&addrs);
+        let [l0, l1, l2] = listeners;
+        let tokens = Arc::new(AtomicU64::new(0));
+        let no_lease = Arc::clone(&tokens);
+        fake_node(l0, &cluster, move |req, mine| match req {
+            ClientRequest::Lock { name } => vec![grant(&no_lease, name, mine)],
+            _ => vec![],
+        });
+        fake_node(l1, &cluster, |req, _| match req {
+            ClientRequest::Lock { .. } => vec![ClientReply::Refused {
+                reason: "node 1 cannot store its epoch mark: No space left on device".into(),
+            }],
+            _ => vec![],
+        });
+        fake_node(l2, &cluster, move |req, mine| match req {
+            ClientRequest::Lock { name } => {
+                vec![grant(&tokens, name, mine), ClientReply::Lease { ms: 1000 }]
+            }
+            ClientRequest::Renew => vec![ClientReply::Lease { ms: 1000 }],
+            _ => vec![],
+        });
+        let held = acquire(
+            &cluster,
+            Some(NodeId(0)),
+            "x",
+            Some(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("node 2 grants: {e}"));
+        assert_eq!(
+            held.token, 2,
+            "node 0's grant without a lease was given back"
+        );
     }
 }
