@@ -861,6 +861,19 @@ mod tests {
     }
 
     /// The next token of `tokens`, granted as `mine`.
+    /// A fake node's answers when it grants with a lease and renews every lease asked for.
+    fn grants_with_leases(
+        tokens: Arc<AtomicU64>,
+    ) -> impl Fn(ClientRequest, &mut u64) -> Vec<ClientReply> + Clone + Send + Sync + 'static {
+        move |req, mine| match req {
+            ClientRequest::Lock { name } => {
+                vec![grant(&tokens, name, mine), ClientReply::Lease { ms: 1000 }]
+            }
+            ClientRequest::Renew => vec![ClientReply::Lease { ms: 1000 }],
+            _ => vec![],
+        }
+    }
+
     fn grant(tokens: &AtomicU64, name: String, mine: &mut u64) -> ClientReply {
         *mine = tokens.fetch_add(1, Ordering::SeqCst) + 1;
         ClientReply::Granted {
@@ -971,13 +984,7 @@ mod tests {
         };
         fake_node(l0, &cluster, refuse);
         let tokens = Arc::new(AtomicU64::new(0));
-        fake_node(l1, &cluster, move |req, mine| match req {
-            ClientRequest::Lock { name } => {
-                vec![grant(&tokens, name, mine), ClientReply::Lease { ms: 1000 }]
-            }
-            ClientRequest::Renew => vec![ClientReply::Lease { ms: 1000 }],
-            _ => vec![],
-        });
+        fake_node(l1, &cluster, grants_with_leases(tokens));
         let held = acquire_in_order(&cluster, vec![NodeId(0), NodeId(1)], false, "x")
             .await
             .expect("node 1 grants");
@@ -1039,13 +1046,7 @@ mod tests {
             }],
             _ => vec![],
         });
-        fake_node(l2, &cluster, move |req, mine| match req {
-            ClientRequest::Lock { name } => {
-                vec![grant(&tokens, name, mine), ClientReply::Lease { ms: 1000 }]
-            }
-            ClientRequest::Renew => vec![ClientReply::Lease { ms: 1000 }],
-            _ => vec![],
-        });
+        fake_node(l2, &cluster, grants_with_leases(tokens));
         let held = acquire(
             &cluster,
             Some(NodeId(0)),
