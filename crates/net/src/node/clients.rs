@@ -1,6 +1,16 @@
 //! The client protocol at a node: a client's `Lock` joins the lock's queue (`locks`), `Unlock`
 //! and `Release` give it up, `Status` tells what the node knows; a client whose connection
 //! drops leaves every queue and lets go of every lock it held.
+//!
+//! A `Renew` is answered with the node's lease (`Lease { ms }`) at once, except from a client
+//! whose `Lock` waits for the algorithm (not granted in the turn it came, as with every
+//! permission or token algorithm whose grant needs messages): its answer goes out right after
+//! the next reply to that client, its grant usually, in the same write, and at the latest at
+//! the node's next tick. The lock client writes a `Renew` behind every `Lock`; answered at
+//! once, it was a write of its own that woke the waiting client for nothing, on a machine whose
+//! cores the peers' answers wait for. The answer says what is left of the lease when it is
+//! sent, and the client counts it from when it sent the `Renew` (`crate::lease`), earlier
+//! still: an answer held back promises nothing more than one sent at once.
 
 use super::locks::{Holder, Room, HARD_MAX_LOCKS, MAX_LOCKS_PER_CLIENT};
 use super::Node;
@@ -8,9 +18,48 @@ use crate::wire::{ClientReply, ClientRequest, NodeStatus, MAX_NAME};
 use tracing::info;
 
 impl Node {
+    /// Sends `reply` to `client`, followed by the answers to its renewals held back while it
+    /// waited for a lock (see the module's text).
     pub(super) fn reply(&mut self, client: u64, reply: ClientReply) {
+        self.send_reply(client, reply);
+        if self.awaiting_grant.remove(&client) {
+            self.answer_held_renewals(client);
+        }
+    }
+
+    fn send_reply(&self, client: u64, reply: ClientReply) {
         if let Some(tx) = self.clients.get(&client) {
             let _ = tx.try_send(reply);
+        }
+    }
+
+    /// What is left of this node's lease, in milliseconds (0: it holds none).
+    fn lease_ms(&self) -> u64 {
+        let now = tokio::time::Instant::now();
+        self.leases
+            .until
+            .filter(|&u| now < u)
+            .map_or(0, |u| u.duration_since(now).as_millis() as u64)
+    }
+
+    /// Answers the renewals of `client` held back while it waited for a lock, in order.
+    fn answer_held_renewals(&mut self, client: u64) {
+        if let Some(n) = self.held_renewals.remove(&client) {
+            let ms = self.lease_ms();
+            for _ in 0..n {
+                self.send_reply(client, ClientReply::Lease { ms });
+            }
+        }
+    }
+
+    /// The node's tick: every renewal held back is answered now (a client may wait for a lock
+    /// for long), and renewals that come later are answered at once until the client's next
+    /// `Lock` that waits.
+    pub(super) fn answer_all_held_renewals(&mut self) {
+        self.awaiting_grant.clear();
+        let held: Vec<u64> = self.held_renewals.keys().copied().collect();
+        for c in held {
+            self.answer_held_renewals(c);
         }
     }
 
@@ -18,13 +67,12 @@ impl Node {
         match req {
             ClientRequest::Ping => self.reply(c, ClientReply::Pong),
             ClientRequest::Renew => {
-                let now = tokio::time::Instant::now();
-                let ms = self
-                    .leases
-                    .until
-                    .filter(|&u| now < u)
-                    .map_or(0, |u| u.duration_since(now).as_millis() as u64);
-                self.reply(c, ClientReply::Lease { ms });
+                if self.awaiting_grant.contains(&c) {
+                    *self.held_renewals.entry(c).or_default() += 1;
+                } else {
+                    let ms = self.lease_ms();
+                    self.reply(c, ClientReply::Lease { ms });
+                }
             }
             ClientRequest::Status => {
                 let s = self.status();
@@ -98,6 +146,15 @@ impl Node {
                 }
                 lock.waiting.push_back(c);
                 self.pump(&name);
+                // Not granted in this turn: its renewals wait for the grant (module text).
+                if self
+                    .locks
+                    .by_name
+                    .get(&name)
+                    .is_some_and(|l| l.waiting.contains(&c))
+                {
+                    self.awaiting_grant.insert(c);
+                }
             }
             ClientRequest::Unlock { name } => {
                 self.unlock(c, &name);
@@ -220,6 +277,8 @@ impl Node {
 
     pub(super) fn on_client_gone(&mut self, c: u64) {
         self.clients.remove(&c);
+        self.awaiting_grant.remove(&c);
+        self.held_renewals.remove(&c);
         self.locks.parked.retain(|(p, _)| *p != c);
         self.forget_app_client(c);
         for name in self.locks.names() {

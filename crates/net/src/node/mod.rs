@@ -341,6 +341,11 @@ struct Node {
     last_heard: HashMap<NodeId, Instant>,
     timers: Timers,
     clients: HashMap<u64, mpsc::Sender<ClientReply>>,
+    /// Clients whose `Lock` waits for the algorithm: their renewals are answered with the next
+    /// reply to them (`clients`).
+    awaiting_grant: std::collections::HashSet<u64>,
+    /// How many renewals of each such client are not answered yet.
+    held_renewals: HashMap<u64, u32>,
     locks: LockTable,
     /// The view this node is in (`None` while a view change is under way, or left out).
     view: Option<View>,
@@ -412,6 +417,8 @@ impl Node {
             last_heard: HashMap::new(),
             timers: Timers::default(),
             clients: HashMap::new(),
+            awaiting_grant: std::collections::HashSet::new(),
+            held_renewals: HashMap::new(),
             locks: LockTable::new(cluster.file.locks.handoff),
             view: None,
             change: None,
@@ -535,6 +542,7 @@ impl Node {
     fn on_tick(&mut self) {
         let now = Instant::now();
         self.dropped.flush(now);
+        self.answer_all_held_renewals();
         let every = self.timeouts().heartbeat_timeout;
         self.epochs.retry(now, every);
         self.refuse_waiting();

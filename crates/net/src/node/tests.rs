@@ -1308,3 +1308,74 @@ async fn one_client_cannot_take_more_than_its_quota_of_names() {
     );
     assert!(granted(&h.replies(2)).is_some(), "another client is served");
 }
+
+fn leases(replies: &[ClientReply]) -> usize {
+    replies
+        .iter()
+        .filter(|r| matches!(r, ClientReply::Lease { ms } if *ms > 0))
+        .count()
+}
+
+/// The lock client writes a `Renew` behind every `Lock`. When the grant needs the algorithm's
+/// messages (ricart-agrawala: a REQUEST to and a REPLY from every other member), the renewal's
+/// answer waits for the grant and follows it, so that the client is woken once, not once for
+/// the lease and once for the grant; with nothing waiting, a renewal is answered at once.
+#[tokio::test(start_paused = true)]
+async fn a_renewal_behind_a_waiting_lock_is_answered_right_after_its_grant() {
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    let (tx, rx) = mpsc::channel(64);
+    h.clients.insert(1, rx);
+    h.nodes[0].on_event(Event::ClientOpen(1, tx));
+    h.nodes[0].on_event(Event::Client(1, lock()));
+    h.nodes[0].on_event(Event::Client(1, ClientRequest::Renew));
+    assert_eq!(
+        h.replies(1),
+        vec![],
+        "nothing goes to the client while its REQUESTs are out"
+    );
+    h.deliver();
+    let replies = h.replies(1);
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert!(
+        granted(&replies[..1]).is_some(),
+        "the grant first: {replies:?}"
+    );
+    assert_eq!(leases(&replies[1..]), 1, "then the lease: {replies:?}");
+    // Holding the lock, nothing waits: a renewal is answered at once.
+    h.nodes[0].on_event(Event::Client(1, ClientRequest::Renew));
+    assert_eq!(leases(&h.replies(1)), 1);
+}
+
+/// A client waiting behind another holder gets its renewals answered at the node's next tick
+/// at the latest, in the order it sent them.
+#[tokio::test(start_paused = true)]
+async fn renewals_of_a_client_waiting_behind_a_holder_are_answered_at_the_next_tick() {
+    let mut h = Harness::with(&FILE.replace("\"central\"", "\"ricart-agrawala\""));
+    h.run(1000).await;
+    assert!(h.open_everywhere(2, 3));
+    h.client(0, 1, lock());
+    assert!(granted(&h.replies(1)).is_some());
+    h.client(1, 2, lock());
+    h.client(1, 2, ClientRequest::Renew);
+    h.client(1, 2, ClientRequest::Renew);
+    assert_eq!(
+        h.replies(2),
+        vec![],
+        "held back while the lock is held elsewhere"
+    );
+    h.run(10).await;
+    let replies = h.replies(2);
+    assert_eq!(
+        leases(&replies),
+        2,
+        "both answered at the tick: {replies:?}"
+    );
+    assert!(granted(&replies).is_none());
+    // Later renewals are answered at once again; the grant still comes when the lock is free.
+    h.client(1, 2, ClientRequest::Renew);
+    assert_eq!(leases(&h.replies(2)), 1);
+    h.client(0, 1, ClientRequest::Unlock { name: "x".into() });
+    assert!(granted(&h.replies(2)).is_some());
+}
