@@ -359,7 +359,7 @@ pub struct Core<P: Process> {
     kinds: Vec<KindInfo>,
     violations: Vec<Violation>,
     suppressed_violations: u64,
-    tracer: Option<Tracer>,
+    tracer: Option<Tracer<P::Msg>>,
     messages: MessageStats,
     report: Report,
     /// Outputs of every process so far (progress, for the storm monitor).
@@ -818,20 +818,10 @@ impl<P: Process> Core<P> {
         }
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
-        let stamp = self.tracer.as_mut().map(|t| {
-            t.send_event(
-                self.now,
-                self.peers.ids()[from],
-                from,
-                &msg,
-                Line {
-                    to: Some(to),
-                    msg_id: Some(msg_id),
-                    kind: Some(kind),
-                    ..Line::default()
-                },
-            )
-        });
+        let stamp = self
+            .tracer
+            .as_mut()
+            .map(|t| t.send_event(self.now, from, to_pos, &msg, msg_id));
         let chain = if self.kinds[info].excluded {
             0
         } else {
@@ -1247,20 +1237,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
                 }
                 self.core.messages.delivered += 1;
                 if let Some(t) = self.core.tracer.as_mut() {
-                    t.deliver_event(
-                        self.core.now,
-                        self.core.peers.ids()[to],
-                        to,
-                        stamp,
-                        &msg,
-                        Line {
-                            from: Some(from_id),
-                            msg_id: Some(msg_id),
-                            kind: Some(msg.kind()),
-                            duplicate: Some(duplicate),
-                            ..Line::default()
-                        },
-                    );
+                    t.deliver_event(self.core.now, to, from, stamp, &msg, msg_id, duplicate);
                 }
                 self.harness.on_deliver(
                     from_id,

@@ -2,10 +2,12 @@
 //! timestamps (docs/trace-format.md).
 
 mod digits;
+mod msg_cache;
 mod vector_text;
 
 use crate::value_json::ValueJson;
-use distsync_core::{NodeId, Time};
+use distsync_core::{Message, NodeId, Time};
+use msg_cache::MsgCache;
 use serde::Serialize;
 use std::io::{self, Write};
 use vector_text::VectorText;
@@ -14,14 +16,16 @@ use vector_text::VectorText;
 pub(crate) type MsgStamp = Box<SentStamp>;
 
 /// What a traced message carries from its send line to its delivery line: the sender's Lamport
-/// and vector timestamps at the send, and the message's JSON as the send line wrote it, which
-/// the delivery line copies instead of writing the message again (a message does not change in
-/// flight).
+/// and vector timestamps at the send, and the line's tail from `msg_id` on
+/// (`,"msg_id":7,"kind":"Request","msg":{"Request":{"ts":3}}`) as the send line wrote it, which
+/// the delivery line copies instead of writing it again (a message does not change in flight).
 #[derive(Clone)]
 pub(crate) struct SentStamp {
     lamport: u64,
     vector: Vec<u64>,
-    msg: Vec<u8>,
+    /// The message id the tail names.
+    msg_id: u64,
+    tail: Vec<u8>,
 }
 
 /// The header line.
@@ -48,9 +52,13 @@ impl<T: Serialize> Payload for T {
     }
 }
 
-/// One event line; absent fields are left out. [`Tracer`] writes it field by field in this
-/// order, as `#[derive(Serialize)]` with `skip_serializing_if = "Option::is_none"` on every
-/// optional field wrote it before (docs/trace-format.md).
+/// One event line other than a send or a delivery; absent fields are left out. [`Tracer`]
+/// writes it field by field in this order, as `#[derive(Serialize)]` with
+/// `skip_serializing_if = "Option::is_none"` on every optional field wrote it before
+/// (docs/trace-format.md). Send and delivery lines, most of a trace, are written by
+/// [`Tracer::send_event`] and [`Tracer::deliver_event`] from text kept per process and per
+/// message, in the same order (`to` or `from` after `vector`, then `msg_id`, `kind`, `msg`
+/// and a delivery's `duplicate`).
 #[derive(Default)]
 pub(crate) struct Line<'a> {
     pub(crate) seq: u64,
@@ -61,13 +69,8 @@ pub(crate) struct Line<'a> {
     /// The vector timestamp's JSON text (see [`VectorText`]).
     pub(crate) vector: Option<&'a [u8]>,
     pub(crate) from: Option<NodeId>,
-    pub(crate) to: Option<NodeId>,
     pub(crate) msg_id: Option<u64>,
     pub(crate) kind: Option<&'a str>,
-    pub(crate) msg: Option<&'a dyn Payload>,
-    /// The `msg` field's JSON text, already written (when `msg` is `None`).
-    pub(crate) msg_text: Option<&'a [u8]>,
-    pub(crate) duplicate: Option<bool>,
     pub(crate) reason: Option<&'a str>,
     pub(crate) input: Option<&'a dyn Payload>,
     pub(crate) output: Option<&'a dyn Payload>,
@@ -80,7 +83,7 @@ pub(crate) struct Line<'a> {
 }
 
 /// The most bytes of a line's fixed part: every field's key and punctuation, every number at
-/// its longest (20 digits, 21 with a sign), `duplicate`'s `false` and the newline; the
+/// its longest (20 digits, 21 with a sign) and the newline; the
 /// variable parts (strings, the vector, payloads, groups) are counted apart.
 const LINE_FIXED: usize = 512 + 8;
 
@@ -239,7 +242,6 @@ impl Cursor<'_> {
 /// the line's length is known before it is written).
 #[derive(Default)]
 struct Payloads {
-    msg: Option<std::ops::Range<usize>>,
     input: Option<std::ops::Range<usize>>,
     output: Option<std::ops::Range<usize>>,
     timer: Option<std::ops::Range<usize>>,
@@ -264,7 +266,6 @@ impl Line<'_> {
     fn write(&self, json: &mut ValueJson, scratch: &mut Vec<u8>, buf: &mut Buf) {
         scratch.clear();
         let payloads = Payloads {
-            msg: payload(self.msg, json, scratch),
             input: payload(self.input, json, scratch),
             output: payload(self.output, json, scratch),
             timer: payload(self.timer, json, scratch),
@@ -278,7 +279,6 @@ impl Line<'_> {
         let mut room = LINE_FIXED
             + scratch.len()
             + self.vector.map_or(0, <[u8]>::len)
-            + self.msg_text.map_or(0, <[u8]>::len)
             + strs.iter().chain(&more).map(|s| str_room(s)).sum::<usize>();
         if let Some(groups) = self.groups {
             room += groups.iter().map(|g| 11 * g.len() + 2).sum::<usize>() + 2;
@@ -314,10 +314,6 @@ impl Line<'_> {
             c.put(b",\"from\":");
             c.num(from.0.into());
         }
-        if let Some(to) = self.to {
-            c.put(b",\"to\":");
-            c.num(to.0.into());
-        }
         if let Some(msg_id) = self.msg_id {
             c.put(b",\"msg_id\":");
             c.num(msg_id);
@@ -325,20 +321,6 @@ impl Line<'_> {
         if let Some(kind) = self.kind {
             c.put(b",\"kind\":");
             c.str(kind);
-        }
-        if let Some(msg) = &payloads.msg {
-            c.put(b",\"msg\":");
-            c.put(&scratch[msg.clone()]);
-        } else if let Some(text) = self.msg_text {
-            c.put(b",\"msg\":");
-            c.put(text);
-        }
-        if let Some(duplicate) = self.duplicate {
-            c.put(if duplicate {
-                b",\"duplicate\":true"
-            } else {
-                b",\"duplicate\":false"
-            });
         }
         if let Some(reason) = self.reason {
             c.put(b",\"reason\":");
@@ -382,9 +364,50 @@ impl Line<'_> {
     }
 }
 
+/// A few bytes of constant text kept for a line: `bytes[..len]`, the rest zeros, so that it is
+/// copied as one fixed-size block and the cursor moved on by `len`.
+#[derive(Clone, Copy)]
+struct Piece<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Piece<N> {
+    fn new(text: &[u8]) -> Piece<N> {
+        let mut bytes = [0; N];
+        bytes[..text.len()].copy_from_slice(text);
+        Piece {
+            bytes,
+            len: text.len(),
+        }
+    }
+}
+
+impl Cursor<'_> {
+    /// Writes `piece`'s text (all `N` bytes stored, the cursor moved past its text only).
+    #[inline(always)]
+    fn piece<const N: usize>(&mut self, piece: &Piece<N>) {
+        self.w[self.p..self.p + N].copy_from_slice(&piece.bytes);
+        self.p += piece.len;
+    }
+}
+
+/// A send or delivery line's text between its time and its Lamport timestamp, per process:
+/// `,"event":"deliver","node":4294967295,"lamport":` at its longest, 47 bytes.
+type NodePrefix = Piece<48>;
+
+/// A process id's digits.
+type IdText = Piece<16>;
+
+/// The bytes a send or delivery line takes at most besides its vector and its tail: its
+/// constant parts and the number written at each place with the 24 bytes of room
+/// [`digits::write_u64`] wants.
+const MSG_LINE_FIXED: usize = 8 + 24 + 16 + 24 + 48 + 24 + 16 + 8 + 16 + 24;
+
 /// Writes the trace lines into a buffer and keeps the observer's clocks. A batch run drains the
 /// buffer into its writer now and then ([`Tracer::drain_into`]); a stepped session keeps it all.
-pub(crate) struct Tracer {
+/// `M` is the algorithm's message type, whose texts are kept by value ([`MsgCache`]).
+pub(crate) struct Tracer<M> {
     buf: Buf,
     seq: u64,
     lamport: Vec<u64>,
@@ -397,14 +420,24 @@ pub(crate) struct Tracer {
     scratch: Vec<u8>,
     /// Stamps of delivered messages, kept for the next sends (no allocation per send).
     spare: Vec<MsgStamp>,
+    /// The last line's time and its digits (the lines of one event share it).
+    time: u64,
+    time_text: Piece<24>,
+    /// Per process (by position): its send and delivery lines' text from the event's name to
+    /// the Lamport timestamp, and its id's digits.
+    send_prefix: Vec<NodePrefix>,
+    deliver_prefix: Vec<NodePrefix>,
+    ids: Vec<IdText>,
+    /// The messages' kinds and JSON by value.
+    msgs: MsgCache<M>,
 }
 
 /// How many delivered messages' stamps [`Tracer`] keeps for reuse at most.
 const SPARE_STAMPS: usize = 1024;
 
-impl Clone for Tracer {
+impl<M> Clone for Tracer<M> {
     /// A copy of the trace so far and of the clocks (a write error is not copied).
-    fn clone(&self) -> Tracer {
+    fn clone(&self) -> Tracer<M> {
         Tracer {
             buf: self.buf.clone(),
             seq: self.seq,
@@ -414,12 +447,34 @@ impl Clone for Tracer {
             json: ValueJson::default(),
             scratch: Vec::new(),
             spare: Vec::new(),
+            time: self.time,
+            time_text: self.time_text,
+            send_prefix: self.send_prefix.clone(),
+            deliver_prefix: self.deliver_prefix.clone(),
+            ids: self.ids.clone(),
+            msgs: MsgCache::default(),
         }
     }
 }
 
-impl Tracer {
-    pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer {
+/// The digits of `v`.
+fn digits_of(v: u64) -> Vec<u8> {
+    itoa::Buffer::new().format(v).as_bytes().to_vec()
+}
+
+impl<M: Message> Tracer<M> {
+    pub(crate) fn new(algorithm: &str, family: &str, ids: &[NodeId], seed: u64) -> Tracer<M> {
+        let prefix = |event: &str, id: NodeId| {
+            let text = [
+                b",\"event\":\"",
+                event.as_bytes(),
+                b"\",\"node\":",
+                &digits_of(id.0.into()),
+                b",\"lamport\":",
+            ]
+            .concat();
+            NodePrefix::new(&text)
+        };
         let mut t = Tracer {
             buf: Buf::default(),
             seq: 0,
@@ -429,6 +484,15 @@ impl Tracer {
             json: ValueJson::default(),
             scratch: Vec::new(),
             spare: Vec::new(),
+            time: 0,
+            time_text: Piece::new(b"0"),
+            send_prefix: ids.iter().map(|&id| prefix("send", id)).collect(),
+            deliver_prefix: ids.iter().map(|&id| prefix("deliver", id)).collect(),
+            ids: ids
+                .iter()
+                .map(|id| IdText::new(&digits_of(id.0.into())))
+                .collect(),
+            msgs: MsgCache::default(),
         };
         let header = Header {
             event: "header",
@@ -536,33 +600,104 @@ impl Tracer {
         self.seq += 1;
     }
 
-    /// A delivery at position `pos` of a message stamped `received` at its send: ticks the
-    /// clocks after merging the stamp's, and writes the line with the new stamps and the
-    /// message's JSON from the stamp (from `msg` when it has none: a message sent untraced).
-    /// The stamp's memory is kept for a later send.
+    /// The digits of `time_ns`, worked out again only when the time moved since the last line.
+    #[inline]
+    fn time_text(&mut self, time_ns: u64) -> Piece<24> {
+        if time_ns != self.time {
+            self.time = time_ns;
+            let mut bytes = [0u8; 24];
+            let len = digits::write_u64(&mut bytes, time_ns);
+            self.time_text = Piece { bytes, len };
+        }
+        self.time_text
+    }
+
+    /// Writes a send or delivery line of the node at `pos`, whose clocks are ticked: its
+    /// prefix, its peer's id after `peer_key` (`,"to":` or `,"from":`), the message's `tail`
+    /// and `end`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn msg_line(
+        &mut self,
+        time_ns: u64,
+        pos: usize,
+        deliver: bool,
+        peer_key: &[u8; 8],
+        peer_key_len: usize,
+        peer: usize,
+        tail: &[u8],
+        end: &[u8],
+    ) {
+        let time = self.time_text(time_ns);
+        let prefix = if deliver {
+            &self.deliver_prefix[pos]
+        } else {
+            &self.send_prefix[pos]
+        };
+        let vector = self.vector[pos].text();
+        let mut c = self
+            .buf
+            .room(MSG_LINE_FIXED + vector.len() + tail.len() + end.len());
+        c.put(b"{\"seq\":");
+        c.num(self.seq);
+        c.put(b",\"time_ns\":");
+        c.piece(&time);
+        c.piece(prefix);
+        c.num(self.lamport[pos]);
+        c.put(b",\"vector\":");
+        c.put(vector);
+        c.w[c.p..c.p + 8].copy_from_slice(peer_key);
+        c.p += peer_key_len;
+        c.piece(&self.ids[peer]);
+        c.put(tail);
+        c.put(end);
+        let p = c.p;
+        self.buf.len += p;
+        self.seq += 1;
+    }
+
+    /// A delivery at position `pos` of message `msg_id`, `msg`, from the node at `from`,
+    /// stamped `received` at its send: ticks the clocks after merging the stamp's, and writes
+    /// the line with the new stamps and the message's text from the stamp (written now when it
+    /// has none: a message sent untraced). The stamp's memory is kept for a later send.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn deliver_event(
         &mut self,
         time: Time,
-        node: NodeId,
         pos: usize,
+        from: usize,
         received: Option<MsgStamp>,
-        msg: &dyn Payload,
-        fill: Line<'_>,
+        msg: &M,
+        msg_id: u64,
+        duplicate: bool,
     ) {
         self.tick(pos, received.as_deref());
-        let line = Line {
-            seq: self.seq,
-            time_ns: time.as_nanos(),
-            event: "deliver",
-            node: Some(node),
-            lamport: Some(self.lamport[pos]),
-            vector: Some(self.vector[pos].text()),
-            msg: if received.is_some() { None } else { Some(msg) },
-            msg_text: received.as_deref().map(|s| &s.msg[..]),
-            ..fill
+        let end: &[u8] = if duplicate {
+            b",\"duplicate\":true}\n"
+        } else {
+            b",\"duplicate\":false}\n"
         };
-        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
-        self.seq += 1;
+        let mut tail = std::mem::take(&mut self.scratch);
+        let stamped = received.as_deref().filter(|s| s.msg_id == msg_id);
+        let text = match stamped {
+            Some(stamp) => &stamp.tail[..],
+            None => {
+                tail.clear();
+                self.write_tail(msg, msg_id, &mut tail);
+                &tail[..]
+            }
+        };
+        self.msg_line(
+            time.as_nanos(),
+            pos,
+            true,
+            b",\"from\":",
+            8,
+            from,
+            text,
+            end,
+        );
+        self.scratch = tail;
         if let Some(stamp) = received {
             if self.spare.len() < SPARE_STAMPS {
                 self.spare.push(stamp);
@@ -570,38 +705,46 @@ impl Tracer {
         }
     }
 
-    /// A send of `msg` at position `pos`: a process event whose stamp the message carries,
-    /// returned with the message's JSON as the line wrote it.
+    /// Writes the tail of a line about message `msg_id`, `msg`: `,"msg_id":7,"kind":...,"msg":...`.
+    #[inline]
+    fn write_tail(&mut self, msg: &M, msg_id: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b",\"msg_id\":");
+        out.extend_from_slice(itoa::Buffer::new().format(msg_id).as_bytes());
+        out.extend_from_slice(self.msgs.text(msg, &mut self.json));
+    }
+
+    /// A send of message `msg_id`, `msg`, from the node at `pos` to the one at `to`: a process
+    /// event whose stamp the message carries, returned with the line's tail as it wrote it.
     pub(crate) fn send_event(
         &mut self,
         time: Time,
-        node: NodeId,
         pos: usize,
-        msg: &dyn Payload,
-        fill: Line<'_>,
+        to: usize,
+        msg: &M,
+        msg_id: u64,
     ) -> MsgStamp {
         let mut stamp = self.spare.pop().unwrap_or_else(|| {
             Box::new(SentStamp {
                 lamport: 0,
                 vector: Vec::with_capacity(self.vector.len()),
-                msg: Vec::new(),
+                msg_id: 0,
+                tail: Vec::new(),
             })
         });
-        stamp.msg.clear();
-        msg.write_json(&mut self.json, &mut stamp.msg);
+        stamp.tail.clear();
+        self.write_tail(msg, msg_id, &mut stamp.tail);
+        stamp.msg_id = msg_id;
         self.tick(pos, None);
-        let line = Line {
-            seq: self.seq,
-            time_ns: time.as_nanos(),
-            event: "send",
-            node: Some(node),
-            lamport: Some(self.lamport[pos]),
-            vector: Some(self.vector[pos].text()),
-            msg_text: Some(&stamp.msg),
-            ..fill
-        };
-        line.write(&mut self.json, &mut self.scratch, &mut self.buf);
-        self.seq += 1;
+        self.msg_line(
+            time.as_nanos(),
+            pos,
+            false,
+            b",\"to\":\0\0",
+            6,
+            to,
+            &stamp.tail,
+            b"}\n",
+        );
         stamp.lamport = self.lamport[pos];
         stamp.vector.clear();
         stamp.vector.extend_from_slice(self.vector[pos].values());
@@ -639,7 +782,7 @@ mod tests {
     use serde_json::Value;
 
     /// The event lines of `tracer` so far, parsed.
-    fn lines(tracer: &Tracer) -> Vec<Value> {
+    fn lines<M: Message>(tracer: &Tracer<M>) -> Vec<Value> {
         std::str::from_utf8(tracer.buffered())
             .unwrap()
             .lines()
@@ -648,41 +791,128 @@ mod tests {
             .collect()
     }
 
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+    enum Msg {
+        Request { ts: u64, z: Vec<u8>, a: String },
+        One(u8),
+    }
+
+    impl Message for Msg {
+        fn kind(&self) -> &'static str {
+            match self {
+                Msg::Request { .. } => "Request",
+                Msg::One(_) => "O\"ne",
+            }
+        }
+    }
+
+    /// The line `serde_json` writes for `fields` (in their order), as the trace's lines were
+    /// first written: by `#[derive(Serialize)]` of a struct of those fields.
+    fn serde_line(fields: &[(&str, Value)]) -> String {
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+
     #[test]
     fn a_delivery_line_carries_the_message_as_its_send_line_wrote_it() {
-        #[derive(Serialize)]
-        enum Msg {
-            Request {
-                ts: u64,
-                z: Vec<u8>,
-                a: &'static str,
-            },
-        }
         let msg = Msg::Request {
             ts: 7,
             z: vec![1, 2],
-            a: "q\"uote",
+            a: "q\"uote".into(),
         };
         let expected = serde_json::to_value(&msg).unwrap();
         let ids = [NodeId(0), NodeId(1)];
         let mut t = Tracer::new("x", "mutex", &ids, 1);
-        let stamp = t.send_event(Time::ZERO, NodeId(0), 0, &msg, Line::default());
+        let stamp = t.send_event(Time::ZERO, 0, 1, &msg, 1);
         // A second send reuses nothing of the first's stamp while it travels.
-        let other = t.send_event(Time::ZERO, NodeId(1), 1, &1u8, Line::default());
-        t.deliver_event(Time::ZERO, NodeId(1), 1, Some(stamp), &msg, Line::default());
+        let other = t.send_event(Time::ZERO, 1, 0, &Msg::One(1), 2);
+        t.deliver_event(Time::ZERO, 1, 0, Some(stamp), &msg, 1, false);
         // A message sent before the trace began has no stamp: its JSON is written at delivery.
-        t.deliver_event(Time::ZERO, NodeId(0), 0, None, &msg, Line::default());
-        t.deliver_event(Time::ZERO, NodeId(0), 0, Some(other), &1u8, Line::default());
+        t.deliver_event(Time::ZERO, 0, 1, None, &msg, 3, true);
+        t.deliver_event(Time::ZERO, 0, 1, Some(other), &Msg::One(1), 2, false);
         let l = lines(&t);
         assert_eq!(l[0]["msg"], expected);
         assert_eq!(l[2]["msg"], expected);
         assert_eq!(l[2]["vector"], serde_json::json!([1, 2]));
         assert_eq!(l[3]["msg"], expected);
-        assert_eq!(l[4]["msg"], serde_json::json!(1));
+        assert_eq!(l[4]["msg"], serde_json::json!({"One": 1}));
         assert_eq!(l[4]["vector"], serde_json::json!([3, 1]));
         // The send line and the delivery line write the same bytes for the message.
         let text = std::str::from_utf8(t.buffered()).unwrap();
         let written = serde_json::to_string(&expected).unwrap();
         assert_eq!(text.matches(&format!("\"msg\":{written}")).count(), 3);
+    }
+
+    #[test]
+    fn send_and_delivery_lines_are_the_fields_serde_wrote() {
+        use serde_json::json;
+        let ids = [NodeId(40), NodeId(7), NodeId(123_456)];
+        let mut t = Tracer::new("x", "mutex", &ids, 1);
+        let one = Msg::One(9);
+        let big = Time::from_nanos(12_345_678_901_234);
+        let s = t.send_event(big, 2, 0, &one, 99_999_999_999);
+        t.send_event(big, 2, 1, &one, 5);
+        t.deliver_event(
+            Time::from_nanos(u64::MAX),
+            0,
+            2,
+            Some(s),
+            &one,
+            99_999_999_999,
+            true,
+        );
+        let text = std::str::from_utf8(t.buffered()).unwrap();
+        let got: Vec<&str> = text.lines().skip(1).collect();
+        let kind = json!("O\"ne");
+        let m = json!({"One": 9});
+        assert_eq!(
+            got[0],
+            serde_line(&[
+                ("seq", json!(0)),
+                ("time_ns", json!(12_345_678_901_234u64)),
+                ("event", json!("send")),
+                ("node", json!(123_456)),
+                ("lamport", json!(1)),
+                ("vector", json!([0, 0, 1])),
+                ("to", json!(40)),
+                ("msg_id", json!(99_999_999_999u64)),
+                ("kind", kind.clone()),
+                ("msg", m.clone()),
+            ])
+        );
+        assert_eq!(
+            got[1],
+            serde_line(&[
+                ("seq", json!(1)),
+                ("time_ns", json!(12_345_678_901_234u64)),
+                ("event", json!("send")),
+                ("node", json!(123_456)),
+                ("lamport", json!(2)),
+                ("vector", json!([0, 0, 2])),
+                ("to", json!(7)),
+                ("msg_id", json!(5)),
+                ("kind", kind.clone()),
+                ("msg", m.clone()),
+            ])
+        );
+        assert_eq!(
+            got[2],
+            serde_line(&[
+                ("seq", json!(2)),
+                ("time_ns", json!(u64::MAX)),
+                ("event", json!("deliver")),
+                ("node", json!(40)),
+                ("lamport", json!(2)),
+                ("vector", json!([1, 0, 1])),
+                ("from", json!(123_456)),
+                ("msg_id", json!(99_999_999_999u64)),
+                ("kind", kind),
+                ("msg", m),
+                ("duplicate", json!(true)),
+            ])
+        );
     }
 }

@@ -71,15 +71,26 @@ pub(crate) fn ascii8(v: u64) -> u64 {
 
 /// Writes `v` in decimal at the start of `out` and returns how many bytes it took; `out` has
 /// room for 24 bytes, of which the ones past the digits may be written too (a line writes
-/// them over with what follows).
-#[inline]
+/// them over with what follows). A number below 10^8 (a line's `seq`, Lamport timestamp, ids)
+/// is written inline; a longer one by a call.
+#[inline(always)]
 pub(crate) fn write_u64(out: &mut [u8], v: u64) -> usize {
-    let n = len_u64(v);
     if v < 100_000_000 {
         // The `n` digits of eight moved to the word's start, all eight bytes stored.
+        let n = len_u64(v);
         let word = ascii8(v) >> (8 * (8 - n));
         out[..8].copy_from_slice(&word.to_le_bytes());
-    } else if v < 10_000_000_000_000_000 {
+        n
+    } else {
+        write_u64_long(out, v)
+    }
+}
+
+/// [`write_u64`] of a number of nine digits or more.
+#[inline(never)]
+fn write_u64_long(out: &mut [u8], v: u64) -> usize {
+    let n = len_u64(v);
+    if v < 10_000_000_000_000_000 {
         let (high, low) = (v / 100_000_000, v % 100_000_000);
         let m = n - 8;
         let word = ascii8(high) >> (8 * (8 - m));
