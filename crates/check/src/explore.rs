@@ -9,7 +9,7 @@
 //! its own scratch state and memo of handler calls ([`Worker`]).
 
 use crate::model::{lock, Checkable, Eff, Effects, Model, Move, Spec, St, Violation, Worker};
-use crate::visited::{Probe, Visited};
+use crate::visited::{shard_of, Probe, Visited, SHARDS};
 use crate::{
     Action, Bound, CheckError, Counterexample, Outcome, Progress, Property, Stats, Step,
     StepEffect, Transition, Verdict,
@@ -17,6 +17,7 @@ use crate::{
 use distsync_core::{Algorithm, Message, NodeId};
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use std::time::Instant;
@@ -168,6 +169,13 @@ struct Expanded {
     enabled: Vec<u64>,
     /// Per parent, in order: where its successors and its enabled identities end.
     ends: Vec<(usize, usize)>,
+    /// The successors' positions in `succs` grouped by the visited shard of their
+    /// fingerprint, each group in order; `shard_ends[s]` is where shard `s`'s group ends.
+    by_shard: Vec<u32>,
+    shard_ends: [u32; SHARDS],
+    /// Per successor, what its shard's lookup found (a state's index, or tagged [`NEW`] or
+    /// [`AGAIN`]); written by the shard's thread, read by the merge.
+    found: Vec<AtomicU64>,
 }
 
 /// Emptied [`Expanded`] buffers, handed back by the merge for the next chunks to fill: a chunk
@@ -181,6 +189,37 @@ impl Expanded {
         self.succs.clear();
         self.enabled.clear();
         self.ends.clear();
+        self.by_shard.clear();
+        self.found.clear();
+    }
+
+    /// Groups the successors by shard ([`Expanded::by_shard`]) and makes room for what their
+    /// lookups find.
+    fn group_by_shard(&mut self) {
+        let mut starts = [0u32; SHARDS];
+        for s in &self.succs {
+            starts[shard_of(s.fp)] += 1;
+        }
+        let mut at = 0;
+        for (start, end) in starts.iter_mut().zip(&mut self.shard_ends) {
+            at += *start;
+            *end = at;
+            *start = at - *start;
+        }
+        self.by_shard.resize(self.succs.len(), 0);
+        for (j, s) in self.succs.iter().enumerate() {
+            let at = &mut starts[shard_of(s.fp)];
+            self.by_shard[*at as usize] = j as u32;
+            *at += 1;
+        }
+        self.found
+            .resize_with(self.succs.len(), || AtomicU64::new(0));
+    }
+
+    /// The positions in `succs` of the successors in shard `s`, in order.
+    fn in_shard(&self, s: usize) -> &[u32] {
+        let start = if s == 0 { 0 } else { self.shard_ends[s - 1] };
+        &self.by_shard[start as usize..self.shard_ends[s] as usize]
     }
 
     /// Where parent `p`'s successors and enabled identities are, in `succs` and `enabled`.
@@ -191,13 +230,15 @@ impl Expanded {
     }
 }
 
-/// Expands the states `parents` of `level` into one [`Expanded`] (a spare one, if any).
+/// Expands the states `parents` of `level` into one [`Expanded`] (a spare one, if any), its
+/// successors `grouped` by visited shard for lookups on several threads.
 fn expand_chunk<A, S>(
     model: &Model<'_, A, S>,
     w: &mut Worker<A>,
     level: &Level,
     parents: std::ops::Range<usize>,
     spares: &Spares,
+    grouped: bool,
 ) -> Expanded
 where
     A: Checkable + Algorithm,
@@ -209,6 +250,9 @@ where
     for i in parents {
         expand(model, w, level.get(i), &mut ex);
         ex.ends.push((ex.succs.len(), ex.enabled.len()));
+    }
+    if grouped {
+        ex.group_by_shard();
     }
     ex
 }
@@ -229,6 +273,9 @@ where
     ex.succs.reserve(moves.len());
     let enabled_start = ex.enabled.len();
     let mut sink = Effects::sink();
+    for &m in &moves {
+        model.prefetch_call(w, &st, m);
+    }
     for (k, &m) in moves.iter().enumerate() {
         let fair = if liveness { model.fair_id(&st, m) } else { 0 };
         if fair != 0 && !ex.enabled[enabled_start..].contains(&fair) {
@@ -373,7 +420,7 @@ where
     }
     let mut graph = Graph {
         parents_of: vec![(u32::MAX, u32::MAX)],
-        visited: Visited::default(),
+        visited: (0..SHARDS).map(|_| Shard::default()).collect(),
         edges: Vec::new(),
         goal: vec![root_goal],
         live: Live {
@@ -387,8 +434,10 @@ where
         depth: 0,
         stopped: false,
     };
-    if let Probe::Vacant(slot) = graph.visited.probe(root_key) {
-        graph.visited.insert(slot, root_key, 0);
+    let root_shard = &mut graph.visited[shard_of(root_key)].table;
+    root_shard.reserve(1);
+    if let Probe::Vacant(slot) = root_shard.probe(root_key) {
+        root_shard.insert(slot, root_key, 0);
     }
 
     // Both at once: `serial` on this thread, `parallel` on the pool (and on this thread, once
@@ -423,7 +472,16 @@ where
         // The chunks of the batch from chunk `c0` on, expanded (in parallel).
         let expand_batch = |c0: usize| -> Vec<Expanded> {
             each(threads, c0..(c0 + BATCH).min(chunks), |c| {
-                workers.with(|w| expand_chunk(model, w, &level, chunk_states(c, count), &spares))
+                workers.with(|w| {
+                    expand_chunk(
+                        model,
+                        w,
+                        &level,
+                        chunk_states(c, count),
+                        &spares,
+                        threads > 1,
+                    )
+                })
             })
         };
         // A batch's new states, judged (in parallel, a chunk's worth to a task).
@@ -474,6 +532,7 @@ where
                             config,
                             &spares,
                             std::mem::take(&mut spare_fresh),
+                            threads,
                         ));
                     }
                 },
@@ -617,8 +676,8 @@ where
 
 /// The explored graph, as the merge builds it.
 struct Graph {
-    /// Every state's index, by its fingerprint.
-    visited: Visited,
+    /// Every state's index, by its fingerprint, in [`SHARDS`] shards.
+    visited: Vec<Shard>,
     /// Parent index and the move (its position in the parent's enabled list), by state index.
     parents_of: Vec<(u32, u32)>,
     /// For the progress analysis: every edge between state indices, and the goal states.
@@ -647,9 +706,65 @@ fn path(parents: &[(u32, u32)], idx: u32, last: Option<u32>) -> Vec<u32> {
     moves
 }
 
+/// One shard of the visited table, and the slots of the new states the merge numbered since
+/// its last lookups (their values are set to the states' indices before its next ones).
+#[derive(Default)]
+struct Shard {
+    table: Visited,
+    pending: Vec<(usize, u32)>,
+}
+
+/// What a successor's lookup found, in [`Expanded::found`]: a known state's index (tag 0), a
+/// new state and its slot in the shard (tag [`NEW`]), or the same new state as an earlier
+/// successor of the batch, by chunk (bits 32 to 61) and position (tag [`AGAIN`]).
+const NEW: u64 = 1 << 62;
+const AGAIN: u64 = 2 << 62;
+const TAGS: u64 = 3 << 62;
+
+/// A value in the visited table that is not yet a state's index: the first successor of the
+/// batch with that fingerprint, by chunk (bits 32 to 62) and position. The merge numbers it and
+/// the shard's next lookups set the index ([`Shard::pending`]).
+const PROVISIONAL: u64 = 1 << 63;
+
+/// Looks up every successor of `expanded` in shard `s` of the visited table, in order, and
+/// inserts the new ones with provisional values: the batch's work on that shard, which no other
+/// shard's touches.
+fn look_up_shard(shard: &mut Shard, s: usize, expanded: &[Expanded]) {
+    let table = &mut shard.table;
+    for (slot, child) in shard.pending.drain(..) {
+        table.set(slot, u64::from(child));
+    }
+    table.reserve(expanded.iter().map(|ex| ex.in_shard(s).len()).sum());
+    let order = expanded
+        .iter()
+        .enumerate()
+        .flat_map(|(e, ex)| ex.in_shard(s).iter().map(move |&j| (e, j as usize)));
+    // The slot of the successor `AHEAD` lookups on is asked for before each lookup.
+    let mut ahead = order.clone();
+    for (e, j) in ahead.by_ref().take(AHEAD) {
+        table.prefetch(expanded[e].succs[j].fp);
+    }
+    for (e, j) in order {
+        if let Some((e2, j2)) = ahead.next() {
+            table.prefetch(expanded[e2].succs[j2].fp);
+        }
+        let fp = expanded[e].succs[j].fp;
+        let found = match table.probe(fp) {
+            Probe::Known(v) if v & PROVISIONAL != 0 => AGAIN | (v & !PROVISIONAL),
+            Probe::Known(v) => v,
+            Probe::Vacant(slot) => {
+                table.insert(slot, fp, PROVISIONAL | (e as u64) << 32 | j as u64);
+                NEW | slot as u64
+            }
+        };
+        expanded[e].found[j].store(found, Ordering::Relaxed);
+    }
+}
+
 /// Merges the expanded chunks of the batch from chunk `c0` on of `level` (at `depth`) into
 /// `graph`, in order, until a chunk stops it: the batch's new states (in `fresh`, empty), and
-/// each chunk's figures.
+/// each chunk's figures. The visited shards are looked up first, each on its own (in parallel
+/// on more than one thread); then one thread numbers the new states and links them, in order.
 #[allow(clippy::too_many_arguments)]
 fn merge(
     graph: &mut Graph,
@@ -660,14 +775,35 @@ fn merge(
     config: &crate::Config,
     spares: &Spares,
     mut fresh: Level,
+    threads: usize,
 ) -> (Level, Vec<Merged>) {
+    // On one thread the merge looks each successor up itself (the lookups ahead of it would
+    // only add work: 7% more instructions).
+    let parallel = threads > 1;
+    if parallel {
+        graph
+            .visited
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(s, shard)| look_up_shard(shard, s, &expanded));
+    }
     let count = level.states.len();
     let mut merged: Vec<Merged> = Vec::new();
-    // The successor whose slot in the visited table is asked for next: `AHEAD` successors
+    // On one thread: the successor whose visited slot is asked for next, `AHEAD` successors
     // before its lookup, across chunks.
     let mut ahead = (0usize, 0usize);
-    for _ in 0..AHEAD {
-        prefetch_next(&graph.visited, &expanded, &mut ahead);
+    if !parallel {
+        // Room for every successor of the batch in its shard, made once.
+        let mut incoming = [0usize; SHARDS];
+        for s in expanded.iter().flat_map(|ex| &ex.succs) {
+            incoming[shard_of(s.fp)] += 1;
+        }
+        for (shard, extra) in graph.visited.iter_mut().zip(incoming) {
+            shard.table.reserve(extra);
+        }
+        for _ in 0..AHEAD {
+            prefetch_next(&graph.visited, &expanded, &mut ahead);
+        }
     }
     for e in 0..expanded.len() {
         let c = c0 + e;
@@ -687,42 +823,66 @@ fn merge(
                     .extend_from_slice(&expanded[e].enabled[enabled]);
             }
             for j in succs {
-                prefetch_next(&graph.visited, &expanded, &mut ahead);
-                let ex = &mut expanded[e];
-                let s = &mut ex.succs[j];
+                if !parallel {
+                    prefetch_next(&graph.visited, &expanded, &mut ahead);
+                }
+                let s = &mut expanded[e].succs[j];
                 graph.transitions += 1;
                 if let Some(v) = s.on_move.take() {
                     graph.depth = graph.depth.max(depth + 1);
                     move_violation = Some((v, path(&graph.parents_of, idx, Some(s.k))));
                     break 'merge;
                 }
-                let slot = match graph.visited.probe(s.fp) {
-                    Probe::Known(known) => {
-                        graph.edges.push((idx, known));
-                        if config.liveness {
-                            graph.live.edge_info.push((s.fair, s.k));
-                        }
-                        continue;
+                let (k, fair, fp, bytes) = (s.k, s.fair, s.fp, s.start..s.end);
+                let found = if parallel {
+                    *expanded[e].found[j].get_mut()
+                } else {
+                    match graph.visited[shard_of(fp)].table.probe(fp) {
+                        Probe::Known(v) => v,
+                        Probe::Vacant(slot) => NEW | slot as u64,
                     }
-                    Probe::Vacant(slot) => slot,
                 };
+                let known = match found & TAGS {
+                    0 => Some(found as u32),
+                    AGAIN => {
+                        // Numbered when that earlier successor was merged.
+                        let (e2, j2) = (((found & !TAGS) >> 32) as usize, found as u32 as usize);
+                        let first = *expanded[e2].found[j2].get_mut();
+                        debug_assert_eq!(first & TAGS, 0, "numbered before");
+                        Some(first as u32)
+                    }
+                    _ => None,
+                };
+                if let Some(known) = known {
+                    graph.edges.push((idx, known));
+                    if config.liveness {
+                        graph.live.edge_info.push((fair, k));
+                    }
+                    continue;
+                }
                 if graph.states >= config.bounds.max_states {
                     bound_hit = true;
                     break 'merge;
                 }
                 let child = graph.parents_of.len() as u32;
-                graph.visited.insert(slot, s.fp, child);
-                graph.parents_of.push((idx, s.k));
+                let (shard, slot) = (&mut graph.visited[shard_of(fp)], (found & !TAGS) as usize);
+                if parallel {
+                    shard.pending.push((slot, child));
+                    *expanded[e].found[j].get_mut() = u64::from(child);
+                } else {
+                    shard.table.insert(slot, fp, u64::from(child));
+                }
+                graph.parents_of.push((idx, k));
                 graph.edges.push((idx, child));
                 graph.goal.push(false);
                 if config.liveness {
-                    graph.live.edge_info.push((s.fair, s.k));
+                    graph.live.edge_info.push((fair, k));
                     graph.live.waiting.push(0);
                     graph.live.enabled_at.push((0, 0));
                 }
                 graph.states += 1;
                 graph.depth = graph.depth.max(depth + 1);
-                fresh.push(&ex.bytes[s.start..s.end], child);
+                fresh.push(&expanded[e].bytes[bytes], child);
             }
         }
         let stop = move_violation.is_some() || bound_hit;
@@ -735,27 +895,30 @@ fn merge(
             transitions: graph.transitions,
             depth: graph.depth,
         });
-        let mut ex = std::mem::take(&mut expanded[e]);
-        ex.clear();
-        lock(spares).push(ex);
         if stop {
             graph.stopped = true;
             break;
         }
     }
+    // The buffers, emptied, for the chunks to come (an AGAIN may point into any earlier chunk
+    // of the batch, so they are handed back only now).
+    let mut spare = lock(spares);
+    for mut ex in expanded {
+        ex.clear();
+        spare.push(ex);
+    }
     (fresh, merged)
 }
 
-/// Successors looked ahead of in the merge: their visited slots are asked for this many
-/// lookups before their own.
+/// Lookups ahead of which a successor's visited slot is asked for.
 const AHEAD: usize = 16;
 
 /// Asks for the visited slot of the successor at `at` (chunk, successor) of `expanded`, and
 /// moves `at` to the next one.
-fn prefetch_next(visited: &Visited, expanded: &[Expanded], at: &mut (usize, usize)) {
+fn prefetch_next(visited: &[Shard], expanded: &[Expanded], at: &mut (usize, usize)) {
     while let Some(ex) = expanded.get(at.0) {
         if let Some(s) = ex.succs.get(at.1) {
-            visited.prefetch(s.fp);
+            visited[shard_of(s.fp)].table.prefetch(s.fp);
             at.1 += 1;
             return;
         }
@@ -955,10 +1118,44 @@ fn fair_cycle(
     None
 }
 
+/// Sweeps over the edges before [`cannot_finish`] searches backwards instead.
+const SWEEPS: usize = 4;
+
+/// Marks the source of every edge, taken in the order given, whose target reaches a goal;
+/// whether any mark is new.
+fn sweep<'a>(edges: impl Iterator<Item = &'a (u32, u32)>, reaches: &mut [bool]) -> bool {
+    let mut changed = false;
+    for &(from, to) in edges {
+        if reaches[to as usize] && !reaches[from as usize] {
+            reaches[from as usize] = true;
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// The first state (in BFS order, so one of the shallowest) from which no path reaches a goal
 /// state, or `None` if the goal stays reachable from everywhere.
 fn cannot_finish(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
     let n = done.len();
+    let mut reaches = done.to_vec();
+    // The edges are in BFS order of their sources, and most lead deeper: walking them from
+    // the last to the first, each state takes what its successors reach, which settles most
+    // states in one sweep; a sweep from the first to the last then carries it along the edges
+    // that lead back, and so on, alternating; a sweep that changes nothing means every state
+    // is settled. Only if a few sweeps do not settle it are the edges turned around and
+    // searched from the goal states (each sweep reads the edges in order and the flags, a few
+    // megabytes; turning them around scatters them).
+    for k in 0..SWEEPS {
+        let changed = if k % 2 == 0 {
+            sweep(edges.iter().rev(), &mut reaches)
+        } else {
+            sweep(edges.iter(), &mut reaches)
+        };
+        if !changed {
+            return reaches.iter().position(|&r| !r).map(|i| i as u32);
+        }
+    }
     let mut start = vec![0u32; n + 1];
     for &(_, to) in edges {
         start[to as usize + 1] += 1;
@@ -972,8 +1169,8 @@ fn cannot_finish(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
         into[fill[to as usize] as usize] = from;
         fill[to as usize] += 1;
     }
-    let mut reaches = done.to_vec();
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| done[i as usize]).collect();
+    // Every state known to reach a goal is a start of the search.
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| reaches[i as usize]).collect();
     while let Some(s) = stack.pop() {
         for &p in &into[start[s as usize] as usize..start[s as usize + 1] as usize] {
             if !reaches[p as usize] {
@@ -1226,4 +1423,69 @@ where
 #[allow(dead_code)]
 pub(crate) fn ids_of<A: Checkable, S: Spec<A>>(model: &Model<'_, A, S>) -> Vec<NodeId> {
     model.ids().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The states that reach a goal, by repeating "a state reaches one if a successor does"
+    /// until nothing changes: what `cannot_finish` must agree with.
+    fn reference(edges: &[(u32, u32)], done: &[bool]) -> Option<u32> {
+        let mut reaches = done.to_vec();
+        loop {
+            let before = reaches.clone();
+            for &(from, to) in edges {
+                reaches[from as usize] |= reaches[to as usize];
+            }
+            if reaches == before {
+                return reaches.iter().position(|&r| !r).map(|i| i as u32);
+            }
+        }
+    }
+
+    #[test]
+    fn cannot_finish_agrees_with_the_fixpoint_with_few_and_many_back_edges() {
+        // A chain 0 -> 1 -> ... -> 9 whose goal is reached only from state 0, through back
+        // edges k -> k-1: the first sweep (from the last edge) settles only state 1, the
+        // second (from the first) carries it up the chain.
+        let mut edges: Vec<(u32, u32)> = (0..9).map(|k| (k, k + 1)).collect();
+        edges.extend((1..10).map(|k| (k, k - 1)));
+        edges.sort_unstable();
+        let mut done = vec![false; 10];
+        done[0] = true;
+        assert_eq!(cannot_finish(&edges, &done), None);
+        assert_eq!(cannot_finish(&edges, &done), reference(&edges, &done));
+        // Forward edges only, goal at the end: one sweep settles it.
+        let forward: Vec<(u32, u32)> = (0..9).map(|k| (k, k + 1)).collect();
+        let mut done = vec![false; 10];
+        done[9] = true;
+        assert_eq!(cannot_finish(&forward, &done), None);
+        // States that cannot finish: 2 leads only to 4, which only loops on itself.
+        let mut edges = vec![(0, 1), (0, 2), (1, 3), (2, 4), (4, 4), (3, 5), (5, 1)];
+        edges.sort_unstable();
+        let mut done = vec![false; 6];
+        done[3] = true;
+        assert_eq!(cannot_finish(&edges, &done), Some(2));
+        assert_eq!(cannot_finish(&edges, &done), reference(&edges, &done));
+        // Pseudo-random graphs, BFS-like (edges sorted by source), against the reference: their
+        // paths to a goal go up and down the indices, some more often than `SWEEPS` sweeps
+        // settle, so the search over the reversed edges runs too.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..200 {
+            let n = 2 + next(40) as usize;
+            let mut edges: Vec<(u32, u32)> = (0..n * 2)
+                .map(|_| (next(n as u64) as u32, next(n as u64) as u32))
+                .collect();
+            edges.sort_unstable();
+            let done: Vec<bool> = (0..n).map(|_| next(7) == 0).collect();
+            assert_eq!(cannot_finish(&edges, &done), reference(&edges, &done));
+        }
+    }
 }

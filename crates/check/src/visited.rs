@@ -1,14 +1,25 @@
-//! The visited table: every state's index by its 128-bit fingerprint, in one flat array of
-//! 24-byte slots (open addressing, linear probing). A lookup reads one slot, usually in one
-//! cache line, where a general hash map reads a control byte and then its bucket (two cache
-//! misses on a table of millions of states); and the merge asks for the slot of the successor
-//! a few places ahead ([`Visited::prefetch`]) so that its line is on its way while the ones
-//! before it are looked up.
+//! The visited table: every state's index by its 128-bit fingerprint, split into
+//! [`SHARDS`] tables by the fingerprint's top bits, each one flat array of 24-byte slots (open
+//! addressing, linear probing). A lookup reads one slot, usually in one cache line, where a
+//! general hash map reads a control byte and then its bucket (two cache misses on a table of
+//! millions of states); and the merge asks for the slot of the successor a few places ahead
+//! ([`Visited::prefetch`]) so that its line is on its way while the ones before it are looked
+//! up. The shards share nothing, so that each thread looks up and inserts into its own (see
+//! the explorer's merge).
 
-/// A slot: the fingerprint's low and high words, and the state's index plus one (0: empty).
+/// A slot: the fingerprint's low and high words, and its value plus one (0: empty).
 type Slot = [u64; 3];
 
-/// Fingerprints to state indices, never removed.
+/// The number of shards (a power of two); a fingerprint's shard is its top bits.
+pub(crate) const SHARDS: usize = 16;
+
+/// The shard of fingerprint `fp`.
+#[inline]
+pub(crate) fn shard_of(fp: u128) -> usize {
+    (fp >> (128 - SHARDS.trailing_zeros())) as usize
+}
+
+/// One shard: fingerprints to values (below `u64::MAX`), never removed.
 pub(crate) struct Visited {
     /// A power of two of slots, zeroed (empty) at allocation.
     slots: Vec<Slot>,
@@ -17,15 +28,15 @@ pub(crate) struct Visited {
     len: usize,
 }
 
-/// Where a fingerprint is, or where it would go.
+/// Where a fingerprint is (its value), or where it would go.
 pub(crate) enum Probe {
-    Known(u32),
+    Known(u64),
     Vacant(usize),
 }
 
 impl Default for Visited {
     fn default() -> Self {
-        Visited::with_slots(1 << 10)
+        Visited::with_slots(1 << 8)
     }
 }
 
@@ -64,13 +75,19 @@ impl Visited {
         let _ = fp;
     }
 
-    /// The index of `fp` if it is known, or the slot where [`Visited::insert`] puts it. The
-    /// slot stays valid until that insert (the table grows here, before the probe).
-    pub fn probe(&mut self, fp: u128) -> Probe {
-        // At most 5/8 full: a miss reads 3 slots on average, a hit 1.8.
-        if (self.len + 1) * 8 > self.slots.len() * 5 {
+    /// Makes room for `extra` more fingerprints: at most 5/8 full after them (a miss then
+    /// reads 3 slots on average, a hit 1.8). Slots given by [`Visited::probe`] before this are
+    /// no longer valid.
+    pub fn reserve(&mut self, extra: usize) {
+        while (self.len + extra) * 8 > self.slots.len() * 5 {
             self.grow();
         }
+    }
+
+    /// The value of `fp` if it is known, or the slot where [`Visited::insert`] puts it. The
+    /// slot stays valid until the table grows ([`Visited::reserve`]); the inserts since the
+    /// last reserve must stay within it.
+    pub fn probe(&self, fp: u128) -> Probe {
         let (lo, hi) = (fp as u64, (fp >> 64) as u64);
         let mask = self.slots.len() - 1;
         let mut i = self.home(fp);
@@ -80,17 +97,24 @@ impl Visited {
                 return Probe::Vacant(i);
             }
             if s[0] == lo && s[1] == hi {
-                return Probe::Known((s[2] - 1) as u32);
+                return Probe::Known(s[2] - 1);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Puts `fp` with index `idx` in the slot [`Visited::probe`] gave for it.
-    pub fn insert(&mut self, slot: usize, fp: u128, idx: u32) {
+    /// Puts `fp` with `value` in the slot [`Visited::probe`] gave for it.
+    pub fn insert(&mut self, slot: usize, fp: u128, value: u64) {
         debug_assert_eq!(self.slots[slot][2], 0);
-        self.slots[slot] = [fp as u64, (fp >> 64) as u64, u64::from(idx) + 1];
+        debug_assert!((self.len + 1) * 8 <= self.slots.len() * 5, "reserved");
+        self.slots[slot] = [fp as u64, (fp >> 64) as u64, value + 1];
         self.len += 1;
+    }
+
+    /// Changes the value of the fingerprint in `slot` (one inserted since the last reserve).
+    pub fn set(&mut self, slot: usize, value: u64) {
+        debug_assert_ne!(self.slots[slot][2], 0);
+        self.slots[slot][2] = value + 1;
     }
 
     /// Twice the slots, every entry moved to its place in them.
@@ -125,17 +149,53 @@ mod tests {
         let mut v = Visited::default();
         let fp = |i: u64| u128::from(i.wrapping_mul(0x2545_f491_4f6c_dd1d)) << 64 | u128::from(i);
         for i in 0..10_000u64 {
+            v.reserve(1);
             match v.probe(fp(i)) {
-                Probe::Vacant(slot) => v.insert(slot, fp(i), i as u32),
+                Probe::Vacant(slot) => v.insert(slot, fp(i), i),
                 Probe::Known(_) => panic!("{i} was not inserted yet"),
             }
         }
         assert_eq!(v.len(), 10_000);
         for i in 0..10_000u64 {
-            assert!(matches!(v.probe(fp(i)), Probe::Known(k) if k == i as u32));
+            assert!(matches!(v.probe(fp(i)), Probe::Known(k) if k == i));
         }
         // Same low word, different high word: a different fingerprint.
         assert!(matches!(v.probe(fp(7) ^ 1 << 100), Probe::Vacant(_)));
         assert!(matches!(v.probe(fp(10_000)), Probe::Vacant(_)));
+    }
+
+    #[test]
+    fn a_value_set_after_insert_is_found_and_reserve_keeps_every_entry() {
+        let mut v = Visited::default();
+        let fps: Vec<u128> = (1..=300u128)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))
+            .collect();
+        v.reserve(fps.len());
+        let mut slots = Vec::new();
+        for (i, &fp) in fps.iter().enumerate() {
+            let Probe::Vacant(slot) = v.probe(fp) else {
+                panic!("{i} is new")
+            };
+            v.insert(slot, fp, 1 << 63 | i as u64);
+            slots.push(slot);
+        }
+        for (i, &slot) in slots.iter().enumerate() {
+            v.set(slot, i as u64 * 2);
+        }
+        v.reserve(10_000);
+        for (i, &fp) in fps.iter().enumerate() {
+            assert!(matches!(v.probe(fp), Probe::Known(k) if k == i as u64 * 2));
+        }
+    }
+
+    #[test]
+    fn every_shard_is_used() {
+        let mut seen = [false; SHARDS];
+        for i in 0..1000u128 {
+            seen[shard_of(i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert_eq!(shard_of(u128::MAX), SHARDS - 1);
+        assert_eq!(shard_of(0), 0);
     }
 }
