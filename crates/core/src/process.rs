@@ -254,6 +254,13 @@ impl<'a, P: Process + ?Sized> Ctx<'a, P> {
     pub fn rules(&self) -> Rules {
         self.rules.unwrap_or_default()
     }
+
+    /// Whether this context keeps the rules its handler names (not after
+    /// [`Ctx::without_rules`]): a wrapper that runs another algorithm's handler in a context of
+    /// its own keeps them there only if so.
+    pub fn keeps_rules(&self) -> bool {
+        self.rules.is_some()
+    }
 }
 
 #[cfg(test)]

@@ -189,8 +189,8 @@ fn a_stepped_session_carries_the_same_warnings_as_the_batch_run() {
     assert!(view.get("warnings").is_none(), "{view}");
 }
 
-/// A ring written as `distsync_sim::bench::ring_election` writes it (an `ids` list in a random
-/// order and one `elect` event per process, no `[limits]` table), every process starting.
+/// A ring written as `distsync_sim::bench::ring_election` writes it (`nodes = n` in a random
+/// order and one `elect = "all"` event, no `[limits]` table), every process starting.
 fn ring_of(algorithm: &str, n: u32, limits: &str) -> Report {
     let mut s = distsync_sim::bench::ring_election(algorithm, n, 7);
     if !limits.is_empty() {

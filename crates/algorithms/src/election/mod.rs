@@ -65,11 +65,54 @@ pub(crate) fn nested_apart<A: Process, P: Process + ?Sized>(
     effects.clear();
     let (id, peers, now, recovered) = (ctx.id(), ctx.peers(), ctx.now(), ctx.recovered());
     let position = ctx.position();
+    let keeps_rules = ctx.keeps_rules();
     let mut inner_ctx = Ctx::new(id, peers, now, recovered, ctx.rng(), &mut effects);
+    if !keeps_rules {
+        // Nothing reads them (a batch run): naming them was 2% of a ring election's
+        // instructions.
+        inner_ctx = inner_ctx.without_rules();
+    }
     if let Some(p) = position {
         inner_ctx = inner_ctx.at_position(p);
     }
     handler(inner, &mut inner_ctx);
     let rules = inner_ctx.rules();
     (effects, rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::election::ChangRoberts;
+    use distsync_core::election::Input;
+    use distsync_core::{Algorithm, NodeId, Params, Peers, Time};
+    use rand_core::SeedableRng;
+
+    /// A wrapped algorithm names its rules in a context of its own: kept when the runtime
+    /// keeps the outer context's (a stepped session shows them), not otherwise (a batch run).
+    #[test]
+    fn a_wrapped_handler_keeps_its_rules_only_where_the_runtime_reads_them() {
+        let peers = Peers::range(3);
+        let inner = ChangRoberts::new(NodeId(1), &peers, &Params::default());
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+        for keep in [true, false] {
+            let mut outer: Vec<EffectOf<ChangRoberts>> = Vec::new();
+            let ctx = Ctx::<ChangRoberts>::new(
+                NodeId(1),
+                &peers,
+                Time::ZERO,
+                false,
+                &mut rng,
+                &mut outer,
+            );
+            let mut ctx = if keep { ctx } else { ctx.without_rules() };
+            let mut inner_fresh = inner.clone();
+            let (effects, rules) =
+                nested_apart(&mut ctx, &mut inner_fresh, &mut Vec::new(), |a, c| {
+                    a.on_input(Input::Start, c)
+                });
+            assert_eq!(effects.len(), 2, "{effects:?}"); // T' and the election message
+            assert_eq!(rules.as_slice(), if keep { &["2", "3"][..] } else { &[] });
+        }
+    }
 }
