@@ -357,6 +357,9 @@ pub struct Core<P: Process> {
     chain_excludes: Vec<&'static str>,
     /// Every kind sent so far (a name spelled at two addresses has two entries).
     kinds: Vec<KindInfo>,
+    /// The entry in `kinds` of the kinds last sent, by the address of their names (see
+    /// [`Core::kind_info`]): (address, length, entry), the address 0 where none is kept.
+    kind_cache: [(usize, usize, usize); KIND_CACHE],
     violations: Vec<Violation>,
     suppressed_violations: u64,
     tracer: Option<Tracer<P::Msg>>,
@@ -367,6 +370,9 @@ pub struct Core<P: Process> {
     /// The reliable link layer's traffic, when the scenario asks for reliable links.
     link: Option<LinkReport>,
 }
+
+/// Places in `Core::kind_cache` (a power of two).
+const KIND_CACHE: usize = 32;
 
 /// The most violations a report lists; further ones are counted in a final entry.
 const MAX_VIOLATIONS: usize = 100;
@@ -726,21 +732,41 @@ impl<P: Process> Core<P> {
         }
     }
 
-    /// The entry of `kind` in `kinds`. Few kinds per algorithm: a scan comparing addresses,
-    /// through every entry and without a branch on each comparison (each address is there at
-    /// most once): stopping at the match was a mispredicted branch for every other message of
-    /// ricart-agrawala, whose Requests and Replies come in no order a predictor follows.
+    /// The entry of `kind` in `kinds`, found by the address of its name in `kind_cache`: one
+    /// comparison, where a scan of every kind was about 30 instructions per message (and a
+    /// scan that stopped at the match was a mispredicted branch for every other message of
+    /// ricart-agrawala, whose Requests and Replies come in no order a predictor follows).
     #[inline]
     fn kind_info(&mut self, kind: &'static str) -> usize {
-        let mut found = usize::MAX;
-        for (i, k) in self.kinds.iter().enumerate() {
-            found = if std::ptr::eq(k.name, kind) { i } else { found };
-        }
-        if found == usize::MAX {
-            self.new_kind(kind)
+        let (addr, len) = (kind.as_ptr() as usize, kind.len());
+        let at = Self::kind_cache_slot(addr);
+        let (a, l, info) = self.kind_cache[at];
+        if a == addr && l == len {
+            info
         } else {
-            found
+            self.kind_info_scan(kind, at)
         }
+    }
+
+    /// Where `kind_cache` keeps the kind named at `addr`: names are laid out side by side in
+    /// memory, so the bits above the lowest four are mixed in.
+    #[inline]
+    fn kind_cache_slot(addr: usize) -> usize {
+        (addr ^ (addr >> 4)) & (KIND_CACHE - 1)
+    }
+
+    /// `kind_info` when `kind` is not at its place in `kind_cache` (its first message, or
+    /// another kind's name hashed to the same place): a scan of `kinds`, whose result replaces
+    /// that place.
+    #[cold]
+    #[inline(never)]
+    fn kind_info_scan(&mut self, kind: &'static str, at: usize) -> usize {
+        let info = match self.kinds.iter().position(|k| std::ptr::eq(k.name, kind)) {
+            Some(info) => info,
+            None => self.new_kind(kind),
+        };
+        self.kind_cache[at] = (kind.as_ptr() as usize, kind.len(), info);
+        info
     }
 
     #[cold]
@@ -754,10 +780,11 @@ impl<P: Process> Core<P> {
         self.kinds.len() - 1
     }
 
-    /// Counts a message of the kind at `info` in `by_kind` (kinds in order of first appearance).
+    /// Counts a message of the kind at `info`, whose entry in `by_kind` is `counted` (once
+    /// known), in `by_kind` (kinds in order of first appearance).
     #[inline]
-    fn count_kind(&mut self, info: usize) {
-        let entry = match self.kinds[info].counted {
+    fn count_kind(&mut self, info: usize, counted: Option<usize>) {
+        let entry = match counted {
             Some(entry) => entry,
             None => {
                 let kind = self.kinds[info].name;
@@ -810,31 +837,65 @@ impl<P: Process> Core<P> {
         };
         let kind = msg.kind();
         let info = self.kind_info(kind);
+        let KindInfo {
+            frame,
+            excluded,
+            counted,
+            ..
+        } = self.kinds[info];
         // Reliable links' own frames are counted apart (report.link), not as the algorithm's.
-        let frame = self.kinds[info].frame;
         if !self.link.as_mut().is_some_and(|l| l.count(frame)) {
             self.messages.total += 1;
-            self.count_kind(info);
+            self.count_kind(info, counted);
         }
         self.next_msg_id += 1;
         let msg_id = self.next_msg_id;
-        let stamp = self
-            .tracer
-            .as_mut()
-            .map(|t| t.send_event(self.now, from, to_pos, &msg, msg_id));
-        let chain = if self.kinds[info].excluded {
+        let stamp = match self.tracer.is_some() {
+            true => Some(self.trace_send(from, to_pos, &msg, msg_id)),
+            false => None,
+        };
+        let chain = if excluded {
             0
         } else {
             u32::try_from(self.slots[from].chain + 1).unwrap_or(u32::MAX)
         };
-        let copies = self.network.copies(&mut self.rng);
-        if copies == 2 {
-            // The first copy; the second, marked as the duplicate, takes the message itself.
-            self.messages.duplicated += 1;
-            let (m, s) = (msg.clone(), stamp.clone());
-            self.send_copy(from, to_pos, m, msg_id, false, chain, s, info);
+        if self.network.copies(&mut self.rng) == 2 {
+            self.send_duplicated(from, to_pos, msg, msg_id, chain, stamp, info);
+            return;
         }
-        self.send_copy(from, to_pos, msg, msg_id, copies == 2, chain, stamp, info);
+        self.send_copy(from, to_pos, msg, msg_id, false, chain, stamp, info);
+    }
+
+    /// The `send` line of a message from the process at `from` to the one at `to_pos`, and
+    /// the stamp the message carries to its `deliver` line. Out of `send`'s own code: an
+    /// untraced run's sends keep a small frame.
+    #[inline(never)]
+    fn trace_send(&mut self, from: usize, to_pos: usize, msg: &P::Msg, msg_id: u64) -> MsgStamp {
+        let now = self.now;
+        let t = self.tracer.as_mut().expect("a trace is kept");
+        t.send_event(now, from, to_pos, msg, msg_id)
+    }
+
+    /// Both copies of a duplicated message: the first, then the second, marked as the
+    /// duplicate, which takes the message itself. Out of `send`'s own code, as few runs
+    /// duplicate.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn send_duplicated(
+        &mut self,
+        from: usize,
+        to_pos: usize,
+        msg: P::Msg,
+        msg_id: u64,
+        chain: u32,
+        stamp: Option<MsgStamp>,
+        info: usize,
+    ) {
+        self.messages.duplicated += 1;
+        let (m, s) = (msg.clone(), stamp.clone());
+        self.send_copy(from, to_pos, m, msg_id, false, chain, s, info);
+        self.send_copy(from, to_pos, msg, msg_id, true, chain, stamp, info);
     }
 
     /// Decides the fate of one copy of a message and schedules its delivery (or its loss, when
@@ -966,6 +1027,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
             by_kind: Vec::new(),
             chain_excludes: Vec::new(),
             kinds: Vec::new(),
+            kind_cache: [(0, 0, 0); KIND_CACHE],
             violations: Vec::new(),
             suppressed_violations: 0,
             tracer,
@@ -999,6 +1061,7 @@ impl<A: Algorithm, H: Harness<A>> Engine<A, H> {
     pub fn with_chain_excluding(mut self, kinds: &[&'static str]) -> Self {
         self.core.chain_excludes = kinds.to_vec();
         self.core.kinds.clear();
+        self.core.kind_cache = [(0, 0, 0); KIND_CACHE];
         self
     }
 

@@ -171,6 +171,23 @@ impl MutexHarness {
         self.limit.is_none_or(|l| self.load[pos].counted < l)
     }
 
+    /// `done()` worked out from the workload's state (a scan of the nodes), and cached until a
+    /// callback changes that state.
+    #[cold]
+    #[inline(never)]
+    fn compute_done(&self) -> bool {
+        let finite = self.limit.is_some() || self.kind == WorkloadKind::None;
+        let done = finite
+            && self.load.iter().enumerate().all(|(p, l)| {
+                !l.competes
+                    || (l.state == State::Idle
+                        && l.backlog == 0
+                        && (self.kind == WorkloadKind::None || !self.under_limit(p)))
+            });
+        self.done.set(Some(done));
+        done
+    }
+
     fn issue<A: MutualExclusion>(&mut self, pos: usize, ctl: &mut Control<'_, A>) {
         let node = ctl.peers().ids()[pos];
         let now = ctl.now();
@@ -519,20 +536,14 @@ impl<A: MutualExclusion> Harness<A> for MutexHarness {
         }
     }
 
+    // Asked after every event: the cached answer is read in place (inlined into the engine's
+    // turn), and only a workload change since the last question costs the call that looks.
+    #[inline]
     fn done(&self) -> bool {
-        if let Some(done) = self.done.get() {
-            return done;
+        match self.done.get() {
+            Some(done) => done,
+            None => self.compute_done(),
         }
-        let finite = self.limit.is_some() || self.kind == WorkloadKind::None;
-        let done = finite
-            && self.load.iter().enumerate().all(|(p, l)| {
-                !l.competes
-                    || (l.state == State::Idle
-                        && l.backlog == 0
-                        && (self.kind == WorkloadKind::None || !self.under_limit(p)))
-            });
-        self.done.set(Some(done));
-        done
     }
 
     fn finish(&mut self, ctl: &mut Control<'_, A>, report: &mut Report) {
