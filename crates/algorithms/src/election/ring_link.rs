@@ -291,55 +291,6 @@ mod tests {
         assert_eq!(seqs, vec![1, 2]);
     }
 
-    /// Two ring links of different algorithms on one thread take turns with the thread's
-    /// effect list (each replaces the other's): each call carries out its own algorithm's
-    /// effects, and only them.
-    #[test]
-    fn ring_links_of_two_algorithms_on_one_thread_each_carry_out_their_own_effects() {
-        use crate::election::{chang_roberts, ChangRoberts};
-        let peers = Peers::range(4);
-        let params = Params::default();
-        for _ in 0..2 {
-            let mut pet = Driver::new(
-                RingLink::<Peterson>::new(NodeId(2), &peers, &params),
-                NodeId(2),
-                &peers,
-            );
-            let mut cr = Driver::new(
-                RingLink::<ChangRoberts>::new(NodeId(1), &peers, &params),
-                NodeId(1),
-                &peers,
-            );
-            pet.start().input(Input::Start);
-            assert!(matches!(
-                pet.sent()[..],
-                [(
-                    NodeId(3),
-                    LinkMsg::Data {
-                        msg: Msg::Tid { tid: NodeId(2), .. },
-                        ..
-                    }
-                )]
-            ));
-            cr.start().input(Input::Start);
-            assert!(matches!(
-                cr.sent()[..],
-                [(
-                    NodeId(2),
-                    LinkMsg::Data {
-                        msg: chang_roberts::Msg::Election { uid: NodeId(1), .. },
-                        ..
-                    }
-                )]
-            ));
-            // The participant starts nothing again: the list lent to it comes back empty.
-            cr.input(Input::Start);
-            assert!(cr.effects().is_empty());
-            pet.input(Input::Start);
-            assert!(pet.effects().is_empty());
-        }
-    }
-
     /// Peterson over the link: the process holding the largest value crashes mid-election: the
     /// election stalls, T' starts epoch 2 without it, and 7 is elected; 9 recovers, its old
     /// epoch reaches a process outside any election, a new epoch starts and 9 takes over.
