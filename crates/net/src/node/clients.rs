@@ -22,9 +22,7 @@ impl Node {
     /// waited for a lock (see the module's text).
     pub(super) fn reply(&mut self, client: u64, reply: ClientReply) {
         self.send_reply(client, reply);
-        if self.awaiting_grant.remove(&client) {
-            self.answer_held_renewals(client);
-        }
+        self.answer_held_renewals(client);
     }
 
     fn send_reply(&self, client: u64, reply: ClientReply) {
@@ -42,7 +40,8 @@ impl Node {
             .map_or(0, |u| u.duration_since(now).as_millis() as u64)
     }
 
-    /// Answers the renewals of `client` held back while it waited for a lock, in order.
+    /// Answers the renewals of `client` held back while it waited for a lock, in order, and
+    /// answers its next ones at once.
     fn answer_held_renewals(&mut self, client: u64) {
         if let Some(n) = self.held_renewals.remove(&client) {
             let ms = self.lease_ms();
@@ -56,7 +55,6 @@ impl Node {
     /// for long), and renewals that come later are answered at once until the client's next
     /// `Lock` that waits.
     pub(super) fn answer_all_held_renewals(&mut self) {
-        self.awaiting_grant.clear();
         let held: Vec<u64> = self.held_renewals.keys().copied().collect();
         for c in held {
             self.answer_held_renewals(c);
@@ -67,8 +65,8 @@ impl Node {
         match req {
             ClientRequest::Ping => self.reply(c, ClientReply::Pong),
             ClientRequest::Renew => {
-                if self.awaiting_grant.contains(&c) {
-                    *self.held_renewals.entry(c).or_default() += 1;
+                if let Some(held) = self.held_renewals.get_mut(&c) {
+                    *held += 1;
                 } else {
                     let ms = self.lease_ms();
                     self.reply(c, ClientReply::Lease { ms });
@@ -153,7 +151,7 @@ impl Node {
                     .get(&name)
                     .is_some_and(|l| l.waiting.contains(&c))
                 {
-                    self.awaiting_grant.insert(c);
+                    self.held_renewals.entry(c).or_insert(0);
                 }
             }
             ClientRequest::Unlock { name } => {
@@ -277,7 +275,6 @@ impl Node {
 
     pub(super) fn on_client_gone(&mut self, c: u64) {
         self.clients.remove(&c);
-        self.awaiting_grant.remove(&c);
         self.held_renewals.remove(&c);
         self.locks.parked.retain(|(p, _)| *p != c);
         self.forget_app_client(c);

@@ -341,10 +341,8 @@ struct Node {
     last_heard: HashMap<NodeId, Instant>,
     timers: Timers,
     clients: HashMap<u64, mpsc::Sender<ClientReply>>,
-    /// Clients whose `Lock` waits for the algorithm: their renewals are answered with the next
-    /// reply to them (`clients`).
-    awaiting_grant: std::collections::HashSet<u64>,
-    /// How many renewals of each such client are not answered yet.
+    /// The clients whose `Lock` waits for the algorithm, each with how many of its renewals
+    /// are not answered yet: they are answered with the next reply to it (`clients`).
     held_renewals: HashMap<u64, u32>,
     locks: LockTable,
     /// The view this node is in (`None` while a view change is under way, or left out).
@@ -417,7 +415,6 @@ impl Node {
             last_heard: HashMap::new(),
             timers: Timers::default(),
             clients: HashMap::new(),
-            awaiting_grant: std::collections::HashSet::new(),
             held_renewals: HashMap::new(),
             locks: LockTable::new(cluster.file.locks.handoff),
             view: None,
